@@ -1,0 +1,125 @@
+// Registration of the het dialect, its attributes, types and discardable-attribute
+// checks.
+#include "dialects/het/HetDialect.h"
+#include "dialects/het/HetOps.h"
+#include "dialects/llm/LLMDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Regex.h"
+
+using namespace mlir;
+using namespace hetc::het;
+
+#include "dialects/het/HetDialect.cpp.inc"
+#include "dialects/het/HetEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/het/HetAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/het/HetTypes.cpp.inc"
+
+void HetDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/het/HetOps.cpp.inc"
+      >();
+}
+
+void HetDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/het/HetAttrs.cpp.inc"
+      >();
+}
+
+void HetDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/het/HetTypes.cpp.inc"
+      >();
+}
+
+LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name == kPlacementAttrName) {
+    if (!isa<DeviceAttr>(attribute.getValue()))
+      return op->emitOpError()
+             << "expects '" << kPlacementAttrName
+             << "' to be a #het.device attribute, got " << attribute.getValue();
+    return success();
+  }
+  if (name == kMemorySpaceAttrName) {
+    if (!isa<MemorySpaceAttr>(attribute.getValue()))
+      return op->emitOpError()
+             << "expects '" << kMemorySpaceAttrName
+             << "' to be a #het.memory_space attribute, got "
+             << attribute.getValue();
+    if (op->getNumResults() == 0)
+      return op->emitOpError()
+             << "has '" << kMemorySpaceAttrName
+             << "' but no results to place in that memory space";
+    return success();
+  }
+  return op->emitOpError() << "has unknown het attribute '" << name
+                           << "'; the het dialect defines '"
+                           << kPlacementAttrName << "' and '"
+                           << kMemorySpaceAttrName << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef name, DeviceKind kind,
+                                 StringRef arch, uint64_t memory) {
+  if (name.empty())
+    return emitError() << "#het.device needs a non-empty name";
+  // Architectures are named the way each vendor's compiler spells them, so they
+  // can be handed to the back end unchanged.
+  StringRef pattern;
+  StringRef example;
+  switch (kind) {
+  case DeviceKind::cuda:
+    pattern = "^sm_[0-9]+[af]?$";
+    example = "sm_90";
+    break;
+  case DeviceKind::hip:
+    pattern = "^gfx[0-9a-f]+$";
+    example = "gfx942";
+    break;
+  case DeviceKind::cpu:
+    pattern = "^[a-z][a-z0-9_.-]*$";
+    example = "x86-64-v4";
+    break;
+  case DeviceKind::spirv:
+    pattern = "^.+$";
+    example = "vulkan1.3";
+    break;
+  }
+  if (!llvm::Regex(pattern).match(arch))
+    return emitError() << "#het.device \"" << name << "\" has arch \"" << arch
+                       << "\", which is not a " << stringifyDeviceKind(kind)
+                       << " architecture (expected e.g. \"" << example << "\")";
+  return success();
+}
+
+LogicalResult
+MemorySpaceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        MemoryKind kind, StringRef owner) {
+  if (owner.empty())
+    return emitError() << "#het.memory_space needs the name of its owning "
+                          "device";
+  return success();
+}
+
+MemorySpaceAttr KVTierAttr::getMemorySpace() const {
+  return MemorySpaceAttr::get(getContext(), getKind(), getOwner());
+}

@@ -1,0 +1,102 @@
+// Registration of the llm dialect, its types and attributes.
+#include "dialects/llm/LLMDialect.h"
+#include "dialects/llm/LLMOps.h"
+#include "dialects/llm/LLMShapes.h"
+#include "dialects/llm/LLMTypes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "runtime/format/BlockFormats.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace hetc::llm;
+
+#include "dialects/llm/LLMDialect.cpp.inc"
+#include "dialects/llm/LLMEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/llm/LLMTypes.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/llm/LLMAttrs.cpp.inc"
+
+void LLMDialect::initialize() {
+  registerTypes();
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/llm/LLMOps.cpp.inc"
+      >();
+}
+
+void LLMDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/llm/LLMTypes.cpp.inc"
+      >();
+}
+
+void LLMDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/llm/LLMAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// QuantType
+//===----------------------------------------------------------------------===//
+
+// The enum values are the ggml type ids, so the runtime's table is the one source
+// of block sizes for compiler and runtime alike.
+static hetrt::format::BlockLayout layoutOf(QuantFormat format) {
+  return hetrt::format::blockLayout(
+      static_cast<hetrt::format::BlockFormat>(static_cast<uint32_t>(format)));
+}
+
+int64_t QuantType::getBlockSize() const {
+  return layoutOf(getFormat()).blockSize;
+}
+
+int64_t QuantType::getBytesPerBlock() const {
+  return layoutOf(getFormat()).bytesPerBlock;
+}
+
+//===----------------------------------------------------------------------===//
+// KVCacheType
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
+                    int64_t capacity, int64_t kvHeads, int64_t headDim,
+                    Type elementType) {
+  if (capacity <= 0)
+    return emitError() << "kv_cache capacity must be positive, got "
+                       << capacity;
+  if (kvHeads <= 0)
+    return emitError() << "kv_cache kvHeads must be positive, got " << kvHeads;
+  if (headDim <= 0)
+    return emitError() << "kv_cache headDim must be positive, got " << headDim;
+  if (auto quant = dyn_cast<QuantType>(elementType)) {
+    if (headDim % quant.getBlockSize() != 0)
+      return emitError() << "kv_cache headDim (" << headDim
+                         << ") must be a multiple of the "
+                         << stringifyQuantFormat(quant.getFormat())
+                         << " block size (" << quant.getBlockSize() << ")";
+    return success();
+  }
+  if (!isa<Float32Type, Float16Type, BFloat16Type>(elementType))
+    return emitError() << "kv_cache elementType must be f32, f16, bf16 or "
+                          "!llm.quant, got "
+                       << elementType;
+  return success();
+}
+
+int64_t KVCacheType::getBytesForPositions(int64_t positions) const {
+  int64_t rowBytes =
+      getStorageBytes(getElementType(), getHeadDim()).value_or(0);
+  // Keys and values: two rows per head per position.
+  return 2 * positions * getKvHeads() * rowBytes;
+}

@@ -1,0 +1,18 @@
+// Types, enums and enum attributes of the llm dialect.
+#ifndef HETC_DIALECTS_LLM_LLMTYPES_H
+#define HETC_DIALECTS_LLM_LLMTYPES_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Types.h"
+
+#include "dialects/llm/LLMEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/llm/LLMTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/llm/LLMAttrs.h.inc"
+
+#endif // HETC_DIALECTS_LLM_LLMTYPES_H

@@ -1,0 +1,19 @@
+# lit configuration of the hetc test suite.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "HETC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.hetc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "lib"]
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%shared", config.hetc_shared_dir))
+tool_dirs = [config.hetc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["hetc-opt", "hetc"], tool_dirs)
