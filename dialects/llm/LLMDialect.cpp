@@ -19,12 +19,8 @@ using namespace hetc::llm;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/llm/LLMTypes.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialects/llm/LLMAttrs.cpp.inc"
-
 void LLMDialect::initialize() {
   registerTypes();
-  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/llm/LLMOps.cpp.inc"
@@ -35,13 +31,6 @@ void LLMDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "dialects/llm/LLMTypes.cpp.inc"
-      >();
-}
-
-void LLMDialect::registerAttributes() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialects/llm/LLMAttrs.cpp.inc"
       >();
 }
 

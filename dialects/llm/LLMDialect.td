@@ -29,10 +29,8 @@ def LLM_Dialect : Dialect {
     and context length), which the cost model reads.
   }];
   let useDefaultTypePrinterParser = 1;
-  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerTypes();
-    void registerAttributes();
   }];
 }
 

@@ -14,33 +14,30 @@ def LLM_QuantFormat : I32EnumAttr<"QuantFormat", "block-quantized weight format"
   let genSpecializedAttr = 0;
 }
 
-def LLM_RopeMode : I32EnumAttr<"RopeMode", "pairing of rotated dimensions", [
+def LLM_RopeModeAttr : I32EnumAttr<"RopeMode", "pairing of rotated dimensions", [
     // Adjacent pairs (x[2i], x[2i+1]), as in the original Llama.
     I32EnumAttrCase<"normal", 0>,
     // Split halves (x[i], x[i + d/2]), as in GPT-NeoX, Qwen2, Phi-3, Gemma.
     I32EnumAttrCase<"neox", 1>,
   ]> {
   let cppNamespace = "::hetc::llm";
-  let genSpecializedAttr = 0;
 }
 
-def LLM_RopeScaling : I32EnumAttr<"RopeScaling", "RoPE context-extension scheme", [
+def LLM_RopeScalingAttr : I32EnumAttr<"RopeScaling", "RoPE context-extension scheme", [
     I32EnumAttrCase<"linear", 1>,
     I32EnumAttrCase<"yarn", 2>,
   ]> {
   let cppNamespace = "::hetc::llm";
-  let genSpecializedAttr = 0;
 }
 
-def LLM_GeluApproximation : I32EnumAttr<"GeluApproximation", "GELU formula", [
+def LLM_GeluApproximationAttr : I32EnumAttr<"GeluApproximation", "GELU formula", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"tanh", 1>,
   ]> {
   let cppNamespace = "::hetc::llm";
-  let genSpecializedAttr = 0;
 }
 
-def LLM_GatedActivation : I32EnumAttr<"GatedActivation",
+def LLM_GatedActivationAttr : I32EnumAttr<"GatedActivation",
     "activation applied to the gate of a GLU", [
     // SwiGLU: Llama, Mistral, Qwen2, Phi-3, Mixtral experts.
     I32EnumAttrCase<"silu", 0>,
@@ -50,7 +47,6 @@ def LLM_GatedActivation : I32EnumAttr<"GatedActivation",
     I32EnumAttrCase<"gelu_tanh", 2>,
   ]> {
   let cppNamespace = "::hetc::llm";
-  let genSpecializedAttr = 0;
 }
 
 #endif // HETC_LLM_ENUMS_TD

@@ -4,7 +4,7 @@
 #define HETC_LLM_OPS_TD
 
 include "dialects/llm/LLMDialect.td"
-include "dialects/llm/LLMAttrs.td"
+include "dialects/llm/LLMEnums.td"
 include "dialects/llm/LLMTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"

@@ -1,4 +1,4 @@
-// Types, enums and enum attributes of the llm dialect.
+// Types and enums of the llm dialect.
 #ifndef HETC_DIALECTS_LLM_LLMTYPES_H
 #define HETC_DIALECTS_LLM_LLMTYPES_H
 
@@ -11,8 +11,5 @@
 
 #define GET_TYPEDEF_CLASSES
 #include "dialects/llm/LLMTypes.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "dialects/llm/LLMAttrs.h.inc"
 
 #endif // HETC_DIALECTS_LLM_LLMTYPES_H
