@@ -60,6 +60,7 @@ def Het_KVTierAttr : Het_Attr<"KVTier", "kv_tier"> {
                         StringRefParameter<"owning device">:$owner,
                         "int64_t":$blocks);
   let assemblyFormat = "`<` $kind `,` $owner `,` `blocks` `=` $blocks `>`";
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The memory space this tier occupies.
     MemorySpaceAttr getMemorySpace() const;

@@ -120,6 +120,12 @@ MemorySpaceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult KVTierAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 MemoryKind kind, StringRef owner,
+                                 int64_t blocks) {
+  return MemorySpaceAttr::verify(emitError, kind, owner);
+}
+
 MemorySpaceAttr KVTierAttr::getMemorySpace() const {
   return MemorySpaceAttr::get(getContext(), getKind(), getOwner());
 }

@@ -85,10 +85,10 @@ LogicalResult SegmentOp::verifyRegions() {
     // C3
     if (auto placement =
             op->getAttrOfType<DeviceAttr>(HetDialect::kPlacementAttrName)) {
-      if (placement.getName() != device.getName()) {
-        op->emitOpError() << "is placed on \"" << placement.getName()
-                          << "\" inside a segment on \"" << device.getName()
-                          << "\"; move it out of the segment or drop its "
+      if (placement != device) {
+        op->emitOpError() << "is placed on " << placement
+                          << " inside a segment on " << device
+                          << "; move it out of the segment or drop its "
                              "het.placement";
         return WalkResult::interrupt();
       }
@@ -169,7 +169,11 @@ LogicalResult KVTiersOp::verify() {
     if (!spaces.insert(tier.getMemorySpace()).second)
       return emitOpError() << "lists memory space " << tier.getMemorySpace()
                            << " twice; merge the two tiers";
-    totalTokens += tier.getBlocks() * blockTokens;
+    int64_t tierTokens = 0;
+    if (__builtin_mul_overflow(tier.getBlocks(), blockTokens, &tierTokens) ||
+        __builtin_add_overflow(totalTokens, tierTokens, &totalTokens))
+      return emitOpError() << "tiers hold more than 2^63 positions; the block "
+                              "counts are not plausible";
   }
   // C5
   auto cache = cast<hetc::llm::KVCacheType>(getCacheType());

@@ -32,7 +32,7 @@ def Het_SegmentOp : Het_Op<"segment", [
     - C2: every value used from outside lives in memory the device owns (when
       its memory space is known: a `het.transfer` result, an op with a
       `het.memory_space`, or a value computed on a device).
-    - C3: ops inside carry no `het.placement` naming another device.
+    - C3: ops inside carry no `het.placement` other than the segment's device.
     - C4: segments do not nest.
   }];
   let arguments = (ins Het_DeviceAttr:$device);

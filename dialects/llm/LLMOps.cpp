@@ -28,8 +28,8 @@ LogicalResult verifyFeatureVector(Operation *op, StringRef what,
 LogicalResult verifyPositive(Operation *op, StringRef what, double value) {
   if (value > 0 && std::isfinite(value))
     return success();
-  return op->emitOpError() << "expects " << what << " to be positive, got "
-                           << value;
+  return op->emitOpError() << "expects " << what
+                           << " to be positive and finite, got " << value;
 }
 } // namespace
 
@@ -393,11 +393,11 @@ LogicalResult LogitsOp::verify() {
     if (failed(verifyDim(*this, "result", result, 0,
                          "the token count of hidden", hidden.getDimSize(0))))
       return failure();
-  } else if (failed(verifyDim(*this, "result", result, 0,
-                              "1 (the last token; set all_tokens for every "
-                              "token)",
-                              1))) {
-    return failure();
+  } else if (result.getDimSize(0) != 1) {
+    return emitOpError() << "expects dimension 0 of result ("
+                         << formatDim(result.getDimSize(0))
+                         << ") to be 1, the last token; set all_tokens for "
+                            "logits of every token";
   }
   if (failed(verifyDim(*this, "result", result, 1, "the vocabulary size",
                        output.getDimSize(0))))

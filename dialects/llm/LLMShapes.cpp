@@ -57,8 +57,13 @@ int64_t getTensorBytes(ShapedType type, int64_t dynamicSize) {
 LogicalResult verifyBlockAligned(Operation *op, StringRef what,
                                  ShapedType type) {
   auto quant = dyn_cast<QuantType>(type.getElementType());
-  if (!quant || type.getRank() == 0)
+  if (!quant)
     return success();
+  if (type.getRank() == 0)
+    return op->emitOpError()
+           << "expects " << what << " to have an innermost dimension holding "
+           << stringifyQuantFormat(quant.getFormat())
+           << " blocks, got a rank-0 tensor";
   int64_t inner = type.getShape().back();
   if (ShapedType::isDynamic(inner) || inner % quant.getBlockSize() == 0)
     return success();
