@@ -44,7 +44,14 @@ LogicalResult WeightOp::verify() {
     return emitOpError() << "expects a static shape for weight @"
                          << getSymName() << ", got " << type;
   // C2
-  return verifyBlockAligned(*this, "weight", type);
+  if (failed(verifyBlockAligned(*this, "weight", type)))
+    return failure();
+  // C3
+  if (std::optional<uint64_t> offset = getDataOffset())
+    if (static_cast<int64_t>(*offset) < 0)
+      return emitOpError() << "expects data_offset to be non-negative, got "
+                           << static_cast<int64_t>(*offset);
+  return success();
 }
 
 LogicalResult

@@ -20,6 +20,8 @@ def LLM_WeightOp : LLM_Op<"weight", [Symbol]> {
     Declares that the model file holds a tensor named `sym_name` with the given
     type. The data stays in the file; the runtime maps it. The symbol name is the
     tensor's name in the file (GGUF names such as `blk.0.attn_q.weight`).
+    `data_offset`, when the importer knows the file, is the tensor's byte offset
+    in the file's data section, so code can be bound to the mapped file.
 
     ```mlir
     llm.weight @"blk.0.attn_q.weight" : tensor<4096x4096x!llm.quant<q4_0>>
@@ -29,9 +31,11 @@ def LLM_WeightOp : LLM_Op<"weight", [Symbol]> {
     - C1: the type has a static shape.
     - C2: a block-quantized tensor has an innermost dimension that is a multiple
       of its block size.
+    - C3: `data_offset`, when present, is non-negative.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       TypeAttrOf<LLM_WeightTensor>:$type);
+                       TypeAttrOf<LLM_WeightTensor>:$type,
+                       OptionalAttr<I64Attr>:$data_offset);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -1117,3 +1117,10 @@ func.func @rope_c4_theta_infinite(%q: tensor<?x8x8xf32>, %pos: tensor<?xi32>) {
   %r = llm.rope %q at %pos mode = normal theta = 0x7F800000 dims = 8 : (tensor<?x8x8xf32>, tensor<?xi32>) -> tensor<?x8x8xf32>
   return
 }
+
+// -----
+
+// Weight C3: a data offset locates the tensor in the model file's data section
+// and cannot be negative.
+// expected-error @+1 {{'llm.weight' op expects data_offset to be non-negative, got -32}}
+llm.weight @weight_c3_negative_offset {data_offset = -32 : i64} : tensor<64xf32>

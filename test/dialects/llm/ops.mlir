@@ -13,6 +13,7 @@
 // CHECK: llm.weight @q6_k : tensor<8x512x!llm.quant<q6_k>>
 // CHECK: llm.weight @f16 : tensor<8x64xf16>
 // CHECK: llm.weight @bf16 : tensor<8x64xbf16>
+// CHECK: llm.weight @bound {data_offset = 1024 : i64} : tensor<8xf32>
 // CHECK-LABEL: func.func @weights
 // CHECK: %{{.+}} = llm.get_weight @blk.0.attn_q.weight : tensor<64x64x!llm.quant<q8_0>>
 llm.weight @token_embd.weight : tensor<512x64xf32>
@@ -22,6 +23,7 @@ llm.weight @q4_k : tensor<8x256x!llm.quant<q4_k>>
 llm.weight @q6_k : tensor<8x512x!llm.quant<q6_k>>
 llm.weight @f16 : tensor<8x64xf16>
 llm.weight @bf16 : tensor<8x64xbf16>
+llm.weight @bound {data_offset = 1024 : i64} : tensor<8xf32>
 func.func @weights() -> tensor<64x64x!llm.quant<q8_0>> {
   %w = llm.get_weight @"blk.0.attn_q.weight" : tensor<64x64x!llm.quant<q8_0>>
   return %w : tensor<64x64x!llm.quant<q8_0>>
