@@ -1,11 +1,13 @@
 // hetc: the command-line entry point for compiling, planning and running models.
-// Subcommands are added as they become real; today it reports what it is.
+// Each subcommand lives in its own file (see Commands.h); this file wires them.
+#include "Commands.h"
 #include "Version.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 int main(int argc, char **argv) {
   CLI::App app{"hetc: a heterogeneous compiler for large-language-model "
@@ -19,11 +21,15 @@ int main(int argc, char **argv) {
                        std::string("hetc ") + HETC_VERSION + " (LLVM/MLIR " +
                            HETC_LLVM_VERSION + ")",
                        "Print the version and exit");
-  app.require_subcommand(0);
+  std::vector<hetc::cli::Action> actions = {
+      hetc::cli::registerImportCommand(app),
+  };
   CLI11_PARSE(app, argc, argv);
-  if (argc == 1) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
+  for (const hetc::cli::Action &action : actions) {
+    int code = action();
+    if (code >= 0)
+      return code;
   }
+  std::fputs(app.help().c_str(), stdout);
   return 0;
 }

@@ -1,0 +1,21 @@
+// The hetc subcommands: each registers its flags on the CLI and runs when chosen.
+#ifndef HETC_TOOLS_HETC_COMMANDS_H
+#define HETC_TOOLS_HETC_COMMANDS_H
+
+#include <functional>
+
+namespace CLI {
+class App;
+} // namespace CLI
+
+namespace hetc::cli {
+
+/// A subcommand's action, run after parsing; returns the process exit code.
+using Action = std::function<int()>;
+
+/// `hetc import MODEL.gguf`: prints the llm module of a model.
+Action registerImportCommand(CLI::App &app);
+
+} // namespace hetc::cli
+
+#endif // HETC_TOOLS_HETC_COMMANDS_H

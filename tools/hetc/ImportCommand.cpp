@@ -1,0 +1,83 @@
+// `hetc import`: GGUF → llm IR, printed for reading or for hetc-opt.
+#include "Commands.h"
+
+#include "hetc/Import/GgufImporter.h"
+#include "hetc/InitAll.h"
+#include "runtime/format/Gguf.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace hetc::cli {
+
+namespace {
+struct ImportFlags {
+  std::string model;
+  std::string output = "-";
+  int64_t contextLength = 0;
+  bool debugInfo = false;
+};
+} // namespace
+
+Action registerImportCommand(CLI::App &app) {
+  auto flags = std::make_shared<ImportFlags>();
+  CLI::App *command = app.add_subcommand(
+      "import", "Import a GGUF model into the llm dialect and print the module");
+  command->add_option("model", flags->model, "The GGUF model file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("-o,--output", flags->output,
+                      "Where to write the IR ('-' for standard output)");
+  command->add_option("--context", flags->contextLength,
+                      "KV-cache capacity in tokens (default: the model's "
+                      "context length)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--debug-info", flags->debugInfo,
+                    "Print locations (the model's tensor names)");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    std::string error;
+    std::unique_ptr<hetrt::format::GgufFile> file =
+        hetrt::format::GgufFile::open(flags->model, error);
+    if (!file) {
+      std::cerr << "hetc import: " << error << "\n";
+      return 1;
+    }
+    mlir::DialectRegistry registry;
+    registerAllDialects(registry);
+    mlir::MLIRContext context(registry);
+    import::ImportOptions options;
+    options.contextLength = flags->contextLength;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        import::importGguf(context, *file, options, error);
+    if (!module) {
+      std::cerr << "hetc import: " << error << "\n";
+      return 1;
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream out(flags->output, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      std::cerr << "hetc import: " << flags->output
+                << ": cannot write: " << ec.message() << "\n";
+      return 1;
+    }
+    mlir::OpPrintingFlags printing;
+    if (flags->debugInfo)
+      printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(out, printing);
+    return 0;
+  };
+}
+
+} // namespace hetc::cli
