@@ -17,5 +17,9 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%shared", config.hetc_shared_dir))
+# Replaces lit's default %python (whatever interpreter runs lit): the NumPy reference in
+# test/reference needs Debian's python3, which has python3-numpy.
+config.substitutions = [sub for sub in config.substitutions if sub[0] != "%python"]
+config.substitutions.append(("%python", "/usr/bin/python3"))
 tool_dirs = [config.hetc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["hetc-opt", "hetc"], tool_dirs)
