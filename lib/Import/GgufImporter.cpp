@@ -81,10 +81,11 @@ public:
 
     Value tokens = entry->getArgument(0);
     Value positions = entry->getArgument(1);
-    Value numTokensValue =
-        tensor::DimOp::create(b, loc, tokens, 0).getResult();
     this->numTokens = tokensDim;
-    this->numTokensValue = numTokensValue;
+    this->numTokensValue =
+        ShapedType::isDynamic(tokensDim)
+            ? tensor::DimOp::create(b, loc, tokens, 0).getResult()
+            : Value();
 
     Value table = weight("token_embd.weight");
     if (!table)
@@ -173,8 +174,11 @@ private:
 
   Value splitHeads(Location loc, Value x, int64_t heads) {
     auto type = activationType({heads, config.headDim});
-    SmallVector<OpFoldResult> outputShape = {
-        numTokensValue, b.getIndexAttr(heads), b.getIndexAttr(config.headDim)};
+    OpFoldResult tokens = ShapedType::isDynamic(numTokens)
+                              ? OpFoldResult(numTokensValue)
+                              : OpFoldResult(b.getIndexAttr(numTokens));
+    SmallVector<OpFoldResult> outputShape = {tokens, b.getIndexAttr(heads),
+                                             b.getIndexAttr(config.headDim)};
     return tensor::ExpandShapeOp::create(b, 
         loc, type, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
         outputShape);

@@ -3,7 +3,10 @@
 
 #include "dialects/het/HetDialect.h"
 #include "dialects/llm/LLMDialect.h"
+#include "hetc/Pipeline/Pipeline.h"
+#include "passes/conversion/Passes.h"
 #include "passes/het/Passes.h"
+#include "passes/target/x86/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,8 +22,17 @@ void registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void registerAllPasses() {
-  mlir::registerAllPasses();
-  het::registerHetPasses();
+  // The registries are global and reject duplicates, and both tools may call
+  // this from several places.
+  static const bool registered = [] {
+    mlir::registerAllPasses();
+    het::registerHetPasses();
+    conversion::registerConversionPasses();
+    x86::registerX86Passes();
+    pipeline::registerPipelines();
+    return true;
+  }();
+  (void)registered;
 }
 
 } // namespace hetc

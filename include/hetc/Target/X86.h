@@ -1,0 +1,39 @@
+// The x86 CPU back end: LLVM dialect → optimized machine code in a shared
+// object the runtime loads.
+#ifndef HETC_TARGET_X86_H
+#define HETC_TARGET_X86_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace hetc::target::x86 {
+
+/// A code variant of the pack; the runtime picks the best its host can run.
+struct CpuVariant {
+  /// Name recorded in the pack manifest ("avx512", "x86-64-v2").
+  std::string name;
+  /// LLVM CPU and features to generate code for.
+  std::string cpu;
+  std::string features;
+};
+
+/// The variants hetc builds: AVX-512 with VNNI and BF16 (Sapphire Rapids and
+/// later, Zen 4 and later), and a portable x86-64-v2 baseline.
+std::vector<CpuVariant> defaultVariants();
+
+/// Translates `module` (LLVM dialect only), optimizes it at O3 for `variant`,
+/// and links the code into a shared object. Returns its bytes, or sets `error`
+/// and returns an empty vector.
+std::vector<char> compileSharedObject(mlir::ModuleOp module,
+                                      const CpuVariant &variant,
+                                      std::string &error);
+
+/// The optimized LLVM IR of `module` for `variant`, as text (for inspection).
+std::string emitLLVMIR(mlir::ModuleOp module, const CpuVariant &variant,
+                       std::string &error);
+
+} // namespace hetc::target::x86
+
+#endif // HETC_TARGET_X86_H

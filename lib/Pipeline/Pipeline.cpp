@@ -1,0 +1,103 @@
+// The CPU compilation pipeline: llm → linalg → bufferized loops → LLVM dialect,
+// built only from registered passes so `hetc-opt` can replay every step.
+#include "hetc/Pipeline/Pipeline.h"
+
+#include "passes/conversion/Passes.h"
+#include "passes/target/x86/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace hetc::pipeline {
+
+std::optional<Phase> parsePhase(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Phase>>(name)
+      .Case("import", Phase::Import)
+      .Case("linalg", Phase::Linalg)
+      .Case("loops", Phase::Loops)
+      .Case("llvm", Phase::LLVM)
+      .Case("pack", Phase::Pack)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef phaseNames() { return "import, linalg, loops, llvm, pack"; }
+
+namespace {
+void addLinalgPhase(OpPassManager &pm) {
+  pm.addPass(conversion::createConvertLLMToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void addLoopsPhase(OpPassManager &pm) {
+  pm.addPass(x86::createHetcX86PrepareEntriesPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Lowering linalg to loops before canonicalization keeps copies as loops
+  // (a canonicalized memref.copy of a strided view would call a runtime helper).
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass());
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(x86::createHetcX86ExportEntriesPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void addLLVMPhase(OpPassManager &pm) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+} // namespace
+
+void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to) {
+  auto covers = [&](Phase phase) { return from < phase && phase <= to; };
+  if (covers(Phase::Linalg))
+    addLinalgPhase(pm);
+  if (covers(Phase::Loops))
+    addLoopsPhase(pm);
+  if (covers(Phase::LLVM))
+    addLLVMPhase(pm);
+}
+
+std::string printCpuPipeline() {
+  OpPassManager pm(ModuleOp::getOperationName());
+  buildCpuPipeline(pm, Phase::Import, Phase::LLVM);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
+
+void registerPipelines() {
+  PassPipelineRegistration<>(
+      "hetc-lower-cpu",
+      "Lower an imported llm module to the LLVM dialect for x86 CPUs",
+      [](OpPassManager &pm) {
+        buildCpuPipeline(pm, Phase::Import, Phase::LLVM);
+      });
+}
+
+} // namespace hetc::pipeline

@@ -1,0 +1,194 @@
+// x86 code generation: MLIR's LLVM dialect → LLVM IR → O3 → object → shared
+// object (ld.lld). Everything but the final link happens in process.
+#include "hetc/Target/X86.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <memory>
+
+namespace hetc::target::x86 {
+
+std::vector<CpuVariant> defaultVariants() {
+  return {
+      {"avx512", "x86-64-v4", "+avx512vnni,+avx512bf16,+f16c,+fma"},
+      {"x86-64-v2", "x86-64-v2", ""},
+  };
+}
+
+namespace {
+
+/// Translates and optimizes `module` for `variant`; null with `error` set on
+/// failure. `machine` receives the target machine used.
+std::unique_ptr<llvm::Module>
+buildOptimizedModule(mlir::ModuleOp module, const CpuVariant &variant,
+                     llvm::LLVMContext &llvmContext,
+                     std::unique_ptr<llvm::TargetMachine> &machine,
+                     std::string &error) {
+  static const bool initialized = [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+
+  mlir::registerBuiltinDialectTranslation(*module->getContext());
+  mlir::registerLLVMDialectTranslation(*module->getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext, "hetc-model");
+  if (!llvmModule) {
+    error = "translation of the LLVM dialect module to LLVM IR failed (see "
+            "the diagnostics above)";
+    return nullptr;
+  }
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions options;
+  machine.reset(target->createTargetMachine(
+      triple, variant.cpu, variant.features, options, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine) {
+    error = "cannot create an x86 target machine for cpu '" + variant.cpu + "'";
+    return nullptr;
+  }
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  // Every function gets the variant's CPU, so inlining and vectorization use it.
+  for (llvm::Function &function : *llvmModule) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", variant.cpu);
+    if (!variant.features.empty())
+      function.addFnAttr("target-features", variant.features);
+  }
+
+  llvm::LoopAnalysisManager loopAnalyses;
+  llvm::FunctionAnalysisManager functionAnalyses;
+  llvm::CGSCCAnalysisManager cgsccAnalyses;
+  llvm::ModuleAnalysisManager moduleAnalyses;
+  llvm::PassBuilder passBuilder(machine.get());
+  passBuilder.registerModuleAnalyses(moduleAnalyses);
+  passBuilder.registerCGSCCAnalyses(cgsccAnalyses);
+  passBuilder.registerFunctionAnalyses(functionAnalyses);
+  passBuilder.registerLoopAnalyses(loopAnalyses);
+  passBuilder.crossRegisterProxies(loopAnalyses, functionAnalyses,
+                                   cgsccAnalyses, moduleAnalyses);
+  llvm::ModulePassManager passes =
+      passBuilder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  passes.run(*llvmModule, moduleAnalyses);
+  return llvmModule;
+}
+
+/// A temporary file removed when this goes out of scope.
+struct TemporaryFile {
+  llvm::SmallString<128> path;
+  ~TemporaryFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+
+} // namespace
+
+std::string emitLLVMIR(mlir::ModuleOp module, const CpuVariant &variant,
+                       std::string &error) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::Module> llvmModule =
+      buildOptimizedModule(module, variant, llvmContext, machine, error);
+  if (!llvmModule)
+    return {};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvmModule->print(os, nullptr);
+  return text;
+}
+
+std::vector<char> compileSharedObject(mlir::ModuleOp module,
+                                      const CpuVariant &variant,
+                                      std::string &error) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::Module> llvmModule =
+      buildOptimizedModule(module, variant, llvmContext, machine, error);
+  if (!llvmModule)
+    return {};
+
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
+      error = "the x86 target cannot emit object files";
+      return {};
+    }
+    codegen.run(*llvmModule);
+  }
+
+  TemporaryFile objectFile, sharedFile;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "hetc-model", "o", fd, objectFile.path)) {
+    error = "cannot create a temporary object file: " + ec.message();
+    return {};
+  }
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out.write(object.data(), object.size());
+  }
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "hetc-model", "so", sharedFile.path)) {
+    error = "cannot create a temporary shared object: " + ec.message();
+    return {};
+  }
+  std::string linker = HETC_LLD_PATH;
+  if (!llvm::sys::fs::can_execute(linker)) {
+    error = "the linker " + linker + " is missing; install lld-22";
+    return {};
+  }
+  // Libc and libm symbols (malloc, expf, ...) resolve against the process that
+  // loads the code, which always has them.
+  llvm::SmallVector<llvm::StringRef> args = {
+      linker, "-shared", "--as-needed", "-O2", "-o", sharedFile.path,
+      objectFile.path};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
+                                         &message);
+  if (status != 0) {
+    error = "linking the model code with " + linker + " failed" +
+            (message.empty() ? "" : ": " + message);
+    return {};
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> shared =
+      llvm::MemoryBuffer::getFile(sharedFile.path);
+  if (!shared) {
+    error = "cannot read the linked shared object: " +
+            shared.getError().message();
+    return {};
+  }
+  return std::vector<char>((*shared)->getBufferStart(),
+                           (*shared)->getBufferEnd());
+}
+
+} // namespace hetc::target::x86

@@ -1,0 +1,64 @@
+// Patterns and shared helpers of convert-llm-to-linalg, by op family.
+#ifndef HETC_PASSES_CONVERSION_LLMTOLINALG_PATTERNS_H
+#define HETC_PASSES_CONVERSION_LLMTOLINALG_PATTERNS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace hetc::conversion {
+
+/// Converts llm types to upstream ones: a block-quantized tensor to its byte
+/// rows (`tensor<... x rowBytes x i8>`), a KV cache to
+/// `tensor<2 x capacity x kvHeads x headDim x T>`; everything else unchanged.
+class LLMToLinalgTypeConverter : public mlir::TypeConverter {
+public:
+  LLMToLinalgTypeConverter();
+};
+
+/// Embedding, matmul, logits, get_weight.
+void populateLLMToLinalgMatmulPatterns(const mlir::TypeConverter &converter,
+                                       mlir::RewritePatternSet &patterns);
+/// RoPE, KV append, attention.
+void populateLLMToLinalgAttentionPatterns(const mlir::TypeConverter &converter,
+                                          mlir::RewritePatternSet &patterns);
+/// Norms, activations, adds, scale, softmax.
+void populateLLMToLinalgElementwisePatterns(
+    const mlir::TypeConverter &converter, mlir::RewritePatternSet &patterns);
+
+/// The argument of the enclosing function that holds the mapped weight data.
+inline constexpr llvm::StringLiteral kWeightsArgAttrName = "llm.weights";
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by the pattern files.
+//===----------------------------------------------------------------------===//
+
+/// Sizes of `tensor` as OpFoldResults (dynamic ones via tensor.dim).
+llvm::SmallVector<mlir::OpFoldResult>
+getMixedSizes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tensor);
+
+/// A tensor of `sizes` filled with `value` (a float of `elementType`).
+mlir::Value createFilled(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                         mlir::Type elementType, double value);
+
+/// An f32 constant.
+mlir::Value f32Constant(mlir::OpBuilder &b, mlir::Location loc, double value);
+/// An index constant.
+mlir::Value indexConstant(mlir::OpBuilder &b, mlir::Location loc,
+                          int64_t value);
+
+/// Element `[row, column]` of a weight matrix as f32: `weight` is the converted
+/// tensor (floats, or byte rows for a block format) and `storageType` the
+/// original llm element type that says how to decode it. `row` and `column`
+/// are index values; for 3-D expert weights pass `expert` too.
+mlir::Value loadWeightElement(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Type storageType, mlir::Value weight,
+                              mlir::ValueRange outerIndices, mlir::Value column);
+
+/// Identity and projected affine maps over `rank` loops.
+mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
+
+} // namespace hetc::conversion
+
+#endif // HETC_PASSES_CONVERSION_LLMTOLINALG_PATTERNS_H

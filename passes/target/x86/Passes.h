@@ -1,0 +1,20 @@
+// The x86 target pass group: declarations and registration (from Passes.td).
+#ifndef HETC_PASSES_TARGET_X86_PASSES_H
+#define HETC_PASSES_TARGET_X86_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace hetc::x86 {
+
+/// The unit attribute marking a model entry point through the lowering.
+inline constexpr llvm::StringLiteral kEntryAttrName = "hetc.entry";
+
+#define GEN_PASS_DECL
+#include "passes/target/x86/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/target/x86/Passes.h.inc"
+
+} // namespace hetc::x86
+
+#endif // HETC_PASSES_TARGET_X86_PASSES_H

@@ -1,0 +1,81 @@
+// RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --mlir-print-local-scope | FileCheck %s
+
+// A float matmul is a three-loop generic reading the [out, in] weight as an
+// operand; the weight reference becomes a view of the mapped model data at the
+// weight's offset, passed in as a new leading argument.
+llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
+// CHECK-NOT: llm.
+// CHECK-LABEL: func.func @f32_matmul
+// CHECK-SAME: (%[[DATA:.+]]: memref<?xi8> {llm.weights}, %[[X:.+]]: tensor<?x64xf32>)
+// CHECK: %[[OFF:.+]] = arith.constant 256 : index
+// CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<32x64xf32>
+// CHECK: %[[W:.+]] = bufferization.to_tensor %[[VIEW]] restrict
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[X]], %[[W]] : tensor<?x64xf32>, tensor<32x64xf32>)
+// CHECK-NOT: llm.
+func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @w : tensor<32x64xf32>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes); the body
+// decodes each element from its block's f16 scale and nibble, never building a
+// dequantized copy.
+llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
+// CHECK-LABEL: func.func @q4_0_matmul
+// CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : tensor<?x64xf32>)
+// CHECK-DAG: tensor.extract %{{.+}} : tensor<32x36xi8>
+// CHECK-DAG: arith.bitcast %{{.+}} : i16 to f16
+// CHECK-DAG: arith.shrui
+// CHECK-NOT: llm.
+func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// The KV cache is one tensor of keys and values; appending copies each token's
+// rows to its position, and attention reads the prefix up to the largest
+// position with the GQA head mapping h / (heads / kv_heads).
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: func.func @cache_and_attention
+// CHECK-SAME: tensor<2x64x2x8xf32>
+// CHECK: scf.for
+// CHECK: linalg.copy
+// CHECK: tensor.insert_slice {{.+}} into tensor<2x64x2x8xf32>
+// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x2x8xf32>
+// CHECK: linalg.generic {indexing_maps = [{{.+}}, affine_map<(d0, d1, d2, d3) -> (d2, d1 floordiv 2, d3)>
+// CHECK: math.exp
+// CHECK-NOT: llm.
+func.func @cache_and_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %c: !cache) -> (tensor<?x4x8xf32>, !cache) {
+  %c1 = llm.kv_append %k, %k into %c at %pos : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>) -> !cache
+  %o = llm.attention %q, %c1 at %pos causal window = 16 : (tensor<?x4x8xf32>, !cache, tensor<?xi32>) -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !cache
+}
+
+// -----
+
+// Norm, RoPE, gated activation and residual: elementwise and reduction
+// generics; the norm accumulates its squares in f64 as ggml does.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: arith.extf %{{.+}} : f32 to f64
+// CHECK: math.sqrt
+// CHECK: math.powf
+// CHECK: math.cos
+// CHECK: math.exp
+// CHECK-NOT: llm.
+func.func @elementwise(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %pos: tensor<?xi32>, %q: tensor<?x2x8xf32>) -> (tensor<?x16xf32>, tensor<?x2x8xf32>) {
+  %n = llm.rms_norm %x, %w eps = 1.0e-05 : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %r = llm.rope %q at %pos mode = neox theta = 10000.0 dims = 8 : (tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  %g = llm.glu silu %n, %x : tensor<?x16xf32>
+  %a = llm.add %g, %x : tensor<?x16xf32>
+  return %a, %r : tensor<?x16xf32>, tensor<?x2x8xf32>
+}
