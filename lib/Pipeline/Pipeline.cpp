@@ -69,6 +69,7 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(x86::createHetcX86PackEntryArgsPass());
 }
 } // namespace
 

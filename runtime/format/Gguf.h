@@ -109,6 +109,9 @@ public:
   uint64_t fileSize() const { return size_; }
   /// Offset of the data section from the start of the file.
   uint64_t dataOffset() const { return dataOffset_; }
+  /// The mapped data section (all tensors) and its size in bytes.
+  const uint8_t *dataSection() const { return base_ + dataOffset_; }
+  uint64_t dataSectionSize() const { return size_ - dataOffset_; }
 
   /// Metadata in key order.
   const std::map<std::string, GgufValue> &metadata() const { return metadata_; }

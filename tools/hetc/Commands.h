@@ -15,6 +15,11 @@ using Action = std::function<int()>;
 
 /// `hetc import MODEL.gguf`: prints the llm module of a model.
 Action registerImportCommand(CLI::App &app);
+/// `hetc compile MODEL.gguf -o OUT.hetpack`: compiles a model (or stops at an
+/// intermediate phase and prints its IR).
+Action registerCompileCommand(CLI::App &app);
+/// `hetc run MODEL -p TEXT -n N`: generates text.
+Action registerRunCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

@@ -23,6 +23,8 @@ int main(int argc, char **argv) {
                        "Print the version and exit");
   std::vector<hetc::cli::Action> actions = {
       hetc::cli::registerImportCommand(app),
+      hetc::cli::registerCompileCommand(app),
+      hetc::cli::registerRunCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const hetc::cli::Action &action : actions) {

@@ -37,4 +37,25 @@ def HetcX86ExportEntriesPass
   }];
 }
 
+def HetcX86PackEntryArgsPass
+    : Pass<"hetc-x86-pack-entry-args", "mlir::ModuleOp"> {
+  let summary = "Give each entry point a one-argument wrapper for the runtime";
+  let description = [{
+    For every `_mlir_ciface_<name>` of an entry point, adds
+    `llvm.func @hetc_entry_<name>(%args: !llvm.ptr)` that loads the memref
+    descriptor pointers from the array `%args` and calls the C interface. The
+    runtime can then call any model's entry points through one function type,
+    whatever the number of layers (and so of KV-cache arguments).
+
+    ```mlir
+    llvm.func @hetc_entry_decode(%args: !llvm.ptr) {
+      // %d0 = load args[0], %d1 = load args[1], ...
+      llvm.call @_mlir_ciface_decode(%d0, %d1, ...) : (...) -> ()
+      llvm.return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // HETC_PASSES_TARGET_X86_PASSES_TD

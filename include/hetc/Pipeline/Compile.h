@@ -1,0 +1,31 @@
+// `hetc compile` as a library call: a GGUF model in, a .hetpack (or the IR of an
+// intermediate phase) out.
+#ifndef HETC_PIPELINE_COMPILE_H
+#define HETC_PIPELINE_COMPILE_H
+
+#include "hetc/Pipeline/Pipeline.h"
+
+#include <functional>
+#include <string>
+
+namespace hetc::pipeline {
+
+struct CompileOptions {
+  std::string modelPath;
+  /// Where to write the pack, or the IR when `stopAfter` is before Pack ("-"
+  /// for standard output).
+  std::string outputPath;
+  Phase stopAfter = Phase::Pack;
+  /// KV-cache capacity in tokens; 0 takes the model's context length.
+  int64_t contextLength = 0;
+  /// Called with a line describing each step, for progress display.
+  std::function<void(const std::string &)> progress;
+};
+
+/// Compiles as `options` says. Returns false and sets `error` (naming the
+/// file, the phase and the cause) on failure.
+bool compileModel(const CompileOptions &options, std::string &error);
+
+} // namespace hetc::pipeline
+
+#endif // HETC_PIPELINE_COMPILE_H

@@ -1,0 +1,126 @@
+// The `hetc compile` driver: import, run the CPU pipeline, generate code for
+// every CPU variant and pack it with the manifest.
+#include "hetc/Pipeline/Compile.h"
+
+#include "hetc/Import/GgufImporter.h"
+#include "hetc/InitAll.h"
+#include "hetc/Target/X86.h"
+#include "runtime/format/Gguf.h"
+#include "runtime/format/Manifest.h"
+#include "runtime/format/ModelConfig.h"
+#include "runtime/format/Pack.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace hetc::pipeline {
+
+namespace {
+
+/// CPU features each variant's code uses, for the runtime's choice.
+std::vector<std::string> requiredFeatures(const std::string &variant) {
+  if (variant == "avx512")
+    return {"avx512f", "avx512bw", "avx512vl", "avx512dq",
+            "avx512vnni", "avx512bf16", "f16c", "fma"};
+  return {"sse4.2", "popcnt"};
+}
+
+bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print,
+               std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    error = path + ": cannot write: " + ec.message();
+    return false;
+  }
+  print(out);
+  return true;
+}
+
+} // namespace
+
+bool compileModel(const CompileOptions &options, std::string &error) {
+  auto progress = [&](const std::string &line) {
+    if (options.progress)
+      options.progress(line);
+  };
+  progress("reading " + options.modelPath);
+  std::unique_ptr<hetrt::format::GgufFile> file =
+      hetrt::format::GgufFile::open(options.modelPath, error);
+  if (!file)
+    return false;
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.disableMultithreading();
+  progress("importing the model into the llm dialect");
+  import::ImportOptions importOptions;
+  importOptions.contextLength = options.contextLength;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      import::importGguf(context, *file, importOptions, error);
+  if (!module)
+    return false;
+  auto printModule = [&](llvm::raw_ostream &os) { module->print(os); };
+  if (options.stopAfter == Phase::Import)
+    return writeText(options.outputPath, printModule, error);
+
+  Phase lowerTo = options.stopAfter == Phase::Pack ? Phase::LLVM : options.stopAfter;
+  progress("lowering llm → linalg → loops → LLVM");
+  mlir::PassManager pm(&context);
+  buildCpuPipeline(pm, Phase::Import, lowerTo);
+  if (mlir::failed(pm.run(*module))) {
+    error = options.modelPath + ": the CPU lowering pipeline failed (see the "
+                                "diagnostics above)";
+    return false;
+  }
+  if (options.stopAfter != Phase::Pack)
+    return writeText(options.outputPath, printModule, error);
+
+  std::optional<hetrt::format::ModelConfig> config =
+      hetrt::format::ModelConfig::fromGguf(*file, error);
+  if (!config)
+    return false;
+  hetrt::format::Manifest manifest;
+  llvm::SmallString<256> absolute(options.modelPath);
+  llvm::sys::fs::make_absolute(absolute);
+  manifest.weightsPath = std::string(absolute);
+  manifest.weightsSize = file->fileSize();
+  std::optional<std::string> hash =
+      hetrt::format::hashFile(options.modelPath, error);
+  if (!hash)
+    return false;
+  manifest.weightsHash = *hash;
+  manifest.architecture = config->architecture;
+  manifest.vocabSize = config->vocabSize;
+  manifest.numLayers = config->numLayers;
+  manifest.numKvHeads = config->numKvHeads;
+  manifest.headDim = config->headDim;
+  manifest.contextLength = options.contextLength > 0 ? options.contextLength
+                                                     : config->contextLength;
+
+  hetrt::format::PackWriter pack;
+  for (const target::x86::CpuVariant &variant :
+       target::x86::defaultVariants()) {
+    progress("generating " + variant.name + " code (" + variant.cpu + ")");
+    std::vector<char> code =
+        target::x86::compileSharedObject(*module, variant, error);
+    if (code.empty())
+      return false;
+    std::string section = "code/" + variant.name + ".so";
+    manifest.variants.push_back(
+        {variant.name, section, requiredFeatures(variant.name)});
+    pack.addSection(section, std::move(code));
+  }
+  std::string json = manifest.toJson();
+  pack.addSection("manifest.json", std::vector<char>(json.begin(), json.end()));
+  progress("writing " + options.outputPath);
+  return pack.write(options.outputPath, error);
+}
+
+} // namespace hetc::pipeline

@@ -1,0 +1,82 @@
+// The code is loaded from an anonymous in-memory file, so a pack needs no
+// extraction directory and leaves nothing behind.
+#include "runtime/backends/cpu/CpuCode.h"
+
+#include "runtime/core/CpuFeatures.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace hetrt::cpu {
+
+std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
+                                       const format::Manifest &manifest,
+                                       std::string &error) {
+  const format::CodeVariant *chosen = nullptr;
+  for (const format::CodeVariant &variant : manifest.variants) {
+    if (core::hostSupports(variant.requires_)) {
+      chosen = &variant;
+      break;
+    }
+  }
+  if (!chosen) {
+    error = pack.path() + ": none of the pack's code variants runs on this CPU "
+                          "(compile the model on, or for, this machine)";
+    return nullptr;
+  }
+  const std::string_view *code = pack.section(chosen->section);
+  if (!code) {
+    error = pack.path() + ": the manifest names section \"" + chosen->section +
+            "\" for variant \"" + chosen->name + "\" but the pack lacks it";
+    return nullptr;
+  }
+  std::unique_ptr<CpuCode> loaded(new CpuCode());
+  loaded->variant_ = chosen->name;
+  loaded->fd_ = memfd_create("hetc-model-code", MFD_CLOEXEC);
+  if (loaded->fd_ < 0) {
+    error = std::string("cannot create an in-memory file for the model code: ") +
+            std::strerror(errno);
+    return nullptr;
+  }
+  size_t written = 0;
+  while (written < code->size()) {
+    ssize_t n = ::write(loaded->fd_, code->data() + written,
+                        code->size() - written);
+    if (n <= 0) {
+      error = std::string("cannot write the model code: ") +
+              std::strerror(errno);
+      return nullptr;
+    }
+    written += static_cast<size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(loaded->fd_);
+  loaded->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!loaded->handle_) {
+    error = pack.path() + ": cannot load the code of variant \"" +
+            chosen->name + "\": " + dlerror();
+    return nullptr;
+  }
+  auto resolve = [&](const std::string &symbol) -> EntryFunction {
+    void *address = dlsym(loaded->handle_, symbol.c_str());
+    if (!address)
+      error = pack.path() + ": the code lacks entry point \"" + symbol + "\"";
+    return reinterpret_cast<EntryFunction>(address);
+  };
+  loaded->prefill_ = resolve(manifest.prefillSymbol);
+  loaded->decode_ = resolve(manifest.decodeSymbol);
+  if (!loaded->prefill_ || !loaded->decode_)
+    return nullptr;
+  return loaded;
+}
+
+CpuCode::~CpuCode() {
+  if (handle_)
+    dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+} // namespace hetrt::cpu

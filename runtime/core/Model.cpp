@@ -1,0 +1,66 @@
+// Model loading: pack → manifest → weights (checked against the manifest) →
+// tokenizer → code.
+#include "runtime/core/Model.h"
+
+namespace hetrt::core {
+
+std::unique_ptr<Model> Model::load(const std::string &packPath,
+                                   const std::string &weightsPath,
+                                   std::string &error) {
+  std::unique_ptr<Model> model(new Model());
+  model->pack_ = format::PackFile::open(packPath, error);
+  if (!model->pack_)
+    return nullptr;
+  const std::string_view *manifestText =
+      model->pack_->section("manifest.json");
+  if (!manifestText) {
+    error = packPath + ": the pack has no manifest.json section (recompile it "
+                       "with `hetc compile`)";
+    return nullptr;
+  }
+  std::optional<format::Manifest> manifest = format::Manifest::fromJson(
+      std::string(*manifestText), packPath, error);
+  if (!manifest)
+    return nullptr;
+  model->manifest_ = std::move(*manifest);
+  const format::Manifest &m = model->manifest_;
+
+  std::string weights = weightsPath.empty() ? m.weightsPath : weightsPath;
+  model->weights_ = format::GgufFile::open(weights, error);
+  if (!model->weights_)
+    return nullptr;
+  // The code views weights at fixed offsets: any other file would be read as
+  // garbage, so the exact bytes are required.
+  if (model->weights_->fileSize() != m.weightsSize) {
+    error = weights + ": is " + std::to_string(model->weights_->fileSize()) +
+            " bytes but " + packPath + " was compiled for a " +
+            std::to_string(m.weightsSize) +
+            "-byte model file; recompile the pack for this model";
+    return nullptr;
+  }
+  std::optional<std::string> hash = format::hashFile(weights, error);
+  if (!hash)
+    return nullptr;
+  if (*hash != m.weightsHash) {
+    error = weights + ": content hash " + *hash + " differs from the " +
+            m.weightsHash + " that " + packPath +
+            " was compiled for; recompile the pack for this model";
+    return nullptr;
+  }
+  model->tokenizer_ = tokenizer::Tokenizer::fromGguf(*model->weights_, error);
+  if (!model->tokenizer_)
+    return nullptr;
+  if (model->tokenizer_->vocabSize() != m.vocabSize) {
+    error = weights + ": the tokenizer has " +
+            std::to_string(model->tokenizer_->vocabSize()) +
+            " tokens but the model's output has " +
+            std::to_string(m.vocabSize);
+    return nullptr;
+  }
+  model->code_ = cpu::CpuCode::load(*model->pack_, m, error);
+  if (!model->code_)
+    return nullptr;
+  return model;
+}
+
+} // namespace hetrt::core

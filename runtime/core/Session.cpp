@@ -1,0 +1,100 @@
+// Calls into generated code with MLIR memref descriptors: {allocated, aligned,
+// offset, sizes[rank], strides[rank]}, in the argument order the compiler's
+// entry points take (weights, tokens, positions, caches..., logits).
+#include "runtime/core/Session.h"
+
+namespace hetrt::core {
+
+namespace {
+template <int Rank> struct MemRefDescriptor {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+template <int Rank>
+MemRefDescriptor<Rank> describe(const void *data, const int64_t (&sizes)[Rank]) {
+  MemRefDescriptor<Rank> descriptor;
+  descriptor.allocated = const_cast<void *>(data);
+  descriptor.aligned = const_cast<void *>(data);
+  descriptor.offset = 0;
+  int64_t stride = 1;
+  for (int i = Rank - 1; i >= 0; --i) {
+    descriptor.sizes[i] = sizes[i];
+    descriptor.strides[i] = stride;
+    stride *= sizes[i];
+  }
+  return descriptor;
+}
+} // namespace
+
+Session::Session(const Model &model) : model_(model) {
+  const format::Manifest &m = model.manifest();
+  size_t cacheFloats = static_cast<size_t>(2 * m.contextLength * m.numKvHeads *
+                                           m.headDim);
+  caches_.assign(static_cast<size_t>(m.numLayers),
+                 std::vector<float>(cacheFloats, 0.0f));
+  logits_.assign(static_cast<size_t>(m.vocabSize), 0.0f);
+}
+
+bool Session::prefill(const std::vector<int32_t> &ids, std::string &error) {
+  if (ids.empty()) {
+    error = "prefill needs at least one token";
+    return false;
+  }
+  return run(model_.code().prefill(), ids.data(),
+             static_cast<int64_t>(ids.size()), error);
+}
+
+bool Session::decode(int32_t id, std::string &error) {
+  return run(model_.code().decode(), &id, 1, error);
+}
+
+bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
+                  std::string &error) {
+  const format::Manifest &m = model_.manifest();
+  if (position_ + count > m.contextLength) {
+    error = "the context is full: " + std::to_string(position_) + " + " +
+            std::to_string(count) + " tokens exceed the context length " +
+            std::to_string(m.contextLength) +
+            " (compile with a larger --context)";
+    return false;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= m.vocabSize) {
+      error = "token id " + std::to_string(ids[i]) +
+              " is outside the vocabulary [0, " + std::to_string(m.vocabSize) +
+              ")";
+      return false;
+    }
+  }
+  positions_.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    positions_[static_cast<size_t>(i)] = static_cast<int32_t>(position_ + i);
+
+  const format::GgufFile &weights = model_.weights();
+  auto weightsDescriptor = describe<1>(
+      weights.dataSection(),
+      {static_cast<int64_t>(weights.dataSectionSize())});
+  auto tokensDescriptor = describe<1>(ids, {count});
+  auto positionsDescriptor = describe<1>(positions_.data(), {count});
+  std::vector<MemRefDescriptor<4>> cacheDescriptors;
+  cacheDescriptors.reserve(caches_.size());
+  for (std::vector<float> &cache : caches_)
+    cacheDescriptors.push_back(describe<4>(
+        cache.data(), {2, m.contextLength, m.numKvHeads, m.headDim}));
+  auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
+
+  std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
+                                   &positionsDescriptor};
+  for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
+    arguments.push_back(&descriptor);
+  arguments.push_back(&logitsDescriptor);
+  entry(arguments.data());
+  position_ += count;
+  return true;
+}
+
+} // namespace hetrt::core

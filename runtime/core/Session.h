@@ -1,0 +1,49 @@
+// One generation stream over a model: its KV cache, position and logits.
+#ifndef HETRT_CORE_SESSION_H
+#define HETRT_CORE_SESSION_H
+
+#include "runtime/core/Model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetrt::core {
+
+/// Not thread-safe; a model may serve many sessions at once.
+class Session {
+public:
+  /// Allocates the KV cache for the model's context length. `model` must
+  /// outlive the session.
+  explicit Session(const Model &model);
+
+  /// Runs `ids` through the model from the current position (prompt
+  /// processing). Returns false and sets `error` when an id is outside the
+  /// vocabulary or the context would overflow; the session is unchanged then.
+  bool prefill(const std::vector<int32_t> &ids, std::string &error);
+  /// Runs one token (generation); same failures as prefill.
+  bool decode(int32_t id, std::string &error);
+
+  /// Logits of the last token run, `vocabSize()` values.
+  const float *logits() const { return logits_.data(); }
+  int64_t vocabSize() const { return model_.manifest().vocabSize; }
+  /// Tokens in the KV cache.
+  int64_t position() const { return position_; }
+  int64_t contextLength() const { return model_.manifest().contextLength; }
+  /// Forgets every token (the cache is overwritten as positions are reused).
+  void reset() { position_ = 0; }
+
+private:
+  bool run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
+           std::string &error);
+
+  const Model &model_;
+  std::vector<std::vector<float>> caches_;
+  std::vector<float> logits_;
+  std::vector<int32_t> positions_;
+  int64_t position_ = 0;
+};
+
+} // namespace hetrt::core
+
+#endif // HETRT_CORE_SESSION_H

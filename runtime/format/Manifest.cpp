@@ -1,0 +1,175 @@
+// Manifest (de)serialization with nlohmann_json, and the model-file hash.
+#include "runtime/format/Manifest.h"
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hetrt::format {
+
+namespace {
+constexpr int kManifestVersion = 1;
+} // namespace
+
+std::string Manifest::toJson() const {
+  nlohmann::json variantList = nlohmann::json::array();
+  for (const CodeVariant &variant : variants)
+    variantList.push_back({{"name", variant.name},
+                           {"section", variant.section},
+                           {"requires", variant.requires_}});
+  nlohmann::json json = {
+      {"format", "hetcpack"},
+      {"version", kManifestVersion},
+      {"weights",
+       {{"path", weightsPath}, {"size", weightsSize}, {"xxh3", weightsHash}}},
+      {"model",
+       {{"architecture", architecture},
+        {"vocab_size", vocabSize},
+        {"layers", numLayers},
+        {"kv_heads", numKvHeads},
+        {"head_dim", headDim},
+        {"context_length", contextLength},
+        {"kv_element_type", kvElementType}}},
+      {"entries", {{"prefill", prefillSymbol}, {"decode", decodeSymbol}}},
+      {"variants", variantList},
+  };
+  return json.dump(2);
+}
+
+std::optional<Manifest> Manifest::fromJson(const std::string &text,
+                                           const std::string &origin,
+                                           std::string &error) {
+  nlohmann::json json =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto fail = [&](const std::string &what) {
+    error = origin + ": manifest " + what + " (recompile with `hetc compile`)";
+    return std::nullopt;
+  };
+  if (json.is_discarded() || !json.is_object())
+    return fail("is not a JSON object");
+  if (json.value("format", "") != "hetcpack")
+    return fail("field \"format\" is not \"hetcpack\"");
+  if (!json.contains("version") || !json["version"].is_number_integer() ||
+      json["version"].get<int>() != kManifestVersion)
+    return fail("field \"version\" must be " + std::to_string(kManifestVersion));
+
+  // Looks up "object.key" with the expected JSON type; records the first miss.
+  std::string missing;
+  auto field = [&](const char *object, const char *key,
+                   nlohmann::json::value_t type) -> const nlohmann::json * {
+    if (!missing.empty())
+      return nullptr;
+    auto parent = json.find(object);
+    if (parent == json.end() || !parent->is_object()) {
+      missing = std::string("object \"") + object + "\" is missing";
+      return nullptr;
+    }
+    auto value = parent->find(key);
+    bool matches = value != parent->end() &&
+                   (value->type() == type ||
+                    (type == nlohmann::json::value_t::number_integer &&
+                     value->is_number_integer()));
+    if (!matches) {
+      missing = std::string("field \"") + object + "." + key +
+                "\" is missing or has the wrong type";
+      return nullptr;
+    }
+    return &*value;
+  };
+  using Type = nlohmann::json::value_t;
+  Manifest manifest;
+  auto str = [&](const char *object, const char *key, std::string &out) {
+    if (const nlohmann::json *value = field(object, key, Type::string))
+      out = value->get<std::string>();
+  };
+  auto integer = [&](const char *object, const char *key, int64_t &out) {
+    if (const nlohmann::json *value = field(object, key, Type::number_integer))
+      out = value->get<int64_t>();
+  };
+  str("weights", "path", manifest.weightsPath);
+  int64_t size = 0;
+  integer("weights", "size", size);
+  manifest.weightsSize = static_cast<uint64_t>(size);
+  str("weights", "xxh3", manifest.weightsHash);
+  str("model", "architecture", manifest.architecture);
+  integer("model", "vocab_size", manifest.vocabSize);
+  integer("model", "layers", manifest.numLayers);
+  integer("model", "kv_heads", manifest.numKvHeads);
+  integer("model", "head_dim", manifest.headDim);
+  integer("model", "context_length", manifest.contextLength);
+  str("model", "kv_element_type", manifest.kvElementType);
+  str("entries", "prefill", manifest.prefillSymbol);
+  str("entries", "decode", manifest.decodeSymbol);
+  if (!missing.empty())
+    return fail(missing);
+  if (manifest.vocabSize <= 0 || manifest.numLayers <= 0 ||
+      manifest.numKvHeads <= 0 || manifest.headDim <= 0 ||
+      manifest.contextLength <= 0)
+    return fail("model sizes must be positive");
+  if (manifest.kvElementType != "f32")
+    return fail("field \"model.kv_element_type\" is \"" +
+                manifest.kvElementType + "\"; this runtime supports \"f32\"");
+  auto variants = json.find("variants");
+  if (variants == json.end() || !variants->is_array() || variants->empty())
+    return fail("field \"variants\" must be a non-empty array");
+  for (const nlohmann::json &entry : *variants) {
+    if (!entry.is_object() || !entry.contains("name") ||
+        !entry["name"].is_string() || !entry.contains("section") ||
+        !entry["section"].is_string() || !entry.contains("requires") ||
+        !entry["requires"].is_array())
+      return fail("has a variant without string \"name\", string \"section\" "
+                  "and array \"requires\"");
+    CodeVariant variant;
+    variant.name = entry["name"].get<std::string>();
+    variant.section = entry["section"].get<std::string>();
+    for (const nlohmann::json &feature : entry["requires"]) {
+      if (!feature.is_string())
+        return fail("variant \"" + variant.name +
+                    "\" lists a non-string CPU feature");
+      variant.requires_.push_back(feature.get<std::string>());
+    }
+    manifest.variants.push_back(std::move(variant));
+  }
+  return manifest;
+}
+
+std::optional<std::string> hashFile(const std::string &path,
+                                    std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    error = path + ": cannot stat: " + std::strerror(errno);
+    ::close(fd);
+    return std::nullopt;
+  }
+  XXH64_hash_t hash = XXH3_64bits(nullptr, 0);
+  if (info.st_size > 0) {
+    void *data = mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ,
+                      MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      error = path + ": cannot map: " + std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    hash = XXH3_64bits(data, static_cast<size_t>(info.st_size));
+    munmap(data, static_cast<size_t>(info.st_size));
+  }
+  ::close(fd);
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(hash));
+  return std::string(text);
+}
+
+} // namespace hetrt::format

@@ -1,0 +1,59 @@
+// The manifest of a .hetpack: which model file the code was compiled for, the
+// shapes the runtime allocates, the entry points and the code variants.
+#ifndef HETRT_FORMAT_MANIFEST_H
+#define HETRT_FORMAT_MANIFEST_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetrt::format {
+
+/// One compiled code variant and the CPU features it needs.
+struct CodeVariant {
+  std::string name;
+  /// The pack section holding the shared object.
+  std::string section;
+  /// CPU features (cpuid names such as "avx512f") the code uses.
+  std::vector<std::string> requires_;
+};
+
+struct Manifest {
+  /// The model file the code binds to (weights are viewed at fixed offsets).
+  std::string weightsPath;
+  uint64_t weightsSize = 0;
+  /// XXH3-64 of the whole model file, as 16 hex digits.
+  std::string weightsHash;
+
+  std::string architecture;
+  int64_t vocabSize = 0;
+  int64_t numLayers = 0;
+  int64_t numKvHeads = 0;
+  int64_t headDim = 0;
+  /// KV-cache capacity in positions: the longest sequence a session can hold.
+  int64_t contextLength = 0;
+  /// Element type of the KV cache ("f32").
+  std::string kvElementType = "f32";
+
+  /// Symbols of the one-pointer entry wrappers.
+  std::string prefillSymbol = "hetc_entry_prefill";
+  std::string decodeSymbol = "hetc_entry_decode";
+
+  std::vector<CodeVariant> variants;
+
+  std::string toJson() const;
+  /// Parses and validates a manifest; on failure returns nullopt and sets
+  /// `error` naming the field and the fix. `origin` names the pack in messages.
+  static std::optional<Manifest> fromJson(const std::string &json,
+                                          const std::string &origin,
+                                          std::string &error);
+};
+
+/// XXH3-64 of the file at `path` as 16 hex digits; nullopt (with `error`) when
+/// it cannot be read.
+std::optional<std::string> hashFile(const std::string &path, std::string &error);
+
+} // namespace hetrt::format
+
+#endif // HETRT_FORMAT_MANIFEST_H

@@ -1,0 +1,97 @@
+// `hetc compile`: a GGUF model to a .hetpack, or to the IR of any phase.
+#include "Commands.h"
+
+#include "hetc/InitAll.h"
+#include "hetc/Pipeline/Compile.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace hetc::cli {
+
+namespace {
+struct CompileFlags {
+  std::string model;
+  std::string output;
+  std::string compileTo = "pack";
+  int64_t contextLength = 0;
+  bool printPipeline = false;
+  bool quiet = false;
+};
+} // namespace
+
+Action registerCompileCommand(CLI::App &app) {
+  auto flags = std::make_shared<CompileFlags>();
+  CLI::App *command = app.add_subcommand(
+      "compile", "Compile a GGUF model into a deployable .hetpack");
+  command->add_option("model", flags->model, "The GGUF model file")
+      ->check(CLI::ExistingFile);
+  command->add_option("-o,--output", flags->output,
+                      "Output file (the pack, or the IR with --compile-to; "
+                      "'-' for standard output)");
+  command->add_option("--compile-to", flags->compileTo,
+                      "Stop after this phase and write its IR for hetc-opt: " +
+                          pipeline::phaseNames().str())
+      ->check(CLI::IsMember({"import", "linalg", "loops", "llvm", "pack"}));
+  command->add_option("--context", flags->contextLength,
+                      "KV-cache capacity in tokens (default: the model's "
+                      "context length)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--print-pipeline", flags->printPipeline,
+                    "Print the textual pass pipeline (for hetc-opt "
+                    "--pass-pipeline) and exit");
+  command->add_flag("-q,--quiet", flags->quiet, "Do not show progress");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    if (flags->printPipeline) {
+      std::cout << pipeline::printCpuPipeline() << "\n";
+      return 0;
+    }
+    if (flags->model.empty()) {
+      std::cerr << "hetc compile: a model file is required (hetc compile "
+                   "MODEL.gguf -o OUT.hetpack)\n";
+      return 2;
+    }
+    pipeline::CompileOptions options;
+    options.modelPath = flags->model;
+    options.stopAfter = *pipeline::parsePhase(flags->compileTo);
+    options.contextLength = flags->contextLength;
+    options.outputPath = flags->output;
+    if (options.outputPath.empty()) {
+      if (options.stopAfter != pipeline::Phase::Pack) {
+        options.outputPath = "-";
+      } else {
+        std::cerr << "hetc compile: -o OUT.hetpack is required\n";
+        return 2;
+      }
+    }
+    if (options.stopAfter == pipeline::Phase::Pack && options.outputPath == "-") {
+      std::cerr << "hetc compile: a pack is binary; give -o a file name\n";
+      return 2;
+    }
+    auto start = std::chrono::steady_clock::now();
+    int step = 0;
+    if (!flags->quiet)
+      options.progress = [&](const std::string &line) {
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        std::fprintf(stderr, "hetc compile: [%d] %6.2fs %s\n", ++step, seconds,
+                     line.c_str());
+      };
+    registerAllPasses();
+    std::string error;
+    if (!pipeline::compileModel(options, error)) {
+      std::cerr << "hetc compile: " << error << "\n";
+      return 1;
+    }
+    return 0;
+  };
+}
+
+} // namespace hetc::cli

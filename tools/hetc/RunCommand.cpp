@@ -1,0 +1,311 @@
+// `hetc run`: generate text from a model. A GGUF is compiled on first use and
+// the pack cached by the model's content hash.
+#include "Commands.h"
+#include "Version.h"
+
+#include "hetc/InitAll.h"
+#include "hetc/Pipeline/Compile.h"
+#include "runtime/core/Model.h"
+#include "runtime/core/Sampler.h"
+#include "runtime/core/Session.h"
+#include "runtime/format/Manifest.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sys/stat.h>
+
+namespace hetc::cli {
+
+namespace {
+
+struct RunFlags {
+  std::string model;
+  std::string prompt;
+  int64_t numTokens = 64;
+  float temperature = 0.8f;
+  int32_t topK = 40;
+  float topP = 0.95f;
+  float repeatPenalty = 1.0f;
+  int64_t seed = -1;
+  int64_t contextLength = 0;
+  bool json = false;
+  bool ignoreEos = false;
+  std::string logitsOut;
+};
+
+bool isPack(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof(magic));
+  return in && std::memcmp(magic, "HETCPACK", 8) == 0;
+}
+
+/// The directory for cached packs: $HETC_CACHE_DIR, $XDG_CACHE_HOME/hetc or
+/// ~/.cache/hetc.
+std::string cacheDirectory() {
+  if (const char *dir = std::getenv("HETC_CACHE_DIR"))
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+    return std::string(xdg) + "/hetc";
+  if (const char *home = std::getenv("HOME"))
+    return std::string(home) + "/.cache/hetc";
+  return "/tmp/hetc-cache";
+}
+
+bool makeDirectories(const std::string &path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/')
+      continue;
+    std::string prefix = path.substr(0, at);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return false;
+  }
+  return true;
+}
+
+/// The pack for `model`: itself if it is one, else the cached compilation
+/// (compiled now when missing).
+std::string packFor(const RunFlags &flags, std::string &error) {
+  if (isPack(flags.model))
+    return flags.model;
+  std::optional<std::string> hash = hetrt::format::hashFile(flags.model, error);
+  if (!hash)
+    return {};
+  std::string dir = cacheDirectory();
+  std::string path = dir + "/" + *hash + "-ctx" +
+                     std::to_string(flags.contextLength) + "-hetc" +
+                     HETC_VERSION + ".hetpack";
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0)
+    return path;
+  if (!makeDirectories(dir)) {
+    error = dir + ": cannot create the pack cache directory: " +
+            std::strerror(errno) + " (set HETC_CACHE_DIR)";
+    return {};
+  }
+  registerAllPasses();
+  pipeline::CompileOptions options;
+  options.modelPath = flags.model;
+  options.outputPath = path;
+  options.contextLength = flags.contextLength;
+  options.progress = [](const std::string &line) {
+    std::fprintf(stderr, "hetc run: compiling: %s\n", line.c_str());
+  };
+  if (!pipeline::compileModel(options, error))
+    return {};
+  return path;
+}
+
+/// Length of the longest prefix of `text` that ends on a UTF-8 character
+/// boundary, so streamed output never splits a character.
+size_t completeUtf8Prefix(const std::string &text) {
+  size_t end = text.size();
+  size_t back = 0;
+  while (back < 4 && back < end &&
+         (static_cast<unsigned char>(text[end - 1 - back]) & 0xC0) == 0x80)
+    ++back;
+  if (back < end) {
+    unsigned char lead = static_cast<unsigned char>(text[end - 1 - back]);
+    size_t needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (needed > back + 1)
+      return end - 1 - back;
+  }
+  return end;
+}
+
+/// Writes rows of float32 logits as a NumPy .npy file.
+bool writeNpy(const std::string &path, const std::vector<float> &values,
+              int64_t rows, int64_t columns, std::string &error) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(columns) +
+                       "), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) {
+    error = path + ": cannot write: " + std::strerror(errno);
+    return false;
+  }
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t length = static_cast<uint16_t>(header.size());
+  out.write(reinterpret_cast<const char *>(&length), 2);
+  out << header;
+  out.write(reinterpret_cast<const char *>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  return static_cast<bool>(out);
+}
+
+} // namespace
+
+Action registerRunCommand(CLI::App &app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App *command = app.add_subcommand(
+      "run", "Generate text from a model (a GGUF file is compiled and cached "
+             "on first use)");
+  command->add_option("model", flags->model, "A .gguf model or a .hetpack")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("-p,--prompt", flags->prompt, "The prompt text");
+  command->add_option("-n,--tokens", flags->numTokens,
+                      "How many tokens to generate")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--temp", flags->temperature,
+                      "Sampling temperature; 0 is greedy (ties to the lowest id)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  command->add_option("--top-k", flags->topK, "Keep the k most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0f, 1.0f));
+  command->add_option("--repeat-penalty", flags->repeatPenalty,
+                      "Penalty for recently generated tokens (1: off)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  command->add_option("--seed", flags->seed,
+                      "Random seed (default: a fresh one, reported in --json)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--context", flags->contextLength,
+                      "KV-cache capacity when compiling a GGUF (default: the "
+                      "model's)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("--json", flags->json,
+                    "Print one JSON object with the token ids, text and speeds");
+  command->add_flag("--ignore-eos", flags->ignoreEos,
+                    "Keep generating after an end-of-generation token");
+  command->add_option("--logits-out", flags->logitsOut,
+                      "Save the logits of every step (.npy, float32)");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    std::string error;
+    std::string packPath = packFor(*flags, error);
+    if (packPath.empty()) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    std::string weights = isPack(flags->model) ? "" : flags->model;
+    std::unique_ptr<hetrt::core::Model> model =
+        hetrt::core::Model::load(packPath, weights, error);
+    if (!model) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    const hetrt::tokenizer::Tokenizer &tokenizer = model->tokenizer();
+    std::vector<int32_t> prompt =
+        tokenizer.encode(flags->prompt, /*addSpecial=*/true);
+    if (prompt.empty()) {
+      std::cerr << "hetc run: the prompt is empty and the model adds no BOS "
+                   "token; give a prompt with -p\n";
+      return 2;
+    }
+    uint64_t seed = flags->seed >= 0 ? static_cast<uint64_t>(flags->seed)
+                                     : std::random_device{}();
+    hetrt::core::SamplingParams params;
+    params.temperature = flags->temperature;
+    params.topK = flags->topK;
+    params.topP = flags->topP;
+    params.repetitionPenalty = flags->repeatPenalty;
+    params.seed = seed;
+    hetrt::core::Sampler sampler(params);
+    hetrt::core::Session session(*model);
+
+    std::vector<float> logitRows;
+    auto recordLogits = [&] {
+      if (!flags->logitsOut.empty())
+        logitRows.insert(logitRows.end(), session.logits(),
+                         session.logits() + session.vocabSize());
+    };
+    using Clock = std::chrono::steady_clock;
+    auto prefillStart = Clock::now();
+    if (!session.prefill(prompt, error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    double prefillSeconds =
+        std::chrono::duration<double>(Clock::now() - prefillStart).count();
+    recordLogits();
+
+    if (!flags->json) {
+      std::fputs(flags->prompt.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    std::vector<int32_t> history = prompt;
+    std::vector<int32_t> generated;
+    std::string printed;
+    auto decodeStart = Clock::now();
+    int64_t decodeSteps = 0;
+    for (int64_t i = 0; i < flags->numTokens; ++i) {
+      int32_t token =
+          sampler.sample(session.logits(), session.vocabSize(), history);
+      generated.push_back(token);
+      history.push_back(token);
+      if (!flags->json) {
+        std::string text = tokenizer.decode(generated);
+        size_t ready = completeUtf8Prefix(text);
+        if (ready > printed.size()) {
+          std::fwrite(text.data() + printed.size(), 1, ready - printed.size(),
+                      stdout);
+          std::fflush(stdout);
+          printed = text.substr(0, ready);
+        }
+      }
+      if (!flags->ignoreEos && tokenizer.isEndOfGeneration(token))
+        break;
+      if (i + 1 == flags->numTokens)
+        break;
+      if (!session.decode(token, error)) {
+        std::cerr << "\nhetc run: " << error << "\n";
+        return 1;
+      }
+      ++decodeSteps;
+      recordLogits();
+    }
+    double decodeSeconds =
+        std::chrono::duration<double>(Clock::now() - decodeStart).count();
+    double prefillRate = prefillSeconds > 0 ? prompt.size() / prefillSeconds : 0;
+    double decodeRate = decodeSeconds > 0 ? decodeSteps / decodeSeconds : 0;
+    std::string text = tokenizer.decode(generated);
+
+    if (!flags->logitsOut.empty() &&
+        !writeNpy(flags->logitsOut, logitRows,
+                  static_cast<int64_t>(logitRows.size()) / session.vocabSize(),
+                  session.vocabSize(), error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    if (flags->json) {
+      nlohmann::json result = {
+          {"prompt_tokens", prompt},
+          {"tokens", generated},
+          {"text", text},
+          {"prefill_tokens_per_s", prefillRate},
+          {"decode_tokens_per_s", decodeRate},
+          {"seed", seed},
+          {"variant", model->code().variantName()},
+      };
+      std::cout << result.dump() << "\n";
+    } else {
+      if (printed.size() < text.size())
+        std::fwrite(text.data() + printed.size(), 1, text.size() - printed.size(),
+                    stdout);
+      std::fprintf(stdout, "\n");
+      std::fprintf(stderr,
+                   "hetc run: prefill %zu tokens at %.1f tokens/s, decode %lld "
+                   "tokens at %.1f tokens/s (%s code)\n",
+                   prompt.size(), prefillRate,
+                   static_cast<long long>(decodeSteps), decodeRate,
+                   model->code().variantName().c_str());
+    }
+    return 0;
+  };
+}
+
+} // namespace hetc::cli
