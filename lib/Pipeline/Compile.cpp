@@ -5,6 +5,7 @@
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
 #include "hetc/Target/X86.h"
+#include "runtime/core/CpuFeatures.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
@@ -22,12 +23,40 @@ namespace hetc::pipeline {
 
 namespace {
 
-/// CPU features each variant's code uses, for the runtime's choice.
-std::vector<std::string> requiredFeatures(const std::string &variant) {
-  if (variant == "avx512")
-    return {"avx512f", "avx512bw", "avx512vl", "avx512dq",
-            "avx512vnni", "avx512bf16", "f16c", "fma"};
-  return {"sse4.2", "popcnt"};
+/// The variants `names` selects ("all", "host" or variant names).
+bool selectVariants(const std::vector<std::string> &names,
+                    std::vector<target::x86::CpuVariant> &selected,
+                    std::string &error) {
+  std::vector<target::x86::CpuVariant> all = target::x86::allVariants();
+  for (const std::string &name : names) {
+    if (name == "all") {
+      selected = all;
+      return true;
+    }
+    if (name == "host") {
+      for (const target::x86::CpuVariant &variant : all)
+        if (hetrt::core::hostSupports(variant.requiredFeatures)) {
+          selected.push_back(variant);
+          break;
+        }
+      continue;
+    }
+    auto found = llvm::find_if(all, [&](const target::x86::CpuVariant &v) {
+      return v.name == name;
+    });
+    if (found == all.end()) {
+      error = "unknown CPU variant \"" + name +
+              "\" (choose from all, host, avx512-vnni, x86-64-v4, x86-64-v3, "
+              "x86-64-v2)";
+      return false;
+    }
+    selected.push_back(*found);
+  }
+  if (selected.empty()) {
+    error = "no CPU variant selected";
+    return false;
+  }
+  return true;
 }
 
 bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print,
@@ -104,9 +133,11 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
 
+  std::vector<target::x86::CpuVariant> variants;
+  if (!selectVariants(options.cpuVariants, variants, error))
+    return false;
   hetrt::format::PackWriter pack;
-  for (const target::x86::CpuVariant &variant :
-       target::x86::defaultVariants()) {
+  for (const target::x86::CpuVariant &variant : variants) {
     progress("generating " + variant.name + " code (" + variant.cpu + ")");
     std::vector<char> code =
         target::x86::compileSharedObject(*module, variant, error);
@@ -114,7 +145,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
       return false;
     std::string section = "code/" + variant.name + ".so";
     manifest.variants.push_back(
-        {variant.name, section, requiredFeatures(variant.name)});
+        {variant.name, section, variant.requiredFeatures});
     pack.addSection(section, std::move(code));
   }
   std::string json = manifest.toJson();

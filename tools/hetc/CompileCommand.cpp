@@ -19,6 +19,7 @@ struct CompileFlags {
   std::string output;
   std::string compileTo = "pack";
   int64_t contextLength = 0;
+  std::vector<std::string> cpuVariants = {"all"};
   bool printPipeline = false;
   bool quiet = false;
 };
@@ -41,6 +42,11 @@ Action registerCompileCommand(CLI::App &app) {
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
       ->check(CLI::NonNegativeNumber);
+  command->add_option("--cpu-variants", flags->cpuVariants,
+                      "CPU code variants to build: all (default), host (the "
+                      "best this machine runs), or names among avx512-vnni, "
+                      "x86-64-v4, x86-64-v3, x86-64-v2")
+      ->delimiter(',');
   command->add_flag("--print-pipeline", flags->printPipeline,
                     "Print the textual pass pipeline (for hetc-opt "
                     "--pass-pipeline) and exit");
@@ -61,6 +67,7 @@ Action registerCompileCommand(CLI::App &app) {
     options.modelPath = flags->model;
     options.stopAfter = *pipeline::parsePhase(flags->compileTo);
     options.contextLength = flags->contextLength;
+    options.cpuVariants = flags->cpuVariants;
     options.outputPath = flags->output;
     if (options.outputPath.empty()) {
       if (options.stopAfter != pipeline::Phase::Pack) {

@@ -97,6 +97,8 @@ std::string packFor(const RunFlags &flags, std::string &error) {
   options.modelPath = flags.model;
   options.outputPath = path;
   options.contextLength = flags.contextLength;
+  // The cache serves this machine only.
+  options.cpuVariants = {"host"};
   options.progress = [](const std::string &line) {
     std::fprintf(stderr, "hetc run: compiling: %s\n", line.c_str());
   };

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hetc::pipeline {
 
@@ -18,6 +19,9 @@ struct CompileOptions {
   Phase stopAfter = Phase::Pack;
   /// KV-cache capacity in tokens; 0 takes the model's context length.
   int64_t contextLength = 0;
+  /// CPU code variants to build, by name; "all" for every one, "host" for the
+  /// best this machine runs.
+  std::vector<std::string> cpuVariants = {"all"};
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };

@@ -17,11 +17,14 @@ struct CpuVariant {
   /// LLVM CPU and features to generate code for.
   std::string cpu;
   std::string features;
+  /// Host features (the runtime's names, e.g. "avx512f") the code needs.
+  std::vector<std::string> requiredFeatures;
 };
 
-/// The variants hetc builds: AVX-512 with VNNI and BF16 (Sapphire Rapids and
-/// later, Zen 4 and later), and a portable x86-64-v2 baseline.
-std::vector<CpuVariant> defaultVariants();
+/// The variants hetc can build, best first: AVX-512 with VNNI and BF16
+/// (Sapphire Rapids, Zen 4 and later), AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
+/// and the portable x86-64-v2 baseline.
+std::vector<CpuVariant> allVariants();
 
 /// Translates `module` (LLVM dialect only), optimizes it at O3 for `variant`,
 /// and links the code into a shared object. Returns its bytes, or sets `error`

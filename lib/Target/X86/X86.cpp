@@ -24,10 +24,19 @@
 
 namespace hetc::target::x86 {
 
-std::vector<CpuVariant> defaultVariants() {
+std::vector<CpuVariant> allVariants() {
   return {
-      {"avx512", "x86-64-v4", "+avx512vnni,+avx512bf16,+f16c,+fma"},
-      {"x86-64-v2", "x86-64-v2", ""},
+      {"avx512-vnni",
+       "x86-64-v4",
+       "+avx512vnni,+avx512bf16",
+       {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
+        "avx512bf16", "avx2", "fma", "f16c"}},
+      {"x86-64-v4",
+       "x86-64-v4",
+       "",
+       {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma", "f16c"}},
+      {"x86-64-v3", "x86-64-v3", "", {"avx2", "fma", "f16c"}},
+      {"x86-64-v2", "x86-64-v2", "", {"sse4.2", "popcnt"}},
   };
 }
 

@@ -1,0 +1,97 @@
+"""Runs hetc on a model for given prompts and checks it against references.
+
+For each prompt, `hetc run --temp 0 --json --logits-out` must give exactly the
+expected prompt and generated token ids (when the expectation file has them),
+and its logits at every step must agree with the independent NumPy reference
+(test/reference) within a relative tolerance of the row's largest logit.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE_DIR = os.path.join(HERE, "..", "reference")
+sys.path.insert(0, REFERENCE_DIR)
+
+from compare_logits import compare  # noqa: E402
+from gguf_file import GGUFFile  # noqa: E402
+from llama_model import LlamaReference  # noqa: E402
+
+
+def run_hetc(hetc, pack, prompt, count, logits_path):
+    command = [hetc, "run", pack, "-p", prompt, "-n", str(count), "--temp", "0",
+               "--json", "--ignore-eos", "--logits-out", logits_path]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"hetc run failed ({result.returncode}): {result.stderr}")
+    return json.loads(result.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--hetc", required=True, help="the hetc binary")
+    parser.add_argument("--pack", required=True, help="the compiled model")
+    parser.add_argument("--model", required=True, help="the GGUF the pack was compiled from")
+    parser.add_argument("--expected", help="JSON with prompts, prompt_token_ids and "
+                        "generated_token_ids (the stories260K reference format)")
+    parser.add_argument("--prompt", action="append", default=[],
+                        help="a prompt to check against the NumPy reference only")
+    parser.add_argument("--tokens", type=int, default=48, help="tokens to generate")
+    parser.add_argument("--rtol", type=float, default=1e-4,
+                        help="logit tolerance relative to the row's largest |logit|")
+    args = parser.parse_args()
+
+    cases = [{"name": f"prompt{i}", "prompt": text} for i, text in enumerate(args.prompt)]
+    if args.expected:
+        with open(args.expected) as f:
+            cases += json.load(f)["prompts"]
+
+    reference_model = LlamaReference(GGUFFile(args.model))
+    failures = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        for case in cases:
+            name = case["name"]
+            logits_path = os.path.join(scratch, name + ".npy")
+            result = run_hetc(args.hetc, args.pack, case["prompt"], args.tokens, logits_path)
+            prompt_ids = result["prompt_tokens"]
+            generated = result["tokens"]
+            if "prompt_token_ids" in case and prompt_ids != case["prompt_token_ids"]:
+                print(f"{name}: prompt ids {prompt_ids} != expected {case['prompt_token_ids']}")
+                failures += 1
+            expected = case.get("generated_token_ids")
+            if expected is not None:
+                expected = expected[: args.tokens]
+                if generated != expected:
+                    first = next(i for i, (a, b) in enumerate(zip(generated + [None] * len(expected), expected)) if a != b)
+                    print(f"{name}: generated ids differ first at index {first}: "
+                          f"hetc {generated[first:first + 5]}, expected {expected[first:first + 5]}")
+                    failures += 1
+                else:
+                    print(f"{name}: {len(generated)} generated ids identical to the expectation")
+
+            # The reference runs the ids hetc ran (the prompt, then each generated
+            # token but the last), so a near-tie cannot send them down different
+            # paths.
+            cache = reference_model.new_cache(len(prompt_ids) + len(generated))
+            rows = [reference_model.forward(prompt_ids, cache)[-1:]]
+            for token in generated[:-1]:
+                rows.append(reference_model.forward([token], cache))
+            reference_rows = np.concatenate(rows, axis=0)
+            candidate = np.load(logits_path)
+            lines, passed = compare(reference_rows, candidate, atol=0.0, rtol=args.rtol)
+            for line in lines:
+                print(f"{name}: {line}")
+            if not passed:
+                failures += 1
+    print("FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
