@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -47,7 +48,8 @@ void addLoopsPhase(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Lowering linalg to loops before canonicalization keeps copies as loops
   // (a canonicalized memref.copy of a strided view would call a runtime helper).
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Parallel dimensions become scf.parallel: the kernels' grids.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(bufferization::createBufferResultsToOutParamsPass());
@@ -57,6 +59,9 @@ void addLoopsPhase(OpPassManager &pm) {
   pm.addPass(x86::createHetcX86ExportEntriesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(x86::createHetcX86OutlineKernelsPass());
+  // Layers have kernels of identical shapes: one copy of each is compiled.
+  pm.addPass(func::createDuplicateFunctionEliminationPass());
 }
 
 void addLLVMPhase(OpPassManager &pm) {
@@ -69,6 +74,7 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(x86::createHetcX86LowerDispatchPass());
   pm.addPass(x86::createHetcX86PackEntryArgsPass());
 }
 } // namespace

@@ -1,6 +1,7 @@
 // Calls into generated code with MLIR memref descriptors: {allocated, aligned,
 // offset, sizes[rank], strides[rank]}, in the argument order the compiler's
-// entry points take (weights, tokens, positions, caches..., logits).
+// entry points take (weights, tokens, positions, caches..., logits), followed
+// by the runtime interface the kernels dispatch through.
 #include "runtime/core/Session.h"
 
 namespace hetrt::core {
@@ -30,7 +31,9 @@ MemRefDescriptor<Rank> describe(const void *data, const int64_t (&sizes)[Rank]) 
 }
 } // namespace
 
-Session::Session(const Model &model) : model_(model) {
+Session::Session(const Model &model, int numThreads)
+    : model_(model), pool_(numThreads),
+      runtimeInterface_(makeRuntimeInterface(pool_)) {
   const format::Manifest &m = model.manifest();
   size_t cacheFloats = static_cast<size_t>(2 * m.contextLength * m.numKvHeads *
                                            m.headDim);
@@ -92,6 +95,8 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
   for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
     arguments.push_back(&descriptor);
   arguments.push_back(&logitsDescriptor);
+  // The runtime interface is passed as itself, not through a descriptor.
+  arguments.push_back(&runtimeInterface_);
   entry(arguments.data());
   position_ += count;
   return true;

@@ -3,6 +3,7 @@
 #define HETRT_CORE_SESSION_H
 
 #include "runtime/core/Model.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <cstdint>
 #include <string>
@@ -13,9 +14,12 @@ namespace hetrt::core {
 /// Not thread-safe; a model may serve many sessions at once.
 class Session {
 public:
-  /// Allocates the KV cache for the model's context length. `model` must
+  /// Allocates the KV cache for the model's context length and starts
+  /// `numThreads` threads (0: one per core) for the kernels. `model` must
   /// outlive the session.
-  explicit Session(const Model &model);
+  explicit Session(const Model &model, int numThreads = 0);
+
+  int numThreads() const { return pool_.numThreads(); }
 
   /// Runs `ids` through the model from the current position (prompt
   /// processing). Returns false and sets `error` when an id is outside the
@@ -38,6 +42,8 @@ private:
            std::string &error);
 
   const Model &model_;
+  ThreadPool pool_;
+  CpuRuntimeInterface runtimeInterface_;
   std::vector<std::vector<float>> caches_;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;

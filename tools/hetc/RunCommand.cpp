@@ -36,6 +36,7 @@ struct RunFlags {
   float topP = 0.95f;
   float repeatPenalty = 1.0f;
   int64_t seed = -1;
+  int threads = 0;
   int64_t contextLength = 0;
   bool json = false;
   bool ignoreEos = false;
@@ -174,6 +175,9 @@ Action registerRunCommand(CLI::App &app) {
   command->add_option("--seed", flags->seed,
                       "Random seed (default: a fresh one, reported in --json)")
       ->check(CLI::NonNegativeNumber);
+  command->add_option("-t,--threads", flags->threads,
+                      "Threads for the kernels (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity when compiling a GGUF (default: the "
                       "model's)")
@@ -217,7 +221,7 @@ Action registerRunCommand(CLI::App &app) {
     params.repetitionPenalty = flags->repeatPenalty;
     params.seed = seed;
     hetrt::core::Sampler sampler(params);
-    hetrt::core::Session session(*model);
+    hetrt::core::Session session(*model, flags->threads);
 
     std::vector<float> logitRows;
     auto recordLogits = [&] {
@@ -292,6 +296,7 @@ Action registerRunCommand(CLI::App &app) {
           {"decode_tokens_per_s", decodeRate},
           {"seed", seed},
           {"variant", model->code().variantName()},
+          {"threads", session.numThreads()},
       };
       std::cout << result.dump() << "\n";
     } else {

@@ -53,6 +53,16 @@ struct ExportEntriesPass
       func.setPublic();
       func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                     UnitAttr::get(ctx));
+      unsigned last = func.getNumArguments();
+      if (last == 0 || !func.getArgAttr(last - 1, hetc::x86::kRuntimeArgAttrName))
+        if (failed(func.insertArgument(
+                last, LLVM::LLVMPointerType::get(ctx),
+                DictionaryAttr::get(
+                    ctx, {NamedAttribute(
+                             StringAttr::get(ctx, hetc::x86::kRuntimeArgAttrName),
+                             UnitAttr::get(ctx))}),
+                func.getLoc())))
+          return signalPassFailure();
     }
   }
 };

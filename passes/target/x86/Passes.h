@@ -8,6 +8,10 @@ namespace hetc::x86 {
 
 /// The unit attribute marking a model entry point through the lowering.
 inline constexpr llvm::StringLiteral kEntryAttrName = "hetc.entry";
+/// The argument attribute of the runtime-interface argument of an entry.
+inline constexpr llvm::StringLiteral kRuntimeArgAttrName = "hetc.runtime";
+/// Kernels outlined from entry points are named with this prefix.
+inline constexpr llvm::StringLiteral kKernelPrefix = "hetc_kernel_";
 
 #define GEN_PASS_DECL
 #include "passes/target/x86/Passes.h.inc"

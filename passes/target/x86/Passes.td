@@ -27,14 +27,55 @@ def HetcX86ExportEntriesPass
     : Pass<"hetc-x86-export-entries", "mlir::ModuleOp"> {
   let summary = "Export model entry points with a C interface for the runtime";
   let description = [{
-    Makes every function tagged `hetc.entry` public again and asks the LLVM
-    lowering for its C interface (`llvm.emit_c_interface`): the runtime calls
-    `_mlir_ciface_<name>` with one memref descriptor per argument, in the
-    order the pack manifest records.
+    Makes every function tagged `hetc.entry` public again, appends the
+    runtime-interface argument (`!llvm.ptr {hetc.runtime}`, through which
+    kernels reach the runtime's thread pool) and asks the LLVM lowering for
+    its C interface (`llvm.emit_c_interface`): the runtime calls
+    `_mlir_ciface_<name>` with one memref descriptor per buffer argument, then
+    the runtime interface.
 
     Fails if an entry point still returns values: the runtime passes every
     buffer in, so results must have become output arguments.
   }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def HetcX86OutlineKernelsPass
+    : Pass<"hetc-x86-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Outline each parallel loop nest of an entry point into a kernel";
+  let description = [{
+    Every outermost `scf.parallel` in an entry point becomes a kernel function
+    `@hetc_kernel_<n>` over a one-dimensional grid: the parallel dimension
+    with the largest static extent (the first when none is static) is split
+    into `[begin, end)` ranges; the others run whole in each call. The loop is
+    replaced by `func.call @hetc_kernel_<n>(captured values..., lb, ub)`, which
+    `hetc-x86-lower-dispatch` turns into a dispatch on the runtime's thread
+    pool. Kernels of the same shape (one per layer) are identical, so
+    `duplicate-function-elimination` keeps one copy of each.
+
+    ```mlir
+    scf.parallel (%m, %n) = (%c0, %c0) to (%rows, %c4096) step (%c1, %c1) { ... }
+    // becomes
+    func.call @hetc_kernel_0(%x, %w, %out, %rows, %c0, %c4096)
+    func.func private @hetc_kernel_0(%x, %w, %out, %rows, %begin, %end) {
+      scf.parallel (%m, %n) = (%c0, %begin) to (%rows, %end) step (%c1, %c1) { ... }
+    }
+    ```
+  }];
+}
+
+def HetcX86LowerDispatchPass
+    : Pass<"hetc-x86-lower-dispatch", "mlir::ModuleOp"> {
+  let summary = "Turn kernel calls into dispatches on the runtime's thread pool";
+  let description = [{
+    In the LLVM dialect, each call of a `hetc_kernel_<n>` from an entry point
+    becomes: the call's operands stored in a stack struct, and a call through
+    the runtime interface (the entry's last argument, a struct
+    `{pool, parallel_for}`) of `parallel_for(pool, @hetc_kernel_<n>_task, args,
+    begin, end)`. The task trampoline `@hetc_kernel_<n>_task(args, begin, end)`
+    reloads the operands and calls the kernel on its sub-range.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def HetcX86PackEntryArgsPass

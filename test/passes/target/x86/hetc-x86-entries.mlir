@@ -9,6 +9,7 @@
 // PREPARE-LABEL: func.func @helper
 // PREPARE-NOT: hetc.entry
 // EXPORT-LABEL: func.func @entry
+// EXPORT-SAME: %{{.+}}: !llvm.ptr {hetc.runtime})
 // EXPORT-SAME: attributes {hetc.entry, llvm.emit_c_interface}
 // EXPORT-LABEL: func.func @helper
 // EXPORT-NOT: llvm.emit_c_interface

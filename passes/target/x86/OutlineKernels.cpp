@@ -1,0 +1,121 @@
+// hetc-x86-outline-kernels: outermost parallel loops of entry points become
+// kernels over a one-dimensional grid (see Passes.td).
+#include "passes/target/x86/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace hetc::x86 {
+#define GEN_PASS_DEF_HETCX86OUTLINEKERNELSPASS
+#include "passes/target/x86/Passes.h.inc"
+} // namespace hetc::x86
+
+using namespace mlir;
+
+namespace {
+
+/// The dimension to split across threads: among unit-step dimensions, the
+/// largest static trip count (the token dimension, often 1, is the dynamic
+/// one), else the first unit-step dimension. None when no step is 1.
+std::optional<unsigned> chooseGridDimension(scf::ParallelOp loop) {
+  std::optional<unsigned> best;
+  int64_t bestExtent = -1;
+  for (unsigned dim = 0; dim < loop.getNumLoops(); ++dim) {
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep()[dim]);
+    if (!step || *step != 1)
+      continue;
+    std::optional<int64_t> lower =
+        getConstantIntValue(loop.getLowerBound()[dim]);
+    std::optional<int64_t> upper =
+        getConstantIntValue(loop.getUpperBound()[dim]);
+    int64_t extent = lower && upper ? *upper - *lower : 0;
+    if (!best || extent > bestExtent) {
+      bestExtent = extent;
+      best = dim;
+    }
+  }
+  return best;
+}
+
+struct OutlineKernelsPass
+    : hetc::x86::impl::HetcX86OutlineKernelsPassBase<OutlineKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    unsigned counter = 0;
+    SmallVector<func::FuncOp> entries;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(hetc::x86::kEntryAttrName))
+        entries.push_back(func);
+    for (func::FuncOp entry : entries) {
+      SmallVector<scf::ParallelOp> loops;
+      entry.walk([&](scf::ParallelOp loop) {
+        if (!loop->getParentOfType<scf::ParallelOp>())
+          loops.push_back(loop);
+      });
+      for (scf::ParallelOp loop : loops)
+        if (failed(outline(module, loop, counter++)))
+          return signalPassFailure();
+    }
+  }
+
+  LogicalResult outline(ModuleOp module, scf::ParallelOp loop,
+                        unsigned index) {
+    if (loop.getNumResults() != 0)
+      return loop.emitOpError()
+             << "has reductions across the grid, which kernels do not support";
+    MLIRContext *ctx = &getContext();
+    Location loc = loop.getLoc();
+    std::optional<unsigned> chosen = chooseGridDimension(loop);
+    // Loops without a unit-step dimension stay sequential in the entry.
+    if (!chosen)
+      return success();
+    unsigned gridDim = *chosen;
+
+    // Everything the loop reads from outside, its bounds included.
+    SetVector<Value> captured;
+    for (Value operand : loop->getOperands())
+      captured.insert(operand);
+    getUsedValuesDefinedAbove(loop.getRegion(), captured);
+
+    SmallVector<Type> argumentTypes;
+    for (Value value : captured)
+      argumentTypes.push_back(value.getType());
+    argumentTypes.push_back(IndexType::get(ctx));
+    argumentTypes.push_back(IndexType::get(ctx));
+
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    std::string name =
+        (hetc::x86::kKernelPrefix + llvm::Twine(index)).str();
+    auto kernel = func::FuncOp::create(
+        b, loc, name, FunctionType::get(ctx, argumentTypes, {}));
+    kernel.setPrivate();
+    Block *body = kernel.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping mapping;
+    for (auto [value, argument] :
+         llvm::zip(captured, body->getArguments().drop_back(2)))
+      mapping.map(value, argument);
+    auto clone = cast<scf::ParallelOp>(b.clone(*loop, mapping));
+    // Each call covers [begin, end) of the grid dimension.
+    clone.getLowerBoundMutable()[gridDim].set(body->getArgument(captured.size()));
+    clone.getUpperBoundMutable()[gridDim].set(
+        body->getArgument(captured.size() + 1));
+    func::ReturnOp::create(b, loc);
+
+    b.setInsertionPoint(loop);
+    SmallVector<Value> operands(captured.begin(), captured.end());
+    operands.push_back(loop.getLowerBound()[gridDim]);
+    operands.push_back(loop.getUpperBound()[gridDim]);
+    func::CallOp::create(b, loc, kernel, operands);
+    loop.erase();
+    return success();
+  }
+};
+
+} // namespace

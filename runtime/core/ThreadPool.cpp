@@ -1,0 +1,102 @@
+// Thread pool dispatch: generation counter + spin-then-block wake-up, and an
+// atomic countdown for completion.
+#include "runtime/core/ThreadPool.h"
+
+#include <algorithm>
+
+namespace hetrt::core {
+
+namespace {
+/// Spin iterations before a waiting thread blocks; long enough to bridge the
+/// gap between consecutive kernels of one decode step.
+constexpr int kSpinIterations = 20000;
+
+inline void cpuRelax() { __builtin_ia32_pause(); }
+} // namespace
+
+ThreadPool::ThreadPool(int numThreads) {
+  if (numThreads <= 0)
+    numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 1; i < numThreads; ++i)
+    workers_.emplace_back([this, i] { work(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    stopping_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (std::thread &worker : workers_)
+    worker.join();
+}
+
+void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
+                             int64_t end) {
+  int64_t size = end - begin;
+  if (size <= 0)
+    return;
+  int threads = static_cast<int>(std::min<int64_t>(numThreads(), size));
+  if (threads == 1) {
+    task(arguments, begin, end);
+    return;
+  }
+  std::lock_guard<std::mutex> dispatch(dispatchMutex_);
+  task_ = task;
+  arguments_ = arguments;
+  begin_ = begin;
+  end_ = end;
+  activeThreads_ = threads;
+  // Every worker acknowledges every dispatch, active or not, so no worker can
+  // still be reading this dispatch's parameters when the next one is written.
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  // The caller takes range 0.
+  int64_t chunk = (size + threads - 1) / threads;
+  task(arguments, begin, std::min(end, begin + chunk));
+  while (pending_.load(std::memory_order_acquire) != 0)
+    cpuRelax();
+}
+
+void ThreadPool::work(int index) {
+  uint64_t seen = 0;
+  while (true) {
+    uint64_t current = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
+      cpuRelax();
+      current = generation_.load(std::memory_order_acquire);
+    }
+    if (current == seen) {
+      std::unique_lock<std::mutex> lock(wakeMutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      current = generation_.load(std::memory_order_acquire);
+    }
+    seen = current;
+    if (stopping_)
+      return;
+    if (index < activeThreads_) {
+      int64_t size = end_ - begin_;
+      int64_t chunk = (size + activeThreads_ - 1) / activeThreads_;
+      int64_t first = begin_ + index * chunk;
+      int64_t last = std::min(end_, first + chunk);
+      if (first < last)
+        task_(arguments_, first, last);
+    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+CpuRuntimeInterface makeRuntimeInterface(ThreadPool &pool) {
+  return {&pool, [](void *poolPointer, GridTask task, void *arguments,
+                    int64_t begin, int64_t end) {
+            static_cast<ThreadPool *>(poolPointer)->parallelFor(task, arguments,
+                                                                begin, end);
+          }};
+}
+
+} // namespace hetrt::core

@@ -1,0 +1,41 @@
+// RUN: hetc-opt %s --split-input-file --hetc-x86-outline-kernels | FileCheck %s
+
+// An outermost parallel loop of an entry becomes a kernel over the dimension
+// with the largest static extent (here the 4096 features, not the dynamic
+// token dimension); the loop becomes a call with the captured values and the
+// grid range.
+// CHECK-LABEL: func.func @entry
+// CHECK-SAME: (%[[W:.+]]: memref<?xi8> {llm.weights}, %[[X:.+]]: memref<?x4096xf32>, %[[Y:.+]]: memref<?x4096xf32>
+// CHECK: call @hetc_kernel_0(%{{[^,]+}}, %{{[^,]+}}, %[[C4096:[^,]+]], %{{[^,]+}}, %[[X]], %[[Y]], %{{[^,]+}}, %[[C4096]])
+// CHECK-NOT: scf.parallel
+// CHECK-LABEL: func.func private @hetc_kernel_0
+// CHECK-SAME: %[[BEGIN:[^:]+]]: index, %[[END:[^:]+]]: index)
+// CHECK: scf.parallel (%{{.+}}, %{{.+}}) = (%{{.+}}, %[[BEGIN]]) to (%{{.+}}, %[[END]])
+func.func @entry(%w: memref<?xi8> {llm.weights}, %x: memref<?x4096xf32>, %y: memref<?x4096xf32>, %rt: !llvm.ptr {hetc.runtime}) attributes {hetc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
+  %rows = memref.dim %x, %c0 : memref<?x4096xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %c4096) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x4096xf32>
+    memref.store %v, %y[%i, %j] : memref<?x4096xf32>
+  }
+  return
+}
+
+// -----
+
+// Functions that are not entry points keep their loops.
+// CHECK-LABEL: func.func @helper
+// CHECK: scf.parallel
+// CHECK-NOT: hetc_kernel
+func.func @helper(%y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %f = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %f, %y[%i] : memref<8xf32>
+  }
+  return
+}
