@@ -20,6 +20,10 @@ Action registerImportCommand(CLI::App &app);
 Action registerCompileCommand(CLI::App &app);
 /// `hetc run MODEL -p TEXT -n N`: generates text.
 Action registerRunCommand(CLI::App &app);
+/// `hetc bench MODEL`: measures speed against the bandwidth roofline.
+Action registerBenchCommand(CLI::App &app);
+/// `hetc synth ... -o M.gguf`: writes a synthetic model.
+Action registerSynthCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

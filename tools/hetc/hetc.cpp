@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
       hetc::cli::registerImportCommand(app),
       hetc::cli::registerCompileCommand(app),
       hetc::cli::registerRunCommand(app),
+      hetc::cli::registerSynthCommand(app),
+      hetc::cli::registerBenchCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const hetc::cli::Action &action : actions) {

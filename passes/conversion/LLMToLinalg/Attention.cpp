@@ -323,11 +323,13 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
             {IteratorType::parallel, IteratorType::parallel,
              IteratorType::parallel, IteratorType::reduction},
             [&](OpBuilder &b, Location l, ValueRange args) {
-              Value product =
-                  arith::MulFOp::create(b, l, args[0], widen(b, l, args[1]));
+              auto fastMath = accumulationFastMath(b);
+              Value product = arith::MulFOp::create(
+                  b, l, args[0], widen(b, l, args[1]), fastMath);
               linalg::YieldOp::create(
-                  b, l, arith::AddFOp::create(b, l, args[2], product)
-                            .getResult());
+                  b, l,
+                  arith::AddFOp::create(b, l, args[2], product, fastMath)
+                      .getResult());
             })
             .getResult(0);
 
@@ -447,11 +449,13 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
             {IteratorType::parallel, IteratorType::parallel,
              IteratorType::parallel, IteratorType::reduction},
             [&](OpBuilder &b, Location l, ValueRange args) {
-              Value product =
-                  arith::MulFOp::create(b, l, args[0], widen(b, l, args[1]));
+              auto fastMath = accumulationFastMath(b);
+              Value product = arith::MulFOp::create(
+                  b, l, args[0], widen(b, l, args[1]), fastMath);
               linalg::YieldOp::create(
-                  b, l, arith::AddFOp::create(b, l, args[2], product)
-                            .getResult());
+                  b, l,
+                  arith::AddFOp::create(b, l, args[2], product, fastMath)
+                      .getResult());
             })
             .getResult(0);
     Value output =

@@ -48,8 +48,11 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                  Value w = args[1];
                  if (!w.getType().isF32())
                    w = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), w);
-                 Value product = arith::MulFOp::create(nb, nloc, args[0], w);
-                 Value sum = arith::AddFOp::create(nb, nloc, args[2], product);
+                 auto fastMath = accumulationFastMath(nb);
+                 Value product =
+                     arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
+                 Value sum =
+                     arith::AddFOp::create(nb, nloc, args[2], product, fastMath);
                  linalg::YieldOp::create(nb, nloc, sum);
                })
         .getResult(0);
@@ -64,8 +67,11 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                Value column = linalg::IndexOp::create(nb, nloc, 2);
                Value w = loadWeightElement(nb, nloc, storageType, weight,
                                            ValueRange{row}, column);
-               Value product = arith::MulFOp::create(nb, nloc, args[0], w);
-               Value sum = arith::AddFOp::create(nb, nloc, args[1], product);
+               auto fastMath = accumulationFastMath(nb);
+               Value product =
+                   arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
+               Value sum =
+                   arith::AddFOp::create(nb, nloc, args[1], product, fastMath);
                linalg::YieldOp::create(nb, nloc, sum);
              })
       .getResult(0);

@@ -2,6 +2,7 @@
 #ifndef HETC_PASSES_CONVERSION_LLMTOLINALG_PATTERNS_H
 #define HETC_PASSES_CONVERSION_LLMTOLINALG_PATTERNS_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -55,6 +56,12 @@ mlir::Value indexConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value loadWeightElement(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Type storageType, mlir::Value weight,
                               mlir::ValueRange outerIndices, mlir::Value column);
+
+/// Fast-math flags for dot-product accumulations: reassociation lets the
+/// reduction be vectorized and split, contraction fuses multiply-adds. The
+/// result differs from strict order only by rounding (well within the 1e-4
+/// relative agreement the reference checks demand).
+mlir::arith::FastMathFlagsAttr accumulationFastMath(mlir::OpBuilder &b);
 
 /// Identity and projected affine maps over `rank` loops.
 mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);

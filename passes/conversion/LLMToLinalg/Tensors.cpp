@@ -31,6 +31,11 @@ Value createFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       .getResult(0);
 }
 
+arith::FastMathFlagsAttr accumulationFastMath(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+}
+
 AffineMap identityMap(MLIRContext *ctx, unsigned rank) {
   return AffineMap::getMultiDimIdentityMap(rank, ctx);
 }

@@ -1,0 +1,45 @@
+// Synthetic Llama-shaped models with deterministic pseudo-random weights and a
+// valid tokenizer, for tests, benchmarks and the README's default run.
+#ifndef HETC_SYNTH_SYNTHETICMODEL_H
+#define HETC_SYNTH_SYNTHETICMODEL_H
+
+#include <cstdint>
+#include <string>
+
+namespace hetc::synth {
+
+/// Storage of the model's matrices. Norm weights are always F32.
+enum class WeightType { F32, F16, Q8_0, Q4_0, Q4_K_M };
+
+/// Parses f32, f16, q8_0, q4_0, q4_k_m.
+bool parseWeightType(const std::string &name, WeightType &type);
+
+struct SyntheticModelSpec {
+  std::string architecture = "llama";
+  int64_t dim = 256;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kvHeads = 4;
+  int64_t ffnDim = 512;
+  int64_t vocabSize = 512;
+  int64_t contextLength = 2048;
+  float ropeBase = 10000.0f;
+  /// The output projection is the token embedding (no output.weight).
+  bool tiedOutput = false;
+  /// Every matrix, the embedding and the output included, is stored in this
+  /// type; Q4_K_M follows llama.cpp's mix (Q6_K for attn_v, ffn_down and the
+  /// output, Q4_K elsewhere).
+  WeightType weightType = WeightType::F32;
+  /// Seeds the weights: the same spec and seed give the same file.
+  uint64_t seed = 1;
+};
+
+/// Checks the shape rules (heads divide dim, kv heads divide heads, block
+/// formats' row lengths) and writes the GGUF file. Returns false and sets
+/// `error` naming the flag and the fix on failure.
+bool writeSyntheticModel(const SyntheticModelSpec &spec,
+                         const std::string &path, std::string &error);
+
+} // namespace hetc::synth
+
+#endif // HETC_SYNTH_SYNTHETICMODEL_H

@@ -1,0 +1,231 @@
+// Writing synthetic models: the metadata llama.cpp's llama architecture reads,
+// a synthetic SPM vocabulary, and weights from a seeded generator, quantized
+// with the same reference quantizers llama.cpp uses.
+#include "hetc/Synth/SyntheticModel.h"
+
+#include "runtime/format/BlockFormats.h"
+#include "runtime/format/GgufWriter.h"
+#include "runtime/format/Quantize.h"
+#include "runtime/tokenizer/SyntheticVocab.h"
+
+#include <cmath>
+#include <vector>
+
+namespace hetc::synth {
+
+using hetrt::format::BlockFormat;
+
+bool parseWeightType(const std::string &name, WeightType &type) {
+  if (name == "f32")
+    type = WeightType::F32;
+  else if (name == "f16")
+    type = WeightType::F16;
+  else if (name == "q8_0")
+    type = WeightType::Q8_0;
+  else if (name == "q4_0")
+    type = WeightType::Q4_0;
+  else if (name == "q4_k_m")
+    type = WeightType::Q4_K_M;
+  else
+    return false;
+  return true;
+}
+
+namespace {
+
+/// A small, fast, well-mixed generator (splitmix64), seeded per tensor so a
+/// tensor's values do not depend on the others'.
+class Generator {
+public:
+  explicit Generator(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [-1, 1).
+  float uniform() {
+    return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 -
+                              1.0);
+  }
+
+private:
+  uint64_t state_;
+};
+
+uint64_t hashName(const std::string &name, uint64_t seed) {
+  uint64_t hash = 1469598103934665603ull ^ seed;
+  for (char c : name)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return hash;
+}
+
+/// The storage of a matrix named `name` under `type`.
+BlockFormat formatFor(WeightType type, const std::string &name) {
+  switch (type) {
+  case WeightType::F32:
+    return BlockFormat::F32;
+  case WeightType::F16:
+    return BlockFormat::F16;
+  case WeightType::Q8_0:
+    return BlockFormat::Q8_0;
+  case WeightType::Q4_0:
+    return BlockFormat::Q4_0;
+  case WeightType::Q4_K_M: {
+    bool moreBits = name == "output.weight" ||
+                    name.find("attn_v.weight") != std::string::npos ||
+                    name.find("ffn_down.weight") != std::string::npos;
+    return moreBits ? BlockFormat::Q6_K : BlockFormat::Q4_K;
+  }
+  }
+  return BlockFormat::F32;
+}
+
+class ModelWriter {
+public:
+  ModelWriter(const SyntheticModelSpec &spec) : spec_(spec) {}
+
+  /// Adds a [rows x columns] tensor (GGUF dims {columns, rows}) of values with
+  /// standard deviation `scale` around `center`, stored as `format`.
+  bool addTensor(const std::string &name, int64_t rows, int64_t columns,
+                 BlockFormat format, float center, float scale,
+                 std::string &error) {
+    Generator generator(hashName(name, spec_.seed));
+    // Uniform on [-a, a] has standard deviation a / sqrt(3).
+    float amplitude = scale * std::sqrt(3.0f);
+    std::vector<float> row(static_cast<size_t>(columns));
+    std::optional<int64_t> rowBytes =
+        hetrt::format::storageBytes(format, columns);
+    if (!rowBytes) {
+      error = "tensor \"" + name + "\" has rows of " + std::to_string(columns) +
+              " elements, not a multiple of the " +
+              std::string(hetrt::format::blockLayout(format).name) +
+              " block size " +
+              std::to_string(hetrt::format::blockLayout(format).blockSize) +
+              "; choose dimensions that are multiples of it";
+      return false;
+    }
+    std::vector<uint8_t> data(static_cast<size_t>(*rowBytes * rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float &value : row)
+        value = center + amplitude * generator.uniform();
+      hetrt::format::quantizeRow(format, row.data(), columns,
+                                 data.data() + r * *rowBytes);
+    }
+    std::vector<int64_t> dims = {columns};
+    if (rows != 1 || name.find("norm") == std::string::npos)
+      dims.push_back(rows);
+    writer_.addTensor(name, dims, format, std::move(data));
+    return true;
+  }
+
+  hetrt::format::GgufWriter &writer() { return writer_; }
+
+private:
+  const SyntheticModelSpec &spec_;
+  hetrt::format::GgufWriter writer_;
+};
+
+} // namespace
+
+bool writeSyntheticModel(const SyntheticModelSpec &spec,
+                         const std::string &path, std::string &error) {
+  auto positive = [&](int64_t value, const char *flag) {
+    if (value > 0)
+      return true;
+    error = std::string("--") + flag + " must be positive, got " +
+            std::to_string(value);
+    return false;
+  };
+  if (!positive(spec.dim, "dim") || !positive(spec.layers, "layers") ||
+      !positive(spec.heads, "heads") || !positive(spec.kvHeads, "kv-heads") ||
+      !positive(spec.ffnDim, "ffn") || !positive(spec.vocabSize, "vocab") ||
+      !positive(spec.contextLength, "context"))
+    return false;
+  if (spec.architecture != "llama") {
+    error = "--arch " + spec.architecture + " is not supported (llama)";
+    return false;
+  }
+  if (spec.dim % spec.heads != 0) {
+    error = "--dim (" + std::to_string(spec.dim) +
+            ") must be a multiple of --heads (" + std::to_string(spec.heads) +
+            ")";
+    return false;
+  }
+  if (spec.heads % spec.kvHeads != 0) {
+    error = "--heads (" + std::to_string(spec.heads) +
+            ") must be a multiple of --kv-heads (" +
+            std::to_string(spec.kvHeads) + ")";
+    return false;
+  }
+  int64_t headDim = spec.dim / spec.heads;
+  if (headDim % 2 != 0) {
+    error = "--dim / --heads (" + std::to_string(headDim) +
+            ") must be even for rotary embeddings";
+    return false;
+  }
+  if (spec.vocabSize > INT32_MAX) {
+    error = "--vocab is too large";
+    return false;
+  }
+
+  ModelWriter model(spec);
+  hetrt::format::GgufWriter &writer = model.writer();
+  writer.addString("general.architecture", "llama");
+  writer.addString("general.name", "hetc synthetic llama");
+  writer.addU32("llama.context_length", static_cast<uint32_t>(spec.contextLength));
+  writer.addU32("llama.embedding_length", static_cast<uint32_t>(spec.dim));
+  writer.addU32("llama.block_count", static_cast<uint32_t>(spec.layers));
+  writer.addU32("llama.feed_forward_length", static_cast<uint32_t>(spec.ffnDim));
+  writer.addU32("llama.attention.head_count", static_cast<uint32_t>(spec.heads));
+  writer.addU32("llama.attention.head_count_kv",
+                static_cast<uint32_t>(spec.kvHeads));
+  writer.addU32("llama.rope.dimension_count", static_cast<uint32_t>(headDim));
+  writer.addF32("llama.rope.freq_base", spec.ropeBase);
+  writer.addF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  if (!hetrt::tokenizer::writeSyntheticSpmVocab(
+          writer, static_cast<int32_t>(spec.vocabSize), error)) {
+    error = "--vocab: " + error;
+    return false;
+  }
+
+  WeightType type = spec.weightType;
+  auto matrix = [&](const std::string &name, int64_t rows, int64_t columns) {
+    return model.addTensor(name, rows, columns, formatFor(type, name), 0.0f,
+                           1.0f / std::sqrt(static_cast<float>(columns)),
+                           error);
+  };
+  auto norm = [&](const std::string &name) {
+    return model.addTensor(name, 1, spec.dim, BlockFormat::F32, 1.0f, 0.05f,
+                           error);
+  };
+  int64_t kvDim = spec.kvHeads * headDim;
+  // Embedding rows of unit scale, as trained models roughly have.
+  if (!model.addTensor("token_embd.weight", spec.vocabSize, spec.dim,
+                       formatFor(type, "token_embd.weight"), 0.0f, 1.0f, error))
+    return false;
+  for (int64_t layer = 0; layer < spec.layers; ++layer) {
+    std::string prefix = "blk." + std::to_string(layer) + ".";
+    if (!norm(prefix + "attn_norm.weight") ||
+        !matrix(prefix + "attn_q.weight", spec.dim, spec.dim) ||
+        !matrix(prefix + "attn_k.weight", kvDim, spec.dim) ||
+        !matrix(prefix + "attn_v.weight", kvDim, spec.dim) ||
+        !matrix(prefix + "attn_output.weight", spec.dim, spec.dim) ||
+        !norm(prefix + "ffn_norm.weight") ||
+        !matrix(prefix + "ffn_gate.weight", spec.ffnDim, spec.dim) ||
+        !matrix(prefix + "ffn_up.weight", spec.ffnDim, spec.dim) ||
+        !matrix(prefix + "ffn_down.weight", spec.dim, spec.ffnDim))
+      return false;
+  }
+  if (!norm("output_norm.weight"))
+    return false;
+  if (!spec.tiedOutput &&
+      !matrix("output.weight", spec.vocabSize, spec.dim))
+    return false;
+  if (!writer.writeFile(path, error))
+    return false;
+  return true;
+}
+
+} // namespace hetc::synth

@@ -1,0 +1,175 @@
+// `hetc bench`: prefill and decode speed at each thread count, beside the
+// machine's read bandwidth and the decode roofline measured in the same run.
+#include "Commands.h"
+#include "PackCache.h"
+
+#include "runtime/core/Bandwidth.h"
+#include "runtime/core/Model.h"
+#include "runtime/core/Sampler.h"
+#include "runtime/core/Session.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+namespace hetc::cli {
+
+namespace {
+
+struct BenchFlags {
+  std::string model;
+  int64_t promptTokens = 128;
+  int64_t decodeTokens = 32;
+  std::vector<int> threads;
+  int64_t bandwidthMiB = 1024;
+  int repeats = 2;
+  bool json = false;
+};
+
+/// Weight bytes one decode step reads: every tensor once, but only one row of
+/// the token embedding (unless it is also the output projection).
+uint64_t weightBytesPerToken(const hetrt::format::GgufFile &file) {
+  uint64_t total = 0;
+  bool tied = file.findTensor("output.weight") == nullptr;
+  for (const hetrt::format::GgufTensorInfo &tensor : file.tensors()) {
+    if (tensor.name == "token_embd.weight" && !tied && tensor.dims.size() == 2)
+      total += tensor.sizeBytes / static_cast<uint64_t>(tensor.dims[1]);
+    else
+      total += tensor.sizeBytes;
+  }
+  return total;
+}
+
+double seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+Action registerBenchCommand(CLI::App &app) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App *command = app.add_subcommand(
+      "bench", "Measure prefill and decode tokens/s with the read bandwidth and "
+               "decode roofline of this machine");
+  command->add_option("model", flags->model, "A .gguf model or a .hetpack")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--prompt-tokens", flags->promptTokens,
+                      "Tokens in the prefill measurement")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--decode-tokens", flags->decodeTokens,
+                      "Tokens in the decode measurement")
+      ->check(CLI::PositiveNumber);
+  command->add_option("-t,--threads", flags->threads,
+                      "Thread counts to measure (default: 1 and all cores)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  command->add_option("--bandwidth-mib", flags->bandwidthMiB,
+                      "Buffer size of the bandwidth measurement (MiB)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--repeats", flags->repeats,
+                      "Runs per measurement; the best is reported")
+      ->check(CLI::PositiveNumber);
+  command->add_flag("--json", flags->json, "Print the results as JSON");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    std::string error;
+    std::string packPath = packFor(flags->model, 0, "hetc bench", error);
+    if (packPath.empty()) {
+      std::cerr << "hetc bench: " << error << "\n";
+      return 1;
+    }
+    std::unique_ptr<hetrt::core::Model> model = hetrt::core::Model::load(
+        packPath, isPack(flags->model) ? "" : flags->model, error);
+    if (!model) {
+      std::cerr << "hetc bench: " << error << "\n";
+      return 1;
+    }
+    const hetrt::format::Manifest &manifest = model->manifest();
+    if (flags->promptTokens + flags->decodeTokens > manifest.contextLength) {
+      std::cerr << "hetc bench: --prompt-tokens + --decode-tokens ("
+                << flags->promptTokens + flags->decodeTokens
+                << ") exceed the context length " << manifest.contextLength
+                << "\n";
+      return 2;
+    }
+    std::vector<int> threadCounts = flags->threads;
+    if (threadCounts.empty()) {
+      int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      threadCounts = {1};
+      if (cores > 1)
+        threadCounts.push_back(cores);
+    }
+    uint64_t bytesPerToken = weightBytesPerToken(model->weights());
+    // Ids past the special tokens, spread over the vocabulary.
+    std::vector<int32_t> prompt(static_cast<size_t>(flags->promptTokens));
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = static_cast<int32_t>(3 + (i * 7919) % (manifest.vocabSize - 3));
+
+    nlohmann::json results = nlohmann::json::array();
+    if (!flags->json)
+      std::printf("%-8s %14s %14s %12s %16s %10s\n", "threads", "prefill tok/s",
+                  "decode tok/s", "read GB/s", "roofline tok/s", "decode/roof");
+    for (int threads : threadCounts) {
+      hetrt::core::ThreadPool pool(threads);
+      double bandwidth = hetrt::core::measureReadBandwidth(
+          pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
+      hetrt::core::Session session(*model, threads);
+      double prefillRate = 0, decodeRate = 0;
+      for (int r = 0; r < flags->repeats; ++r) {
+        session.reset();
+        auto start = std::chrono::steady_clock::now();
+        if (!session.prefill(prompt, error)) {
+          std::cerr << "hetc bench: " << error << "\n";
+          return 1;
+        }
+        prefillRate = std::max(prefillRate, prompt.size() / seconds(start));
+        // Decode continues the prompt, greedily.
+        int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
+        start = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < flags->decodeTokens; ++i) {
+          if (!session.decode(token, error)) {
+            std::cerr << "hetc bench: " << error << "\n";
+            return 1;
+          }
+          token = hetrt::core::argmax(session.logits(), session.vocabSize());
+        }
+        decodeRate = std::max(decodeRate, flags->decodeTokens / seconds(start));
+      }
+      double roofline = bandwidth / static_cast<double>(bytesPerToken);
+      results.push_back({{"threads", threads},
+                         {"prefill_tokens_per_s", prefillRate},
+                         {"decode_tokens_per_s", decodeRate},
+                         {"read_bandwidth_gb_per_s", bandwidth / 1e9},
+                         {"decode_roofline_tokens_per_s", roofline},
+                         {"decode_roofline_ratio", decodeRate / roofline}});
+      if (!flags->json)
+        std::printf("%-8d %14.1f %14.1f %12.2f %16.1f %10.3f\n", threads,
+                    prefillRate, decodeRate, bandwidth / 1e9, roofline,
+                    decodeRate / roofline);
+    }
+    if (flags->json) {
+      nlohmann::json report = {{"model", flags->model},
+                               {"variant", model->code().variantName()},
+                               {"weight_bytes_per_token", bytesPerToken},
+                               {"prompt_tokens", flags->promptTokens},
+                               {"decode_tokens", flags->decodeTokens},
+                               {"results", results}};
+      std::cout << report.dump(2) << "\n";
+    } else {
+      std::printf("weights read per decode token: %.1f MB; code variant %s\n",
+                  bytesPerToken / 1e6, model->code().variantName().c_str());
+    }
+    return 0;
+  };
+}
+
+} // namespace hetc::cli

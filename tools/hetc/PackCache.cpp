@@ -1,0 +1,87 @@
+// Pack lookup and the on-disk cache of compiled packs.
+#include "PackCache.h"
+#include "Version.h"
+
+#include "hetc/InitAll.h"
+#include "hetc/Pipeline/Compile.h"
+#include "runtime/format/Manifest.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace hetc::cli {
+
+bool isPack(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof(magic));
+  return in && std::memcmp(magic, "HETCPACK", 8) == 0;
+}
+
+namespace {
+
+/// The directory for cached packs: $HETC_CACHE_DIR, $XDG_CACHE_HOME/hetc or
+/// ~/.cache/hetc.
+std::string cacheDirectory() {
+  if (const char *dir = std::getenv("HETC_CACHE_DIR"))
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+    return std::string(xdg) + "/hetc";
+  if (const char *home = std::getenv("HOME"))
+    return std::string(home) + "/.cache/hetc";
+  return "/tmp/hetc-cache";
+}
+
+bool makeDirectories(const std::string &path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/')
+      continue;
+    std::string prefix = path.substr(0, at);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::string packFor(const std::string &model, int64_t contextLength,
+                    const std::string &tool, std::string &error) {
+  if (isPack(model))
+    return model;
+  std::optional<std::string> hash = hetrt::format::hashFile(model, error);
+  if (!hash)
+    return {};
+  std::string dir = cacheDirectory();
+  std::string path = dir + "/" + *hash + "-ctx" +
+                     std::to_string(contextLength) + "-hetc" +
+                     HETC_VERSION + ".hetpack";
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0)
+    return path;
+  if (!makeDirectories(dir)) {
+    error = dir + ": cannot create the pack cache directory: " +
+            std::strerror(errno) + " (set HETC_CACHE_DIR)";
+    return {};
+  }
+  registerAllPasses();
+  pipeline::CompileOptions options;
+  options.modelPath = model;
+  options.outputPath = path;
+  options.contextLength = contextLength;
+  // The cache serves this machine only.
+  options.cpuVariants = {"host"};
+  options.progress = [&tool](const std::string &line) {
+    std::fprintf(stderr, "%s: compiling: %s\n", tool.c_str(), line.c_str());
+  };
+  if (!pipeline::compileModel(options, error))
+    return {};
+  return path;
+}
+
+
+} // namespace hetc::cli

@@ -1,0 +1,22 @@
+// Finding or building the pack for a model argument: a .hetpack is used as is;
+// a GGUF is compiled for this host once and cached by its content hash.
+#ifndef HETC_TOOLS_HETC_PACKCACHE_H
+#define HETC_TOOLS_HETC_PACKCACHE_H
+
+#include <cstdint>
+#include <string>
+
+namespace hetc::cli {
+
+/// True when `path` starts with the pack magic.
+bool isPack(const std::string &path);
+
+/// The pack to load for `model` (see above); empty with `error` set on
+/// failure. `contextLength` 0 keeps the model's. Progress goes to stderr,
+/// prefixed by `tool`.
+std::string packFor(const std::string &model, int64_t contextLength,
+                    const std::string &tool, std::string &error);
+
+} // namespace hetc::cli
+
+#endif // HETC_TOOLS_HETC_PACKCACHE_H

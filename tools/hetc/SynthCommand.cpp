@@ -1,0 +1,58 @@
+// `hetc synth`: writes a synthetic Llama-shaped GGUF model.
+#include "Commands.h"
+
+#include "hetc/Synth/SyntheticModel.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace hetc::cli {
+
+namespace {
+struct SynthFlags {
+  synth::SyntheticModelSpec spec;
+  std::string type = "f32";
+  std::string output;
+};
+} // namespace
+
+Action registerSynthCommand(CLI::App &app) {
+  auto flags = std::make_shared<SynthFlags>();
+  synth::SyntheticModelSpec &spec = flags->spec;
+  CLI::App *command = app.add_subcommand(
+      "synth", "Write a synthetic Llama-shaped model with deterministic "
+               "pseudo-random weights and a valid tokenizer");
+  command->add_option("--arch", spec.architecture, "Architecture (llama)");
+  command->add_option("--dim", spec.dim, "Embedding dimension");
+  command->add_option("--layers", spec.layers, "Decoder layers");
+  command->add_option("--heads", spec.heads, "Attention heads");
+  command->add_option("--kv-heads", spec.kvHeads,
+                      "Key/value heads (grouped-query attention)");
+  command->add_option("--ffn", spec.ffnDim, "Feed-forward hidden size");
+  command->add_option("--vocab", spec.vocabSize, "Vocabulary size (>= 260)");
+  command->add_option("--context", spec.contextLength, "Context length");
+  command->add_option("--rope-base", spec.ropeBase, "RoPE frequency base");
+  command->add_flag("--tied", spec.tiedOutput,
+                    "Tie the output projection to the token embedding");
+  command->add_option("--type", flags->type,
+                      "Weight type: f32, f16, q8_0, q4_0, q4_k_m")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_k_m"}));
+  command->add_option("--seed", spec.seed, "Seed of the weights");
+  command->add_option("-o,--output", flags->output, "The GGUF file to write")
+      ->required();
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    synth::parseWeightType(flags->type, flags->spec.weightType);
+    std::string error;
+    if (!synth::writeSyntheticModel(flags->spec, flags->output, error)) {
+      std::cerr << "hetc synth: " << error << "\n";
+      return 1;
+    }
+    return 0;
+  };
+}
+
+} // namespace hetc::cli
