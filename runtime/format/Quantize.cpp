@@ -1,7 +1,7 @@
 // ggml's reference quantizers (quantize_row_{q8_0,q4_0,q4_K,q6_K}_ref) and
-// dequantizers, reproduced float operation for float operation so that the bytes
-// and values equal those of ggml-quants.c, and the half/bfloat16 conversions of
-// ggml-impl.h.
+// dequantizers, reproduced float operation for float operation so that the
+// bytes and values equal those of ggml-quants.c, and the half/bfloat16
+// conversions of ggml-impl.h.
 #include "runtime/format/Quantize.h"
 
 #include <algorithm>
@@ -48,17 +48,18 @@ void storeU16(uint8_t *bytes, uint16_t value) {
 }
 
 /// ggml's nearest_int: adding 1.5 * 2^23 leaves round(value) (ties to even, the
-/// FPU's mode) in the low mantissa bits. Only meaningful for |value| < 2^22, which
-/// ggml asserts; outside it this returns the same garbage ggml does.
+/// FPU's mode) in the low mantissa bits. Only meaningful for |value| < 2^22,
+/// which ggml asserts; outside it this returns the same meaningless int ggml's
+/// code does.
 int nearestInt(float value) {
   uint32_t bits = floatBits(value + 12582912.f);
   return static_cast<int>(bits & 0x007fffff) - 0x00400000;
 }
 
-/// A C cast of a float to int8_t as compiled by GCC and Clang for x86-64 (convert
-/// to int32 truncating, keep the low byte). In range this is the language's
-/// truncation; outside it, where C leaves the cast undefined, it gives x86's
-/// defined answer instead of undefined behaviour.
+/// A C cast of a float to int8_t as compiled by GCC and Clang for x86-64
+/// (convert to int32 truncating, keep the low byte). In range this is the
+/// language's truncation; outside it, where C leaves the cast undefined, it
+/// gives x86's defined answer instead of undefined behaviour.
 int8_t castToInt8(float value) {
   if (!(value >= -2147483648.f && value < 2147483648.f))
     return 0; // cvttss2si's "integer indefinite" 0x80000000, low byte 0
@@ -66,8 +67,7 @@ int8_t castToInt8(float value) {
       static_cast<uint8_t>(static_cast<uint32_t>(static_cast<int32_t>(value))));
 }
 
-// ggml's MIN/MAX macros: with a NaN operand they return the second operand, which
-// std::min/max do not guarantee in the same way.
+// ggml's MAX macro: a NaN second operand wins, where std::max keeps the first.
 float maxLikeGgml(float a, float b) { return a > b ? a : b; }
 
 //===----------------------------------------------------------------------===//
@@ -97,8 +97,8 @@ void dequantizeQ8_0(const uint8_t *block, float *y) {
 //===----------------------------------------------------------------------===//
 
 void quantizeQ4_0(const float *x, uint8_t *block) {
-  // The signed value of largest magnitude (the first one on ties) maps to -8, so
-  // the asymmetric range [-8, 7] is used fully on that value's side.
+  // The signed value of largest magnitude (the first one on ties) maps to -8,
+  // so the asymmetric range [-8, 7] is used fully on that value's side.
   float amax = 0.0f;
   float max = 0.0f;
   for (int j = 0; j < kQK4_0; ++j) {
@@ -140,8 +140,9 @@ constexpr int kQ4KQuantsOffset = 16;
 
 /// ggml's make_qkx2_quants: fits x ~ scale * L + min (min <= 0, L in [0, nmax])
 /// by weighted least squares over `steps` + 1 trial inverse scales around
-/// nmax / (max - min), keeping the fit with the smallest weighted squared error.
-/// Writes the levels to `levels` and -min to `negatedMin`; returns the scale.
+/// nmax / (max - min), keeping the fit with the smallest weighted squared
+/// error. Writes the levels to `levels` and -min to `negatedMin`; returns the
+/// scale.
 float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
                      uint8_t *levels, float *negatedMin, uint8_t *trialLevels,
                      float rmin, float rdelta, int steps) {
@@ -218,10 +219,10 @@ float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
   return scale;
 }
 
-/// ggml's get_scale_min_k4. Sub-blocks 0-3 keep scale and min in the low 6 bits of
-/// bytes 0-3 and 4-7; sub-blocks 4-7 keep their low 4 bits in the nibbles of bytes
-/// 8-11 and their top 2 bits in the spare top bits of bytes 0-3 (scale) and 4-7
-/// (min).
+/// ggml's get_scale_min_k4. Sub-blocks 0-3 keep scale and min in the low 6 bits
+/// of bytes 0-3 and 4-7; sub-blocks 4-7 keep their low 4 bits in the nibbles of
+/// bytes 8-11 and their top 2 bits in the spare top bits of bytes 0-3 (scale)
+/// and 4-7 (min).
 void q4KScaleAndMin(int subBlock, const uint8_t *scales, uint8_t *scale,
                     uint8_t *min) {
   if (subBlock < 4) {
@@ -274,7 +275,8 @@ void quantizeQ4_K(const float *x, uint8_t *block) {
       packedScales[j] = scale;
       packedScales[j + 4] = min;
     } else {
-      packedScales[j + 4] = static_cast<uint8_t>((scale & 0xF) | ((min & 0xF) << 4));
+      packedScales[j + 4] =
+          static_cast<uint8_t>((scale & 0xF) | ((min & 0xF) << 4));
       packedScales[j - 4] |= static_cast<uint8_t>((scale >> 4) << 6);
       packedScales[j] |= static_cast<uint8_t>((min >> 4) << 6);
     }
@@ -302,7 +304,8 @@ void quantizeQ4_K(const float *x, uint8_t *block) {
   uint8_t *quants = block + kQ4KQuantsOffset;
   for (int j = 0; j < kQKK; j += 64) {
     for (int l = 0; l < 32; ++l)
-      quants[l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
+      quants[l] =
+          static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
     quants += 32;
   }
 }
@@ -410,11 +413,14 @@ void quantizeQ6_K(const float *x, uint8_t *block) {
   }
 
   if (maxAbsScale < kGroupMaxEps) {
-    std::memset(block, 0, static_cast<size_t>(blockLayout(BlockFormat::Q6_K).bytesPerBlock));
+    std::memset(
+        block, 0,
+        static_cast<size_t>(blockLayout(BlockFormat::Q6_K).bytesPerBlock));
     return;
   }
 
-  // The signed scale of largest magnitude maps to -128, using int8's full range.
+  // The signed scale of largest magnitude maps to -128, using int8's full
+  // range.
   const float inverseScale = -128.f / maxScale;
   const uint16_t superScale = fp32ToFp16(1 / inverseScale);
   storeU16(block + kQ6KSuperScaleOffset, superScale);
@@ -423,7 +429,8 @@ void quantizeQ6_K(const float *x, uint8_t *block) {
     subScales[j] = static_cast<int8_t>(
         std::min(127, nearestInt(inverseScale * scales[j])));
 
-  // Requantize against the stored scales; a zero one keeps its own fit's levels.
+  // Requantize against the stored scales; a zero one keeps its own fit's
+  // levels.
   for (int j = 0; j < kQKK / 16; ++j) {
     const float d = fp16ToFp32(superScale) * subScales[j];
     if (d == 0.0f)
@@ -588,7 +595,8 @@ bool quantizeRow(BlockFormat format, const float *source, int64_t count,
     return true;
   switch (format) {
   case BlockFormat::F32:
-    std::memcpy(destination, source, static_cast<size_t>(count) * sizeof(float));
+    std::memcpy(destination, source,
+                static_cast<size_t>(count) * sizeof(float));
     return true;
   case BlockFormat::F16:
     for (int64_t i = 0; i < count; ++i)
@@ -617,7 +625,8 @@ bool dequantizeRow(BlockFormat format, const uint8_t *source, int64_t count,
     return true;
   switch (format) {
   case BlockFormat::F32:
-    std::memcpy(destination, source, static_cast<size_t>(count) * sizeof(float));
+    std::memcpy(destination, source,
+                static_cast<size_t>(count) * sizeof(float));
     return true;
   case BlockFormat::F16:
     for (int64_t i = 0; i < count; ++i)
@@ -638,9 +647,10 @@ bool dequantizeRow(BlockFormat format, const uint8_t *source, int64_t count,
   return true;
 }
 
-std::optional<std::vector<uint8_t>>
-quantizeMatrix(BlockFormat format, const float *source, int64_t rows,
-               int64_t columns) {
+std::optional<std::vector<uint8_t>> quantizeMatrix(BlockFormat format,
+                                                   const float *source,
+                                                   int64_t rows,
+                                                   int64_t columns) {
   if (rows < 0 || !isWholeBlocks(format, columns))
     return std::nullopt;
   const int64_t rowBytes = *storageBytes(format, columns);
