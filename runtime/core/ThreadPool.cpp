@@ -59,8 +59,14 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   // The caller takes range 0.
   int64_t chunk = (size + threads - 1) / threads;
   task(arguments, begin, std::min(end, begin + chunk));
-  while (pending_.load(std::memory_order_acquire) != 0)
-    cpuRelax();
+  // Spin while the others are likely still working, then yield: on a busy
+  // machine a worker may be descheduled, and spinning would only delay it.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations)
+      cpuRelax();
+    else
+      std::this_thread::yield();
+  }
 }
 
 void ThreadPool::work(int index) {

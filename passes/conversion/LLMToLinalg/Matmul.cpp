@@ -20,6 +20,128 @@ namespace {
 
 using utils::IteratorType;
 
+/// `x` [M, K] viewed as [M, K / inner, inner] (or with more trailing dims).
+Value expandColumns(OpBuilder &b, Location loc, Value x,
+                    ArrayRef<int64_t> trailing) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape = {type.getDimSize(0)};
+  shape.append(trailing.begin(), trailing.end());
+  SmallVector<OpFoldResult> outputShape = {tensor::getMixedSize(b, loc, x, 0)};
+  for (int64_t size : trailing)
+    outputShape.push_back(b.getIndexAttr(size));
+  ReassociationIndices inner;
+  for (size_t i = 0; i < trailing.size(); ++i)
+    inner.push_back(static_cast<int64_t>(i + 1));
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), x,
+      ArrayRef<ReassociationIndices>{{0}, inner}, outputShape);
+}
+
+/// The little-endian f16 made of bytes `low`, `high` (i8), as f32.
+Value halfFromBytes(OpBuilder &b, Location loc, Value low, Value high) {
+  Type i16 = b.getI16Type();
+  Value lo = arith::ExtUIOp::create(b, loc, i16, low);
+  Value hi = arith::ExtUIOp::create(b, loc, i16, high);
+  Value eight = arith::ConstantOp::create(b, loc, b.getI16IntegerAttr(8));
+  Value bits = arith::OrIOp::create(b, loc, lo,
+                                    arith::ShLIOp::create(b, loc, hi, eight));
+  Value half = arith::BitcastOp::create(b, loc, b.getF16Type(), bits);
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
+}
+
+/// `x · wᵀ` for a Q8_0 or Q4_0 weight with the reduction split into blocks:
+/// the loops run over (m, n, block, [half,] element), so the weight bytes and
+/// activations of a block are contiguous operands the vectorizer can load as
+/// vectors, and each block's scale is an operand invariant in the inner loop.
+Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
+                       llm::QuantType quant, Value init,
+                       RankedTensorType resultType) {
+  MLIRContext *ctx = b.getContext();
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t blockBytes = quant.getBytesPerBlock();
+  int64_t numBlocks = weightType.getDimSize(1) / blockBytes;
+  // Weight rows as [N, blocks, bytes of a block].
+  Value blocks = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({weightType.getDimSize(0), numBlocks, blockBytes},
+                            weightType.getElementType()),
+      weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  auto fastMath = accumulationFastMath(b);
+  bool q4 = quant.getFormat() == llm::QuantFormat::q4_0;
+  if (!q4) {
+    // Q8_0: f16 d, 32 × int8; loops (m, n, block, j).
+    Value xBlocks = expandColumns(b, loc, x, {numBlocks, 32});
+    AffineExpr m, n, blk, j;
+    bindDims(ctx, m, n, blk, j);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(4, 0, {m, blk, j}, ctx),
+        AffineMap::get(4, 0, {n, blk, j + 2}, ctx),
+        AffineMap::get(4, 0, {n, blk, getAffineConstantExpr(0, ctx)}, ctx),
+        AffineMap::get(4, 0, {n, blk, getAffineConstantExpr(1, ctx)}, ctx),
+        AffineMap::get(4, 0, {m, n}, ctx)};
+    return linalg::GenericOp::create(
+               b, loc, resultType, ValueRange{xBlocks, blocks, blocks, blocks},
+               ValueRange{init}, maps,
+               {utils::IteratorType::parallel, utils::IteratorType::parallel,
+                utils::IteratorType::reduction,
+                utils::IteratorType::reduction},
+               [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                 Value scale = halfFromBytes(nb, nloc, args[2], args[3]);
+                 Value quantValue = arith::SIToFPOp::create(
+                     nb, nloc, nb.getF32Type(), args[1]);
+                 Value w = arith::MulFOp::create(nb, nloc, scale, quantValue);
+                 Value product =
+                     arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
+                 linalg::YieldOp::create(
+                     nb, nloc,
+                     arith::AddFOp::create(nb, nloc, args[4], product, fastMath)
+                         .getResult());
+               })
+        .getResult(0);
+  }
+  // Q4_0: f16 d, 16 bytes; element h·16 + i is nibble h of byte i; loops
+  // (m, n, block, h, i).
+  Value xBlocks = expandColumns(b, loc, x, {numBlocks, 2, 16});
+  AffineExpr m, n, blk, h, i;
+  bindDims(ctx, m, n, blk, h, i);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {m, blk, h, i}, ctx),
+      AffineMap::get(5, 0, {n, blk, i + 2}, ctx),
+      AffineMap::get(5, 0, {n, blk, getAffineConstantExpr(0, ctx)}, ctx),
+      AffineMap::get(5, 0, {n, blk, getAffineConstantExpr(1, ctx)}, ctx),
+      AffineMap::get(5, 0, {m, n}, ctx)};
+  return linalg::GenericOp::create(
+             b, loc, resultType, ValueRange{xBlocks, blocks, blocks, blocks},
+             ValueRange{init}, maps,
+             {utils::IteratorType::parallel, utils::IteratorType::parallel,
+              utils::IteratorType::reduction, utils::IteratorType::reduction,
+              utils::IteratorType::reduction},
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value scale = halfFromBytes(nb, nloc, args[2], args[3]);
+               Value half = linalg::IndexOp::create(nb, nloc, 3);
+               Value shift = arith::IndexCastOp::create(
+                   nb, nloc, nb.getI8Type(),
+                   arith::MulIOp::create(nb, nloc, half,
+                                         indexConstant(nb, nloc, 4)));
+               Value nibble = arith::AndIOp::create(
+                   nb, nloc, arith::ShRUIOp::create(nb, nloc, args[1], shift),
+                   arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(15)));
+               Value centered = arith::SubIOp::create(
+                   nb, nloc, nibble,
+                   arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(8)));
+               Value quantValue = arith::SIToFPOp::create(
+                   nb, nloc, nb.getF32Type(), centered);
+               Value w = arith::MulFOp::create(nb, nloc, scale, quantValue);
+               Value product =
+                   arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   arith::AddFOp::create(nb, nloc, args[4], product, fastMath)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
 /// `x · wᵀ` for activations `x` [M, K] (f32) and a weight [N, K] stored as
 /// `storageType` (converted value `weight`), into a new [M, N] f32 tensor.
 Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
@@ -57,6 +179,10 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                })
         .getResult(0);
   }
+  if (auto quant = dyn_cast<llm::QuantType>(storageType))
+    if (quant.getFormat() == llm::QuantFormat::q8_0 ||
+        quant.getFormat() == llm::QuantFormat::q4_0)
+      return buildBlockMatmul(b, loc, x, weight, quant, init, resultType);
   SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
                                  AffineMap::get(3, 0, {m, n}, ctx)};
   return linalg::GenericOp::create(

@@ -22,15 +22,19 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes); the body
-// decodes each element from its block's f16 scale and nibble, never building a
-// dequantized copy.
+// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes), viewed
+// as [rows, blocks, 18]; the reduction runs over (block, half, element) so each
+// block's 16 packed bytes and its 32 activations are contiguous operands, and
+// the body decodes nibble `half` of each byte with the block's f16 scale. No
+// dequantized copy of the weight is ever built.
 llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-LABEL: func.func @q4_0_matmul
 // CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
+// CHECK: tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
+// CHECK: tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x2x16xf32>
 // CHECK: linalg.generic
-// CHECK-SAME: ins(%{{.+}} : tensor<?x64xf32>)
-// CHECK-DAG: tensor.extract %{{.+}} : tensor<32x36xi8>
+// CHECK-SAME: affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d4 + 2)>
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]
 // CHECK-DAG: arith.bitcast %{{.+}} : i16 to f16
 // CHECK-DAG: arith.shrui
 // CHECK-NOT: llm.
@@ -38,6 +42,23 @@ func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// K-quant weights (here Q6_K) are decoded element by element from their byte
+// rows inside a three-loop generic.
+llm.weight @q6 {data_offset = 0 : i64} : tensor<4x256x!llm.quant<q6_k>>
+// CHECK-LABEL: func.func @q6_k_matmul
+// CHECK: memref.view {{.+}} : memref<?xi8> to memref<4x210xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: tensor.extract %{{.+}} : tensor<4x210xi8>
+// CHECK-NOT: llm.
+func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
+  %w = llm.get_weight @q6 : tensor<4x256x!llm.quant<q6_k>>
+  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q6_k>>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
 }
 
 // -----
