@@ -73,7 +73,8 @@ constexpr std::optional<BlockFormat> blockFormatFromTypeId(uint32_t typeId) {
 constexpr std::optional<int64_t> storageBytes(BlockFormat format,
                                               int64_t numElements) {
   BlockLayout layout = blockLayout(format);
-  if (numElements < 0 || numElements % layout.blockSize != 0)
+  if (layout.blockSize <= 0 || numElements < 0 ||
+      numElements % layout.blockSize != 0)
     return std::nullopt;
   return numElements / layout.blockSize * layout.bytesPerBlock;
 }
