@@ -22,4 +22,4 @@ config.substitutions.append(("%shared", config.hetc_shared_dir))
 config.substitutions = [sub for sub in config.substitutions if sub[0] != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
 tool_dirs = [config.hetc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["hetc-opt", "hetc"], tool_dirs)
+llvm_config.add_tool_substitutions(["hetc-opt", "hetc", "hetrt-capi-generate"], tool_dirs)

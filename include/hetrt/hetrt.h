@@ -1,0 +1,133 @@
+/* libhetrt: the hetc runtime's C API. Load a compiled model pack, tokenize,
+ * run prefill and decode steps, and sample.
+ *
+ * Conventions: every call that can fail returns an hetrt_status_t (HETRT_OK is
+ * 0) and must be checked; results come back in trailing out_* parameters, set
+ * to NULL/0 on failure; hetrt_last_error_message() then says what failed (file,
+ * field and fix). Objects are opaque: the _open and _create functions return
+ * a reference the caller releases with the matching _release function;
+ * releasing NULL is a no-op; parameters are borrowed unless a comment says
+ * otherwise. No call aborts on a caller mistake: invalid arguments are
+ * reported as HETRT_INVALID_ARGUMENT.
+ */
+#ifndef HETRT_HETRT_H
+#define HETRT_HETRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HETRT_API_VERSION 1
+
+#if defined(__GNUC__)
+#define HETRT_API __attribute__((visibility("default")))
+#define HETRT_MUST_USE __attribute__((warn_unused_result))
+#else
+#define HETRT_API
+#define HETRT_MUST_USE
+#endif
+
+typedef enum hetrt_status_t {
+  HETRT_OK = 0,
+  HETRT_INVALID_ARGUMENT = 1,
+  HETRT_OUT_OF_MEMORY = 2,
+  HETRT_UNAVAILABLE = 3,
+  HETRT_IO = 4,
+  HETRT_UNSUPPORTED = 5,
+  HETRT_INTERNAL = 6,
+} hetrt_status_t;
+
+typedef struct hetrt_model_t hetrt_model_t;
+typedef struct hetrt_session_t hetrt_session_t;
+typedef struct hetrt_sampler_t hetrt_sampler_t;
+
+/* The message of the last failed call on this thread ("" if none). Valid until
+ * the next call on this thread. */
+HETRT_API const char *hetrt_last_error_message(void);
+
+/* HETRT_API_VERSION of the library, for back ends built out of tree. */
+HETRT_API int hetrt_api_version(void);
+
+/* Opens the pack at pack_path with the weights at weights_path (NULL: the path
+ * recorded at compile time). The weights must be the exact file the pack was
+ * compiled for. Fails with HETRT_IO (unreadable files), HETRT_INVALID_ARGUMENT
+ * (malformed pack or model, wrong weights) or HETRT_UNSUPPORTED (no code
+ * variant for this CPU). Thread-safe; the model may be shared by sessions on
+ * several threads. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_open(const char *pack_path, const char *weights_path,
+                 hetrt_model_t **out_model);
+HETRT_API void hetrt_model_release(hetrt_model_t *model);
+
+/* Vocabulary size, and the KV-cache capacity (the longest sequence). */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_info(const hetrt_model_t *model, int32_t *out_vocab_size,
+                 int32_t *out_context_length);
+
+/* Tokenizes text (text_length bytes of UTF-8), adding BOS/EOS as the model's
+ * metadata says when add_special is nonzero. Writes at most capacity ids to
+ * out_ids and the full count to out_count; HETRT_INVALID_ARGUMENT when the ids
+ * do not fit (out_count then says how many are needed). */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_tokenize(const hetrt_model_t *model, const char *text,
+                     size_t text_length, int add_special, int32_t *out_ids,
+                     size_t capacity, size_t *out_count);
+
+/* The text of ids (a leading BOS's space is dropped, as for a prompt). Writes
+ * at most capacity bytes (not NUL-terminated) and the full length to
+ * out_length; HETRT_INVALID_ARGUMENT when it does not fit or an id is outside
+ * the vocabulary. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_detokenize(const hetrt_model_t *model, const int32_t *ids,
+                       size_t count, char *out_text, size_t capacity,
+                       size_t *out_length);
+
+/* A session: one sequence's KV cache and num_threads kernel threads (0: one
+ * per core). The model must outlive it. Not thread-safe. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_create(const hetrt_model_t *model, int32_t num_threads,
+                     hetrt_session_t **out_session);
+HETRT_API void hetrt_session_release(hetrt_session_t *session);
+
+/* Runs count ids from the current position. *out_logits points at the last
+ * token's vocab_size logits, owned by the session and valid until its next
+ * call. Fails with HETRT_INVALID_ARGUMENT (an id outside the vocabulary, or
+ * the context would overflow); the session is unchanged then. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_prefill(hetrt_session_t *session, const int32_t *ids,
+                      size_t count, const float **out_logits);
+/* Runs one id; as hetrt_session_prefill. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_decode(hetrt_session_t *session, int32_t id,
+                     const float **out_logits);
+/* Forgets every token. */
+HETRT_API void hetrt_session_reset(hetrt_session_t *session);
+
+typedef struct hetrt_sampling_params_t {
+  float temperature;        /* 0: greedy, ties to the lowest id */
+  int32_t top_k;            /* 0: all tokens */
+  float top_p;              /* 1: all tokens */
+  float repetition_penalty; /* 1: off */
+  uint64_t seed;
+} hetrt_sampling_params_t;
+
+/* A sampler; deterministic for a given seed. Not thread-safe. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_sampler_create(const hetrt_sampling_params_t *params,
+                     hetrt_sampler_t **out_sampler);
+HETRT_API void hetrt_sampler_release(hetrt_sampler_t *sampler);
+/* Picks a token from vocab_size logits, with the ids seen so far (history,
+ * for the repetition penalty; may be NULL when history_count is 0). */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_sampler_sample(hetrt_sampler_t *sampler, const float *logits,
+                     int32_t vocab_size, const int32_t *history,
+                     size_t history_count, int32_t *out_id);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HETRT_HETRT_H */

@@ -1,0 +1,252 @@
+// The C API over the runtime core: argument validation, status codes, the
+// per-thread error message, and the exception boundary (nothing thrown inside
+// crosses into C).
+#include "hetrt/hetrt.h"
+
+#include "runtime/core/Model.h"
+#include "runtime/core/Sampler.h"
+#include "runtime/core/Session.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+struct hetrt_model_t {
+  std::unique_ptr<hetrt::core::Model> model;
+};
+struct hetrt_session_t {
+  explicit hetrt_session_t(const hetrt::core::Model &model, int threads)
+      : session(model, threads) {}
+  hetrt::core::Session session;
+};
+struct hetrt_sampler_t {
+  explicit hetrt_sampler_t(const hetrt::core::SamplingParams &params)
+      : sampler(params) {}
+  hetrt::core::Sampler sampler;
+  std::vector<int32_t> history;
+};
+
+namespace {
+thread_local std::string lastError;
+
+hetrt_status_t fail(hetrt_status_t status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+/// Runs `body`, turning exceptions into statuses.
+template <typename Body> hetrt_status_t guarded(Body body) {
+  try {
+    lastError.clear();
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(HETRT_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &error) {
+    return fail(HETRT_INTERNAL, std::string("internal error: ") + error.what());
+  } catch (...) {
+    return fail(HETRT_INTERNAL, "internal error");
+  }
+}
+
+/// The status of a load failure, from the message the core gave.
+hetrt_status_t classifyLoadError(const std::string &message) {
+  if (message.find("cannot open") != std::string::npos ||
+      message.find("cannot map") != std::string::npos)
+    return HETRT_IO;
+  if (message.find("runs on this CPU") != std::string::npos)
+    return HETRT_UNSUPPORTED;
+  return HETRT_INVALID_ARGUMENT;
+}
+} // namespace
+
+extern "C" {
+
+const char *hetrt_last_error_message(void) { return lastError.c_str(); }
+
+int hetrt_api_version(void) { return HETRT_API_VERSION; }
+
+hetrt_status_t hetrt_model_open(const char *pack_path, const char *weights_path,
+                                hetrt_model_t **out_model) {
+  if (!out_model)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_open: out_model is NULL");
+  *out_model = nullptr;
+  if (!pack_path)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_open: pack_path is NULL");
+  return guarded([&] {
+    std::string error;
+    auto model = hetrt::core::Model::load(pack_path,
+                                          weights_path ? weights_path : "", error);
+    if (!model)
+      return fail(classifyLoadError(error), error);
+    *out_model = new hetrt_model_t{std::move(model)};
+    return HETRT_OK;
+  });
+}
+
+void hetrt_model_release(hetrt_model_t *model) { delete model; }
+
+hetrt_status_t hetrt_model_info(const hetrt_model_t *model,
+                                int32_t *out_vocab_size,
+                                int32_t *out_context_length) {
+  if (!model || !out_vocab_size || !out_context_length)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_info: NULL argument");
+  const hetrt::format::Manifest &manifest = model->model->manifest();
+  *out_vocab_size = static_cast<int32_t>(manifest.vocabSize);
+  *out_context_length = static_cast<int32_t>(manifest.contextLength);
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_model_tokenize(const hetrt_model_t *model,
+                                    const char *text, size_t text_length,
+                                    int add_special, int32_t *out_ids,
+                                    size_t capacity, size_t *out_count) {
+  if (!out_count)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_tokenize: out_count is NULL");
+  *out_count = 0;
+  if (!model || (!text && text_length) || (!out_ids && capacity))
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_tokenize: NULL argument");
+  return guarded([&] {
+    std::vector<int32_t> ids = model->model->tokenizer().encode(
+        std::string_view(text ? text : "", text_length), add_special != 0);
+    *out_count = ids.size();
+    if (ids.size() > capacity)
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_model_tokenize: " + std::to_string(ids.size()) +
+                      " ids do not fit in a capacity of " +
+                      std::to_string(capacity));
+    std::copy(ids.begin(), ids.end(), out_ids);
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_model_detokenize(const hetrt_model_t *model,
+                                      const int32_t *ids, size_t count,
+                                      char *out_text, size_t capacity,
+                                      size_t *out_length) {
+  if (!out_length)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_detokenize: out_length is NULL");
+  *out_length = 0;
+  if (!model || (!ids && count) || (!out_text && capacity))
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_detokenize: NULL argument");
+  return guarded([&] {
+    const hetrt::tokenizer::Tokenizer &tokenizer = model->model->tokenizer();
+    std::vector<int32_t> list(ids, ids + count);
+    for (int32_t id : list)
+      if (id < 0 || id >= tokenizer.vocabSize())
+        return fail(HETRT_INVALID_ARGUMENT,
+                    "hetrt_model_detokenize: id " + std::to_string(id) +
+                        " is outside the vocabulary");
+    std::string text = tokenizer.decode(list);
+    *out_length = text.size();
+    if (text.size() > capacity)
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_model_detokenize: " + std::to_string(text.size()) +
+                      " bytes do not fit in a capacity of " +
+                      std::to_string(capacity));
+    std::memcpy(out_text, text.data(), text.size());
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
+                                    int32_t num_threads,
+                                    hetrt_session_t **out_session) {
+  if (!out_session)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create: out_session is NULL");
+  *out_session = nullptr;
+  if (!model || num_threads < 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create: needs a model and num_threads >= 0");
+  return guarded([&] {
+    *out_session = new hetrt_session_t(*model->model, num_threads);
+    return HETRT_OK;
+  });
+}
+
+void hetrt_session_release(hetrt_session_t *session) { delete session; }
+
+hetrt_status_t hetrt_session_prefill(hetrt_session_t *session,
+                                     const int32_t *ids, size_t count,
+                                     const float **out_logits) {
+  if (!out_logits)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_prefill: out_logits is NULL");
+  *out_logits = nullptr;
+  if (!session || !ids || count == 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_prefill: needs a session and at least one id");
+  return guarded([&] {
+    std::string error;
+    if (!session->session.prefill(std::vector<int32_t>(ids, ids + count), error))
+      return fail(HETRT_INVALID_ARGUMENT, error);
+    *out_logits = session->session.logits();
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_decode(hetrt_session_t *session, int32_t id,
+                                    const float **out_logits) {
+  if (!out_logits)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_decode: out_logits is NULL");
+  *out_logits = nullptr;
+  if (!session)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_decode: session is NULL");
+  return guarded([&] {
+    std::string error;
+    if (!session->session.decode(id, error))
+      return fail(HETRT_INVALID_ARGUMENT, error);
+    *out_logits = session->session.logits();
+    return HETRT_OK;
+  });
+}
+
+void hetrt_session_reset(hetrt_session_t *session) {
+  if (session)
+    session->session.reset();
+}
+
+hetrt_status_t hetrt_sampler_create(const hetrt_sampling_params_t *params,
+                                    hetrt_sampler_t **out_sampler) {
+  if (!out_sampler)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_sampler_create: out_sampler is NULL");
+  *out_sampler = nullptr;
+  if (!params || !(params->temperature >= 0) || params->top_k < 0 ||
+      !(params->top_p > 0 && params->top_p <= 1) ||
+      !(params->repetition_penalty > 0))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_sampler_create: needs temperature >= 0, top_k >= 0, "
+                "0 < top_p <= 1 and repetition_penalty > 0");
+  return guarded([&] {
+    hetrt::core::SamplingParams core;
+    core.temperature = params->temperature;
+    core.topK = params->top_k;
+    core.topP = params->top_p;
+    core.repetitionPenalty = params->repetition_penalty;
+    core.seed = params->seed;
+    *out_sampler = new hetrt_sampler_t(core);
+    return HETRT_OK;
+  });
+}
+
+void hetrt_sampler_release(hetrt_sampler_t *sampler) { delete sampler; }
+
+hetrt_status_t hetrt_sampler_sample(hetrt_sampler_t *sampler,
+                                    const float *logits, int32_t vocab_size,
+                                    const int32_t *history,
+                                    size_t history_count, int32_t *out_id) {
+  if (!out_id)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_sampler_sample: out_id is NULL");
+  *out_id = 0;
+  if (!sampler || !logits || vocab_size <= 0 || (!history && history_count))
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_sampler_sample: bad argument");
+  return guarded([&] {
+    sampler->history.assign(history, history + history_count);
+    *out_id = sampler->sampler.sample(logits, vocab_size, sampler->history);
+    return HETRT_OK;
+  });
+}
+
+} // extern "C"
