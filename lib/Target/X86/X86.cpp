@@ -95,7 +95,15 @@ buildOptimizedModule(mlir::ModuleOp module, const CpuVariant &variant,
   llvm::FunctionAnalysisManager functionAnalyses;
   llvm::CGSCCAnalysisManager cgsccAnalyses;
   llvm::ModuleAnalysisManager moduleAnalyses;
-  llvm::PassBuilder passBuilder(machine.get());
+  // As clang -O3: loop and SLP vectorization both on. Short fixed-length
+  // loops (a quantization block) are fully unrolled and only SLP can then
+  // vectorize them.
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  llvm::PassBuilder passBuilder(machine.get(), tuning);
   passBuilder.registerModuleAnalyses(moduleAnalyses);
   passBuilder.registerCGSCCAnalyses(cgsccAnalyses);
   passBuilder.registerFunctionAnalyses(functionAnalyses);

@@ -76,11 +76,22 @@ struct OutlineKernelsPass
       return success();
     unsigned gridDim = *chosen;
 
-    // Everything the loop reads from outside, its bounds included.
-    SetVector<Value> captured;
+    // Everything the loop reads from outside, its bounds included. Constants
+    // are rematerialized inside the kernel instead: LLVM must see unit steps
+    // and static trip counts to vectorize.
+    SetVector<Value> used;
     for (Value operand : loop->getOperands())
-      captured.insert(operand);
-    getUsedValuesDefinedAbove(loop.getRegion(), captured);
+      used.insert(operand);
+    getUsedValuesDefinedAbove(loop.getRegion(), used);
+    SetVector<Value> captured;
+    SmallVector<Operation *> constants;
+    for (Value value : used) {
+      Operation *def = value.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        constants.push_back(def);
+      else
+        captured.insert(value);
+    }
 
     SmallVector<Type> argumentTypes;
     for (Value value : captured)
@@ -101,6 +112,8 @@ struct OutlineKernelsPass
     for (auto [value, argument] :
          llvm::zip(captured, body->getArguments().drop_back(2)))
       mapping.map(value, argument);
+    for (Operation *constant : constants)
+      b.clone(*constant, mapping);
     auto clone = cast<scf::ParallelOp>(b.clone(*loop, mapping));
     // Each call covers [begin, end) of the grid dimension.
     clone.getLowerBoundMutable()[gridDim].set(body->getArgument(captured.size()));

@@ -40,6 +40,38 @@ def HetcX86ExportEntriesPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def HetcX86PromoteAccumulatorsPass
+    : Pass<"hetc-x86-promote-accumulators", "mlir::ModuleOp"> {
+  let summary = "Keep reduction accumulators in registers across scf.for loops";
+  let description = [{
+    Linalg reductions lowered to loops read and write their accumulator in
+    memory on every iteration, a loop-carried dependence through memory that
+    LLVM cannot vectorize when it cannot prove the buffer aliases nothing
+    else. When an `scf.for` loads and stores one element of a buffer at
+    loop-invariant indices, and the buffer is a `memref.alloc` of the same
+    function that no other memory access in the loop touches (another alloc
+    or an argument can never alias it), the element is loaded once before the
+    loop, carried in `iter_args`, and stored once after. Applied innermost
+    first until nothing changes, so nested reductions (blocks, then elements)
+    are promoted through every level.
+
+    ```mlir
+    scf.for %k = %c0 to %n step %c1 {
+      %a = memref.load %acc[%i] : memref<?xf32>
+      %s = arith.addf %a, %p : f32
+      memref.store %s, %acc[%i] : memref<?xf32>
+    }
+    // becomes
+    %a0 = memref.load %acc[%i] : memref<?xf32>
+    %r = scf.for %k = %c0 to %n step %c1 iter_args(%a = %a0) -> (f32) {
+      %s = arith.addf %a, %p : f32
+      scf.yield %s : f32
+    }
+    memref.store %r, %acc[%i] : memref<?xf32>
+    ```
+  }];
+}
+
 def HetcX86OutlineKernelsPass
     : Pass<"hetc-x86-outline-kernels", "mlir::ModuleOp"> {
   let summary = "Outline each parallel loop nest of an entry point into a kernel";

@@ -3,14 +3,18 @@
 // An outermost parallel loop of an entry becomes a kernel over the dimension
 // with the largest static extent (here the 4096 features, not the dynamic
 // token dimension); the loop becomes a call with the captured values and the
-// grid range.
+// grid range. Constants are rematerialized in the kernel, not passed, so its
+// loops keep static steps and trip counts.
 // CHECK-LABEL: func.func @entry
 // CHECK-SAME: (%[[W:.+]]: memref<?xi8> {llm.weights}, %[[X:.+]]: memref<?x4096xf32>, %[[Y:.+]]: memref<?x4096xf32>
-// CHECK: call @hetc_kernel_0(%{{[^,]+}}, %{{[^,]+}}, %[[C4096:[^,]+]], %{{[^,]+}}, %[[X]], %[[Y]], %{{[^,]+}}, %[[C4096]])
+// CHECK: %[[ROWS:.+]] = memref.dim %[[X]]
+// CHECK: call @hetc_kernel_0(%[[ROWS]], %[[X]], %[[Y]], %{{[^,]+}}, %{{[^,]+}}) : (index, memref<?x4096xf32>, memref<?x4096xf32>, index, index) -> ()
 // CHECK-NOT: scf.parallel
 // CHECK-LABEL: func.func private @hetc_kernel_0
-// CHECK-SAME: %[[BEGIN:[^:]+]]: index, %[[END:[^:]+]]: index)
-// CHECK: scf.parallel (%{{.+}}, %{{.+}}) = (%{{.+}}, %[[BEGIN]]) to (%{{.+}}, %[[END]])
+// CHECK-SAME: (%[[KROWS:[^:]+]]: index, %{{[^:]+}}: memref<?x4096xf32>, %{{[^:]+}}: memref<?x4096xf32>, %[[BEGIN:[^:]+]]: index, %[[END:[^:]+]]: index)
+// CHECK-DAG: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK: scf.parallel (%{{.+}}, %{{.+}}) = (%[[ZERO]], %[[BEGIN]]) to (%[[KROWS]], %[[END]]) step (%[[ONE]], %[[ONE]])
 func.func @entry(%w: memref<?xi8> {llm.weights}, %x: memref<?x4096xf32>, %y: memref<?x4096xf32>, %rt: !llvm.ptr {hetc.runtime}) attributes {hetc.entry} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
