@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
@@ -49,10 +50,11 @@ Value halfFromBytes(OpBuilder &b, Location loc, Value low, Value high) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
 }
 
-/// `x · wᵀ` for a Q8_0 or Q4_0 weight with the reduction split into blocks:
-/// the loops run over (m, n, block, [half,] element), so the weight bytes and
-/// activations of a block are contiguous operands the vectorizer can load as
-/// vectors, and each block's scale is an operand invariant in the inner loop.
+/// `x · wᵀ` for a Q8_0 or Q4_0 weight, one block per body: loops run over
+/// (m, n, block) and the body reads the block's 32 activations and its packed
+/// bytes as vectors, decodes the quantized values in registers, and adds
+/// scale · Σ x·q to the accumulator. The block scale comes in as two byte
+/// operands, so it is read once per block.
 Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                        llm::QuantType quant, Value init,
                        RankedTensorType resultType) {
@@ -60,83 +62,85 @@ Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t blockBytes = quant.getBytesPerBlock();
   int64_t numBlocks = weightType.getDimSize(1) / blockBytes;
-  // Weight rows as [N, blocks, bytes of a block].
+  bool q4 = quant.getFormat() == llm::QuantFormat::q4_0;
+  // Weight rows as [N, blocks, bytes of a block]; activations as
+  // [M, blocks, 32].
   Value blocks = tensor::ExpandShapeOp::create(
       b, loc,
       RankedTensorType::get({weightType.getDimSize(0), numBlocks, blockBytes},
                             weightType.getElementType()),
       weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  Value xBlocks = expandColumns(b, loc, x, {numBlocks, 32});
+  AffineExpr m, n, blk;
+  bindDims(ctx, m, n, blk);
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineExpr one = getAffineConstantExpr(1, ctx);
+  SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {n, blk, zero}, ctx),
+                                 AffineMap::get(3, 0, {n, blk, one}, ctx),
+                                 AffineMap::get(3, 0, {m, n}, ctx)};
   auto fastMath = accumulationFastMath(b);
-  bool q4 = quant.getFormat() == llm::QuantFormat::q4_0;
-  if (!q4) {
-    // Q8_0: f16 d, 32 × int8; loops (m, n, block, j).
-    Value xBlocks = expandColumns(b, loc, x, {numBlocks, 32});
-    AffineExpr m, n, blk, j;
-    bindDims(ctx, m, n, blk, j);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(4, 0, {m, blk, j}, ctx),
-        AffineMap::get(4, 0, {n, blk, j + 2}, ctx),
-        AffineMap::get(4, 0, {n, blk, getAffineConstantExpr(0, ctx)}, ctx),
-        AffineMap::get(4, 0, {n, blk, getAffineConstantExpr(1, ctx)}, ctx),
-        AffineMap::get(4, 0, {m, n}, ctx)};
-    return linalg::GenericOp::create(
-               b, loc, resultType, ValueRange{xBlocks, blocks, blocks, blocks},
-               ValueRange{init}, maps,
-               {utils::IteratorType::parallel, utils::IteratorType::parallel,
-                utils::IteratorType::reduction,
-                utils::IteratorType::reduction},
-               [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                 Value scale = halfFromBytes(nb, nloc, args[2], args[3]);
-                 Value quantValue = arith::SIToFPOp::create(
-                     nb, nloc, nb.getF32Type(), args[1]);
-                 Value w = arith::MulFOp::create(nb, nloc, scale, quantValue);
-                 Value product =
-                     arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
-                 linalg::YieldOp::create(
-                     nb, nloc,
-                     arith::AddFOp::create(nb, nloc, args[4], product, fastMath)
-                         .getResult());
-               })
-        .getResult(0);
-  }
-  // Q4_0: f16 d, 16 bytes; element h·16 + i is nibble h of byte i; loops
-  // (m, n, block, h, i).
-  Value xBlocks = expandColumns(b, loc, x, {numBlocks, 2, 16});
-  AffineExpr m, n, blk, h, i;
-  bindDims(ctx, m, n, blk, h, i);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(5, 0, {m, blk, h, i}, ctx),
-      AffineMap::get(5, 0, {n, blk, i + 2}, ctx),
-      AffineMap::get(5, 0, {n, blk, getAffineConstantExpr(0, ctx)}, ctx),
-      AffineMap::get(5, 0, {n, blk, getAffineConstantExpr(1, ctx)}, ctx),
-      AffineMap::get(5, 0, {m, n}, ctx)};
   return linalg::GenericOp::create(
-             b, loc, resultType, ValueRange{xBlocks, blocks, blocks, blocks},
-             ValueRange{init}, maps,
+             b, loc, resultType, ValueRange{blocks, blocks}, ValueRange{init},
+             maps,
              {utils::IteratorType::parallel, utils::IteratorType::parallel,
-              utils::IteratorType::reduction, utils::IteratorType::reduction,
               utils::IteratorType::reduction},
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value scale = halfFromBytes(nb, nloc, args[2], args[3]);
-               Value half = linalg::IndexOp::create(nb, nloc, 3);
-               Value shift = arith::IndexCastOp::create(
-                   nb, nloc, nb.getI8Type(),
-                   arith::MulIOp::create(nb, nloc, half,
-                                         indexConstant(nb, nloc, 4)));
-               Value nibble = arith::AndIOp::create(
-                   nb, nloc, arith::ShRUIOp::create(nb, nloc, args[1], shift),
-                   arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(15)));
-               Value centered = arith::SubIOp::create(
-                   nb, nloc, nibble,
-                   arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(8)));
-               Value quantValue = arith::SIToFPOp::create(
-                   nb, nloc, nb.getF32Type(), centered);
-               Value w = arith::MulFOp::create(nb, nloc, scale, quantValue);
-               Value product =
-                   arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
+               Value row = linalg::IndexOp::create(nb, nloc, 0);
+               Value column = linalg::IndexOp::create(nb, nloc, 1);
+               Value block = linalg::IndexOp::create(nb, nloc, 2);
+               Value zeroIndex = indexConstant(nb, nloc, 0);
+               Value two = indexConstant(nb, nloc, 2);
+               auto f32Vector = VectorType::get({32}, nb.getF32Type());
+               Value activations = vector::TransferReadOp::create(
+                   nb, nloc, f32Vector, xBlocks,
+                   ValueRange{row, block, zeroIndex},
+                   f32Constant(nb, nloc, 0.0), ArrayRef<bool>{true});
+               Value quantized;
+               Value i8Pad =
+                   arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(0));
+               if (!q4) {
+                 quantized = vector::TransferReadOp::create(
+                     nb, nloc, VectorType::get({32}, nb.getI8Type()), blocks,
+                     ValueRange{column, block, two}, i8Pad,
+                     ArrayRef<bool>{true});
+               } else {
+                 // Byte i holds element i (low nibble) and i + 16 (high).
+                 auto bytesType = VectorType::get({16}, nb.getI8Type());
+                 Value packed = vector::TransferReadOp::create(
+                     nb, nloc, bytesType, blocks,
+                     ValueRange{column, block, two}, i8Pad,
+                     ArrayRef<bool>{true});
+                 auto splat = [&](int value) -> Value {
+                   return arith::ConstantOp::create(
+                       nb, nloc,
+                       DenseElementsAttr::get(bytesType,
+                                              nb.getI8IntegerAttr(value)));
+                 };
+                 Value low = arith::AndIOp::create(nb, nloc, packed, splat(15));
+                 Value high = arith::ShRUIOp::create(nb, nloc, packed, splat(4));
+                 SmallVector<int64_t> order;
+                 for (int64_t i = 0; i < 32; ++i)
+                   order.push_back(i);
+                 Value nibbles =
+                     vector::ShuffleOp::create(nb, nloc, low, high, order);
+                 Value eight = arith::ConstantOp::create(
+                     nb, nloc,
+                     DenseElementsAttr::get(VectorType::get({32}, nb.getI8Type()),
+                                            nb.getI8IntegerAttr(8)));
+                 quantized = arith::SubIOp::create(nb, nloc, nibbles, eight);
+               }
+               Value values =
+                   arith::SIToFPOp::create(nb, nloc, f32Vector, quantized);
+               Value products = arith::MulFOp::create(nb, nloc, activations,
+                                                      values, fastMath);
+               Value dot = vector::ReductionOp::create(
+                   nb, nloc, vector::CombiningKind::ADD, products, Value(),
+                   fastMath.getValue());
+               Value scale = halfFromBytes(nb, nloc, args[0], args[1]);
+               Value scaled = arith::MulFOp::create(nb, nloc, dot, scale);
                linalg::YieldOp::create(
                    nb, nloc,
-                   arith::AddFOp::create(nb, nloc, args[4], product, fastMath)
+                   arith::AddFOp::create(nb, nloc, args[2], scaled, fastMath)
                        .getResult());
              })
       .getResult(0);

@@ -23,20 +23,24 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 // -----
 
 // A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes), viewed
-// as [rows, blocks, 18]; the reduction runs over (block, half, element) so each
-// block's 16 packed bytes and its 32 activations are contiguous operands, and
-// the body decodes nibble `half` of each byte with the block's f16 scale. No
-// dequantized copy of the weight is ever built.
+// as [rows, blocks, 18]; the loops run over (row, column, block) and each body
+// reads the block's 16 packed bytes and 32 activations as vectors, splits the
+// nibbles in registers, and adds scale * dot to the accumulator, the scale
+// coming from two byte operands. No dequantized copy of the weight is built.
 llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-LABEL: func.func @q4_0_matmul
 // CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
-// CHECK: tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
-// CHECK: tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x2x16xf32>
+// CHECK: %[[BLOCKS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
+// CHECK: %[[XB:.+]] = tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x32xf32>
 // CHECK: linalg.generic
-// CHECK-SAME: affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d4 + 2)>
-// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-DAG: arith.bitcast %{{.+}} : i16 to f16
-// CHECK-DAG: arith.shrui
+// CHECK-SAME: affine_map<(d0, d1, d2) -> (d1, d2, 0)>, affine_map<(d0, d1, d2) -> (d1, d2, 1)>
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: vector.transfer_read %[[XB]]{{.+}} : tensor<?x2x32xf32>, vector<32xf32>
+// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
+// CHECK: arith.shrui
+// CHECK: vector.shuffle
+// CHECK: vector.reduction <add>
+// CHECK: arith.bitcast %{{.+}} : i16 to f16
 // CHECK-NOT: llm.
 func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
