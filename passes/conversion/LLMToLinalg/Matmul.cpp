@@ -71,8 +71,8 @@ Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                             weightType.getElementType()),
       weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   Value xBlocks = expandColumns(b, loc, x, {numBlocks, 32});
-  AffineExpr m, n, blk;
-  bindDims(ctx, m, n, blk);
+  AffineExpr n, m, blk;
+  bindDims(ctx, n, m, blk);
   AffineExpr zero = getAffineConstantExpr(0, ctx);
   AffineExpr one = getAffineConstantExpr(1, ctx);
   SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {n, blk, zero}, ctx),
@@ -85,8 +85,8 @@ Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
              {utils::IteratorType::parallel, utils::IteratorType::parallel,
               utils::IteratorType::reduction},
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value row = linalg::IndexOp::create(nb, nloc, 0);
-               Value column = linalg::IndexOp::create(nb, nloc, 1);
+               Value column = linalg::IndexOp::create(nb, nloc, 0);
+               Value row = linalg::IndexOp::create(nb, nloc, 1);
                Value block = linalg::IndexOp::create(nb, nloc, 2);
                Value zeroIndex = indexConstant(nb, nloc, 0);
                Value two = indexConstant(nb, nloc, 2);
@@ -154,8 +154,10 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, x, 0),
                                      b.getIndexAttr(outFeatures)};
   Value init = createFilled(b, loc, sizes, b.getF32Type(), 0.0);
-  AffineExpr m, n, k;
-  bindDims(ctx, m, n, k);
+  // Loops run (n, m, k): each weight row is read from memory once and stays
+  // in L1 while every activation row of a prefill passes over it.
+  AffineExpr n, m, k;
+  bindDims(ctx, n, m, k);
   auto resultType =
       RankedTensorType::get({cast<RankedTensorType>(x.getType()).getDimSize(0),
                              outFeatures},
@@ -193,7 +195,7 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
              b, loc, resultType, ValueRange{x}, ValueRange{init}, maps,
              iterators,
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value row = linalg::IndexOp::create(nb, nloc, 1);
+               Value row = linalg::IndexOp::create(nb, nloc, 0);
                Value column = linalg::IndexOp::create(nb, nloc, 2);
                Value w = loadWeightElement(nb, nloc, storageType, weight,
                                            ValueRange{row}, column);

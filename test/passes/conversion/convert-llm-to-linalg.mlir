@@ -23,7 +23,7 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 // -----
 
 // A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes), viewed
-// as [rows, blocks, 18]; the loops run over (row, column, block) and each body
+// as [rows, blocks, 18]; the loops run over (column, row, block) and each body
 // reads the block's 16 packed bytes and 32 activations as vectors, splits the
 // nibbles in registers, and adds scale * dot to the accumulator, the scale
 // coming from two byte operands. No dequantized copy of the weight is built.
@@ -33,7 +33,7 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK: %[[BLOCKS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
 // CHECK: %[[XB:.+]] = tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x32xf32>
 // CHECK: linalg.generic
-// CHECK-SAME: affine_map<(d0, d1, d2) -> (d1, d2, 0)>, affine_map<(d0, d1, d2) -> (d1, d2, 1)>
+// CHECK-SAME: affine_map<(d0, d1, d2) -> (d0, d2, 0)>, affine_map<(d0, d1, d2) -> (d0, d2, 1)>, affine_map<(d0, d1, d2) -> (d1, d0)>
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK: vector.transfer_read %[[XB]]{{.+}} : tensor<?x2x32xf32>, vector<32xf32>
 // CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
