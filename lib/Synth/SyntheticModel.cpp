@@ -20,6 +20,8 @@ bool parseWeightType(const std::string &name, WeightType &type) {
     type = WeightType::F32;
   else if (name == "f16")
     type = WeightType::F16;
+  else if (name == "bf16")
+    type = WeightType::BF16;
   else if (name == "q8_0")
     type = WeightType::Q8_0;
   else if (name == "q4_0")
@@ -68,6 +70,8 @@ BlockFormat formatFor(WeightType type, const std::string &name) {
     return BlockFormat::F32;
   case WeightType::F16:
     return BlockFormat::F16;
+  case WeightType::BF16:
+    return BlockFormat::BF16;
   case WeightType::Q8_0:
     return BlockFormat::Q8_0;
   case WeightType::Q4_0:

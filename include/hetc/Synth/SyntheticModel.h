@@ -9,9 +9,9 @@
 namespace hetc::synth {
 
 /// Storage of the model's matrices. Norm weights are always F32.
-enum class WeightType { F32, F16, Q8_0, Q4_0, Q4_K_M };
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M };
 
-/// Parses f32, f16, q8_0, q4_0, q4_k_m.
+/// Parses f32, f16, bf16, q8_0, q4_0, q4_k_m.
 bool parseWeightType(const std::string &name, WeightType &type);
 
 struct SyntheticModelSpec {
