@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the runtime's unit tests and C API client with AddressSanitizer and
+# UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
+# quantizers, tokenizer, and a whole generation through libhetrt on
+# stories260K (packed by the regular build's hetc).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${HETC_BUILD_DIR:-$repo/build}"
+asan="${HETC_ASAN_BUILD_DIR:-$repo/build-asan}"
+"$repo/scripts/setup.sh" >&2
+flags="-fsanitize=address,undefined -fno-sanitize-recover=all"
+asanlib=/usr/lib/llvm-22/lib/clang/22/lib/linux
+links="-fsanitize=address,undefined -shared-libasan -Wl,-rpath,$asanlib"
+if [ ! -f "$asan/build.ninja" ]; then
+  cmake -S "$repo" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DLLVM_USE_LINKER=lld -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
+    "-DCMAKE_EXE_LINKER_FLAGS=$links" "-DCMAKE_SHARED_LINKER_FLAGS=$links"
+fi
+cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
+  HetrtQuantizeTests hetrt-capi-generate
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests; do
+  "$asan/bin/$test"
+done
+pack="$asan/stories260K.hetpack"
+"$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$pack" \
+  --cpu-variants host -q
+"$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
+echo "sanitizers: no reports"
