@@ -50,11 +50,12 @@ Value halfFromBytes(OpBuilder &b, Location loc, Value low, Value high) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
 }
 
-/// `x · wᵀ` for a Q8_0 or Q4_0 weight, one block per body: loops run over
-/// (m, n, block) and the body reads the block's 32 activations and its packed
-/// bytes as vectors, decodes the quantized values in registers, and adds
-/// scale · Σ x·q to the accumulator. The block scale comes in as two byte
-/// operands, so it is read once per block.
+/// `x · wᵀ` for a Q8_0 or Q4_0 weight, a group of blocks per body: loops run
+/// over (n, m, group) and the body, for each block of its group, reads the
+/// block's 32 activations and packed bytes as vectors, decodes the quantized
+/// values in registers and accumulates x·q·scale into a vector; one horizontal
+/// sum per group ends the body. Groups of up to 8 blocks (256 elements) keep
+/// the horizontal sums rare without unrolling too much code.
 Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                        llm::QuantType quant, Value init,
                        RankedTensorType resultType) {
@@ -62,85 +63,113 @@ Value buildBlockMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t blockBytes = quant.getBytesPerBlock();
   int64_t numBlocks = weightType.getDimSize(1) / blockBytes;
+  int64_t groupSize = 8;
+  while (numBlocks % groupSize != 0)
+    groupSize /= 2;
+  int64_t numGroups = numBlocks / groupSize;
   bool q4 = quant.getFormat() == llm::QuantFormat::q4_0;
-  // Weight rows as [N, blocks, bytes of a block]; activations as
-  // [M, blocks, 32].
+  int64_t rows = weightType.getDimSize(0);
+  // Weight rows as [N, blocks, bytes of a block] for the reads, and as
+  // [N, groups, bytes of a group] to give the loop its group dimension;
+  // activations as [M, blocks, 32].
   Value blocks = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({rows, numBlocks, blockBytes},
+                                    weightType.getElementType()),
+      weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  Value groups = tensor::ExpandShapeOp::create(
       b, loc,
-      RankedTensorType::get({weightType.getDimSize(0), numBlocks, blockBytes},
+      RankedTensorType::get({rows, numGroups, groupSize * blockBytes},
                             weightType.getElementType()),
       weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   Value xBlocks = expandColumns(b, loc, x, {numBlocks, 32});
-  AffineExpr n, m, blk;
-  bindDims(ctx, n, m, blk);
-  AffineExpr zero = getAffineConstantExpr(0, ctx);
-  AffineExpr one = getAffineConstantExpr(1, ctx);
-  SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {n, blk, zero}, ctx),
-                                 AffineMap::get(3, 0, {n, blk, one}, ctx),
-                                 AffineMap::get(3, 0, {m, n}, ctx)};
+  AffineExpr n, m, group;
+  bindDims(ctx, n, m, group);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(3, 0, {n, group, getAffineConstantExpr(0, ctx)}, ctx),
+      AffineMap::get(3, 0, {m, n}, ctx)};
   auto fastMath = accumulationFastMath(b);
   return linalg::GenericOp::create(
-             b, loc, resultType, ValueRange{blocks, blocks}, ValueRange{init},
-             maps,
+             b, loc, resultType, ValueRange{groups}, ValueRange{init}, maps,
              {utils::IteratorType::parallel, utils::IteratorType::parallel,
               utils::IteratorType::reduction},
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
                Value column = linalg::IndexOp::create(nb, nloc, 0);
                Value row = linalg::IndexOp::create(nb, nloc, 1);
-               Value block = linalg::IndexOp::create(nb, nloc, 2);
+               Value groupIndex = linalg::IndexOp::create(nb, nloc, 2);
                Value zeroIndex = indexConstant(nb, nloc, 0);
+               Value oneIndex = indexConstant(nb, nloc, 1);
                Value two = indexConstant(nb, nloc, 2);
                auto f32Vector = VectorType::get({32}, nb.getF32Type());
-               Value activations = vector::TransferReadOp::create(
-                   nb, nloc, f32Vector, xBlocks,
-                   ValueRange{row, block, zeroIndex},
-                   f32Constant(nb, nloc, 0.0), ArrayRef<bool>{true});
-               Value quantized;
                Value i8Pad =
                    arith::ConstantOp::create(nb, nloc, nb.getI8IntegerAttr(0));
-               if (!q4) {
-                 quantized = vector::TransferReadOp::create(
-                     nb, nloc, VectorType::get({32}, nb.getI8Type()), blocks,
-                     ValueRange{column, block, two}, i8Pad,
-                     ArrayRef<bool>{true});
-               } else {
-                 // Byte i holds element i (low nibble) and i + 16 (high).
-                 auto bytesType = VectorType::get({16}, nb.getI8Type());
-                 Value packed = vector::TransferReadOp::create(
-                     nb, nloc, bytesType, blocks,
-                     ValueRange{column, block, two}, i8Pad,
-                     ArrayRef<bool>{true});
-                 auto splat = [&](int value) -> Value {
-                   return arith::ConstantOp::create(
+               Value sums = arith::ConstantOp::create(
+                   nb, nloc,
+                   DenseElementsAttr::get(f32Vector, nb.getF32FloatAttr(0.0f)));
+               Value firstBlock = arith::MulIOp::create(
+                   nb, nloc, groupIndex, indexConstant(nb, nloc, groupSize));
+               for (int64_t i = 0; i < groupSize; ++i) {
+                 Value block = arith::AddIOp::create(
+                     nb, nloc, firstBlock, indexConstant(nb, nloc, i));
+                 Value activations = vector::TransferReadOp::create(
+                     nb, nloc, f32Vector, xBlocks,
+                     ValueRange{row, block, zeroIndex},
+                     f32Constant(nb, nloc, 0.0), ArrayRef<bool>{true});
+                 Value quantized;
+                 if (!q4) {
+                   quantized = vector::TransferReadOp::create(
+                       nb, nloc, VectorType::get({32}, nb.getI8Type()), blocks,
+                       ValueRange{column, block, two}, i8Pad,
+                       ArrayRef<bool>{true});
+                 } else {
+                   // Byte i holds element i (low nibble) and i + 16 (high).
+                   auto bytesType = VectorType::get({16}, nb.getI8Type());
+                   Value packed = vector::TransferReadOp::create(
+                       nb, nloc, bytesType, blocks,
+                       ValueRange{column, block, two}, i8Pad,
+                       ArrayRef<bool>{true});
+                   auto splat = [&](int value) -> Value {
+                     return arith::ConstantOp::create(
+                         nb, nloc,
+                         DenseElementsAttr::get(bytesType,
+                                                nb.getI8IntegerAttr(value)));
+                   };
+                   Value low =
+                       arith::AndIOp::create(nb, nloc, packed, splat(15));
+                   Value high =
+                       arith::ShRUIOp::create(nb, nloc, packed, splat(4));
+                   SmallVector<int64_t> order;
+                   for (int64_t e = 0; e < 32; ++e)
+                     order.push_back(e);
+                   Value nibbles =
+                       vector::ShuffleOp::create(nb, nloc, low, high, order);
+                   Value eight = arith::ConstantOp::create(
                        nb, nloc,
-                       DenseElementsAttr::get(bytesType,
-                                              nb.getI8IntegerAttr(value)));
-                 };
-                 Value low = arith::AndIOp::create(nb, nloc, packed, splat(15));
-                 Value high = arith::ShRUIOp::create(nb, nloc, packed, splat(4));
-                 SmallVector<int64_t> order;
-                 for (int64_t i = 0; i < 32; ++i)
-                   order.push_back(i);
-                 Value nibbles =
-                     vector::ShuffleOp::create(nb, nloc, low, high, order);
-                 Value eight = arith::ConstantOp::create(
-                     nb, nloc,
-                     DenseElementsAttr::get(VectorType::get({32}, nb.getI8Type()),
-                                            nb.getI8IntegerAttr(8)));
-                 quantized = arith::SubIOp::create(nb, nloc, nibbles, eight);
+                       DenseElementsAttr::get(
+                           VectorType::get({32}, nb.getI8Type()),
+                           nb.getI8IntegerAttr(8)));
+                   quantized = arith::SubIOp::create(nb, nloc, nibbles, eight);
+                 }
+                 Value values =
+                     arith::SIToFPOp::create(nb, nloc, f32Vector, quantized);
+                 Value scaleLow = tensor::ExtractOp::create(
+                     nb, nloc, blocks, ValueRange{column, block, zeroIndex});
+                 Value scaleHigh = tensor::ExtractOp::create(
+                     nb, nloc, blocks, ValueRange{column, block, oneIndex});
+                 Value scale = vector::BroadcastOp::create(
+                     nb, nloc, f32Vector,
+                     halfFromBytes(nb, nloc, scaleLow, scaleHigh));
+                 Value weights =
+                     arith::MulFOp::create(nb, nloc, values, scale, fastMath);
+                 Value products = arith::MulFOp::create(
+                     nb, nloc, activations, weights, fastMath);
+                 sums = arith::AddFOp::create(nb, nloc, sums, products, fastMath);
                }
-               Value values =
-                   arith::SIToFPOp::create(nb, nloc, f32Vector, quantized);
-               Value products = arith::MulFOp::create(nb, nloc, activations,
-                                                      values, fastMath);
                Value dot = vector::ReductionOp::create(
-                   nb, nloc, vector::CombiningKind::ADD, products, Value(),
+                   nb, nloc, vector::CombiningKind::ADD, sums, Value(),
                    fastMath.getValue());
-               Value scale = halfFromBytes(nb, nloc, args[0], args[1]);
-               Value scaled = arith::MulFOp::create(nb, nloc, dot, scale);
                linalg::YieldOp::create(
                    nb, nloc,
-                   arith::AddFOp::create(nb, nloc, args[2], scaled, fastMath)
+                   arith::AddFOp::create(nb, nloc, args[1], dot, fastMath)
                        .getResult());
              })
       .getResult(0);

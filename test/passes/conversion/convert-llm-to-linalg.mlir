@@ -22,25 +22,22 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes), viewed
-// as [rows, blocks, 18]; the loops run over (column, row, block) and each body
-// reads the block's 16 packed bytes and 32 activations as vectors, splits the
-// nibbles in registers, and adds scale * dot to the accumulator, the scale
-// coming from two byte operands. No dequantized copy of the weight is built.
+// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes). The
+// loops run over (column, row, group of blocks); each body reads, for every
+// block of its group, the 16 packed bytes and 32 activations as vectors,
+// splits the nibbles in registers, scales by the block's f16 scale and adds
+// into a vector accumulator, summed once per group. No dequantized copy of
+// the weight is built.
 llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-LABEL: func.func @q4_0_matmul
 // CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
 // CHECK: %[[BLOCKS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
+// CHECK: %[[GROUPS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x1x36xi8>
 // CHECK: %[[XB:.+]] = tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x32xf32>
-// CHECK: linalg.generic
-// CHECK-SAME: affine_map<(d0, d1, d2) -> (d0, d2, 0)>, affine_map<(d0, d1, d2) -> (d0, d2, 1)>, affine_map<(d0, d1, d2) -> (d1, d0)>
-// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK: vector.transfer_read %[[XB]]{{.+}} : tensor<?x2x32xf32>, vector<32xf32>
-// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
-// CHECK: arith.shrui
-// CHECK: vector.shuffle
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2, 0)>, affine_map<(d0, d1, d2) -> (d1, d0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[GROUPS]]
+// CHECK-COUNT-2: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
 // CHECK: vector.reduction <add>
-// CHECK: arith.bitcast %{{.+}} : i16 to f16
+// CHECK-NOT: vector.reduction
 // CHECK-NOT: llm.
 func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
