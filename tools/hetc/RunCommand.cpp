@@ -102,8 +102,9 @@ Action registerRunCommand(CLI::App &app) {
   command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
       ->check(CLI::Range(0.0f, 1.0f));
   command->add_option("--repeat-penalty", flags->repeatPenalty,
-                      "Penalty for recently generated tokens (1: off)")
-      ->check(CLI::Range(0.0f, 100.0f));
+                      "Penalty for recently generated tokens (1: off; must be "
+                      "positive)")
+      ->check(CLI::Range(0.001f, 100.0f));
   command->add_option("--seed", flags->seed,
                       "Random seed (default: a fresh one, reported in --json)")
       ->check(CLI::NonNegativeNumber);

@@ -85,6 +85,15 @@ Value reduceInner(OpBuilder &b, Location loc, Value input,
       .getResult(0);
 }
 
+/// The f32 sum of the innermost dimension of `input`.
+Value sumInner(OpBuilder &b, Location loc, Value input) {
+  return reduceInner(b, loc, input, b.getF32Type(), 0.0,
+                     [](OpBuilder &nb, Location l, Value element, Value acc) {
+                       return arith::AddFOp::create(nb, l, acc, element)
+                           .getResult();
+                     });
+}
+
 Value silu(OpBuilder &b, Location loc, Value x) {
   // x / (1 + exp(-x)), as ggml computes it.
   Value negated = arith::NegFOp::create(b, loc, x);
@@ -187,11 +196,7 @@ struct LayerNormLowering : OpConversionPattern<llm::LayerNormOp> {
     Value x = adaptor.getInput();
     unsigned rank = op.getInput().getType().getRank();
     double count = static_cast<double>(op.getInput().getType().getShape().back());
-    Value sum = reduceInner(rewriter, loc, x, rewriter.getF32Type(), 0.0,
-                            [](OpBuilder &b, Location l, Value e, Value acc) {
-                              return arith::AddFOp::create(b, l, acc, e)
-                                  .getResult();
-                            });
+    Value sum = sumInner(rewriter, loc, x);
     Value centered = mapElements(
         rewriter, loc, x, ValueRange{x, sum},
         {identityMap(ctx, rank), outerMap(ctx, rank)},
@@ -342,11 +347,7 @@ struct SoftmaxLowering : OpConversionPattern<llm::SoftmaxOp> {
                      b, l, arith::SubFOp::create(b, l, args[0], args[1]))
               .getResult();
         });
-    Value sum = reduceInner(rewriter, loc, exps, rewriter.getF32Type(), 0.0,
-                            [](OpBuilder &b, Location l, Value e, Value acc) {
-                              return arith::AddFOp::create(b, l, acc, e)
-                                  .getResult();
-                            });
+    Value sum = sumInner(rewriter, loc, exps);
     Value result = mapElements(
         rewriter, loc, x, ValueRange{exps, sum},
         {identityMap(ctx, rank), outerMap(ctx, rank)},
