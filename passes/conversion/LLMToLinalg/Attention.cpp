@@ -10,6 +10,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -50,17 +51,70 @@ struct RoPELowering : OpConversionPattern<llm::RoPEOp> {
     double positionScale =
         op.getScalingFactor() ? 1.0 / op.getScalingFactor()->convertToDouble()
                               : 1.0;
+    int64_t headDim = type.getDimSize(2);
+    int64_t half = rotaryDim / 2;
+    // cos and sin of every (token, pair) once, not per head: the table has
+    // head_dim / 2 columns so every element's pair index is in range (pairs
+    // past the rotary part are computed and never used).
+    int64_t tableWidth = std::max<int64_t>(headDim / 2, 1);
+    OpFoldResult numTokens = tensor::getMixedSize(rewriter, loc, x, 0);
+    auto tableType = RankedTensorType::get({type.getDimSize(0), tableWidth},
+                                           rewriter.getF32Type());
+    SmallVector<OpFoldResult> tableSizes = {numTokens,
+                                            rewriter.getIndexAttr(tableWidth)};
+    Value cosInit = tensor::EmptyOp::create(rewriter, loc, tableSizes,
+                                            rewriter.getF32Type());
+    Value sinInit = tensor::EmptyOp::create(rewriter, loc, tableSizes,
+                                            rewriter.getF32Type());
+    AffineExpr ts, tj;
+    bindDims(ctx, ts, tj);
+    auto table = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{tableType, tableType},
+        ValueRange{adaptor.getPositions()}, ValueRange{cosInit, sinInit},
+        SmallVector<AffineMap>{AffineMap::get(2, 0, {ts}, ctx),
+                               identityMap(ctx, 2), identityMap(ctx, 2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value pair = linalg::IndexOp::create(b, l, 1);
+          // θ_j = theta^(-2j / rotaryDim), divided by the frequency factor.
+          Value exponent = arith::MulFOp::create(
+              b, l, indexToF32(b, l, pair),
+              f32Constant(b, l, -2.0 / static_cast<double>(rotaryDim)));
+          Value frequency =
+              math::PowFOp::create(b, l, f32Constant(b, l, theta), exponent);
+          if (factors) {
+            Value clamped = arith::MinUIOp::create(
+                b, l, pair, indexConstant(b, l, std::max<int64_t>(half - 1, 0)));
+            frequency = arith::DivFOp::create(
+                b, l, frequency,
+                tensor::ExtractOp::create(b, l, factors, ValueRange{clamped}));
+          }
+          Value position =
+              arith::SIToFPOp::create(b, l, b.getF32Type(), args[0]);
+          if (positionScale != 1.0)
+            position = arith::MulFOp::create(b, l, position,
+                                             f32Constant(b, l, positionScale));
+          Value angle = arith::MulFOp::create(b, l, position, frequency);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{math::CosOp::create(b, l, angle).getResult(),
+                         math::SinOp::create(b, l, angle).getResult()});
+        });
+
     AffineExpr s, h, i;
     bindDims(ctx, s, h, i);
+    AffineExpr pairOf = neox ? i % half : i.floorDiv(2);
     Value init = tensor::EmptyOp::create(rewriter, loc,
                                          getMixedSizes(rewriter, loc, x),
                                          rewriter.getF32Type());
     SmallVector<AffineMap> maps = {identityMap(ctx, 3),
-                                   AffineMap::get(3, 0, {s}, ctx),
+                                   AffineMap::get(3, 0, {s, pairOf}, ctx),
+                                   AffineMap::get(3, 0, {s, pairOf}, ctx),
                                    identityMap(ctx, 3)};
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{x, adaptor.getPositions()},
-        ValueRange{init}, maps,
+        rewriter, loc, type,
+        ValueRange{x, table.getResult(0), table.getResult(1)}, ValueRange{init},
+        maps,
         {IteratorType::parallel, IteratorType::parallel,
          IteratorType::parallel},
         [&](OpBuilder &b, Location l, ValueRange args) {
@@ -70,15 +124,12 @@ struct RoPELowering : OpConversionPattern<llm::RoPEOp> {
           Value rotated = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::ult, element,
               indexConstant(b, l, rotaryDim));
-          // Pair index j, the partner element and the sign of its term:
-          // normal pairs (2j, 2j + 1); NeoX pairs (j, j + rotaryDim / 2).
-          Value pair, partner, first;
+          // The partner element and the sign of its term: normal pairs
+          // (2j, 2j + 1); NeoX pairs (j, j + rotaryDim / 2).
+          Value partner, first;
           if (neox) {
-            int64_t half = rotaryDim / 2;
             first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                           element, indexConstant(b, l, half));
-            pair = arith::RemUIOp::create(b, l, element,
-                                          indexConstant(b, l, half));
             partner = arith::SelectOp::create(
                 b, l, first,
                 arith::AddIOp::create(b, l, element, indexConstant(b, l, half)),
@@ -89,41 +140,19 @@ struct RoPELowering : OpConversionPattern<llm::RoPEOp> {
                                                   indexConstant(b, l, 2));
             first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                           parity, indexConstant(b, l, 0));
-            pair = arith::DivUIOp::create(b, l, element,
-                                          indexConstant(b, l, 2));
             partner = arith::XOrIOp::create(b, l, element,
                                             indexConstant(b, l, 1));
           }
           // Elements past the rotary part read themselves, in bounds.
           partner = arith::SelectOp::create(b, l, rotated, partner, element);
-          pair = arith::SelectOp::create(b, l, rotated, pair,
-                                         indexConstant(b, l, 0));
           Value partnerValue = tensor::ExtractOp::create(
               b, l, x, ValueRange{token, head, partner});
-          // θ_j = theta^(-2j / rotaryDim), divided by the frequency factor.
-          Value exponent = arith::MulFOp::create(
-              b, l, indexToF32(b, l, pair),
-              f32Constant(b, l, -2.0 / static_cast<double>(rotaryDim)));
-          Value frequency =
-              math::PowFOp::create(b, l, f32Constant(b, l, theta), exponent);
-          if (factors)
-            frequency = arith::DivFOp::create(
-                b, l, frequency,
-                tensor::ExtractOp::create(b, l, factors, ValueRange{pair}));
-          Value position =
-              arith::SIToFPOp::create(b, l, b.getF32Type(), args[1]);
-          if (positionScale != 1.0)
-            position = arith::MulFOp::create(b, l, position,
-                                             f32Constant(b, l, positionScale));
-          Value angle = arith::MulFOp::create(b, l, position, frequency);
-          Value cosine = math::CosOp::create(b, l, angle);
-          Value sine = math::SinOp::create(b, l, angle);
           Value signedPartner = arith::SelectOp::create(
               b, l, first, arith::NegFOp::create(b, l, partnerValue),
               partnerValue);
           Value result = arith::AddFOp::create(
-              b, l, arith::MulFOp::create(b, l, args[0], cosine),
-              arith::MulFOp::create(b, l, signedPartner, sine));
+              b, l, arith::MulFOp::create(b, l, args[0], args[1]),
+              arith::MulFOp::create(b, l, signedPartner, args[2]));
           linalg::YieldOp::create(
               b, l,
               arith::SelectOp::create(b, l, rotated, result, args[0])
