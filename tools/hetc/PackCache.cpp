@@ -47,6 +47,19 @@ bool makeDirectories(const std::string &path) {
   return true;
 }
 
+/// Identifies this build of the compiler, so a rebuilt hetc never reuses a
+/// pack an older build generated (its code may follow another ABI).
+std::string compilerStamp() {
+  struct stat self;
+  if (stat("/proc/self/exe", &self) != 0)
+    return "unknown";
+  char text[40];
+  std::snprintf(text, sizeof(text), "%llx%llx",
+                static_cast<unsigned long long>(self.st_mtime),
+                static_cast<unsigned long long>(self.st_size));
+  return text;
+}
+
 } // namespace
 
 std::string packFor(const std::string &model, int64_t contextLength,
@@ -58,8 +71,8 @@ std::string packFor(const std::string &model, int64_t contextLength,
     return {};
   std::string dir = cacheDirectory();
   std::string path = dir + "/" + *hash + "-ctx" +
-                     std::to_string(contextLength) + "-hetc" +
-                     HETC_VERSION + ".hetpack";
+                     std::to_string(contextLength) + "-hetc" + HETC_VERSION +
+                     "-" + compilerStamp() + ".hetpack";
   struct stat info;
   if (stat(path.c_str(), &info) == 0)
     return path;
