@@ -1,5 +1,6 @@
-// Writing synthetic models: the metadata llama.cpp's llama architecture reads,
-// a synthetic SPM vocabulary, and weights from a seeded generator, quantized
+// Writing synthetic models: the metadata llama.cpp's llama and qwen2
+// architectures read, a synthetic SPM vocabulary, and weights from a seeded
+// generator, quantized
 // with the same reference quantizers llama.cpp uses.
 #include "hetc/Synth/SyntheticModel.h"
 
@@ -117,8 +118,11 @@ public:
       hetrt::format::quantizeRow(format, row.data(), columns,
                                  data.data() + r * *rowBytes);
     }
+    // Norm weights and biases are vectors; everything else a matrix.
     std::vector<int64_t> dims = {columns};
-    if (rows != 1 || name.find("norm") == std::string::npos)
+    bool vector = rows == 1 && (name.find("norm") != std::string::npos ||
+                                name.find(".bias") != std::string::npos);
+    if (!vector)
       dims.push_back(rows);
     writer_.addTensor(name, dims, format, std::move(data));
     return true;
@@ -147,8 +151,11 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
       !positive(spec.ffnDim, "ffn") || !positive(spec.vocabSize, "vocab") ||
       !positive(spec.contextLength, "context"))
     return false;
-  if (spec.architecture != "llama") {
-    error = "--arch " + spec.architecture + " is not supported (llama)";
+  // qwen2 is llama with Q/K/V biases and NeoX RoPE; the synthetic vocabulary
+  // serves both.
+  if (spec.architecture != "llama" && spec.architecture != "qwen2") {
+    error = "--arch " + spec.architecture +
+            " is not supported (choose llama or qwen2)";
     return false;
   }
   if (spec.dim % spec.heads != 0) {
@@ -176,18 +183,22 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
 
   ModelWriter model(spec);
   hetrt::format::GgufWriter &writer = model.writer();
-  writer.addString("general.architecture", "llama");
-  writer.addString("general.name", "hetc synthetic llama");
-  writer.addU32("llama.context_length", static_cast<uint32_t>(spec.contextLength));
-  writer.addU32("llama.embedding_length", static_cast<uint32_t>(spec.dim));
-  writer.addU32("llama.block_count", static_cast<uint32_t>(spec.layers));
-  writer.addU32("llama.feed_forward_length", static_cast<uint32_t>(spec.ffnDim));
-  writer.addU32("llama.attention.head_count", static_cast<uint32_t>(spec.heads));
-  writer.addU32("llama.attention.head_count_kv",
+  const std::string &arch = spec.architecture;
+  writer.addString("general.architecture", arch);
+  writer.addString("general.name", "hetc synthetic " + arch);
+  writer.addU32(arch + ".context_length",
+                static_cast<uint32_t>(spec.contextLength));
+  writer.addU32(arch + ".embedding_length", static_cast<uint32_t>(spec.dim));
+  writer.addU32(arch + ".block_count", static_cast<uint32_t>(spec.layers));
+  writer.addU32(arch + ".feed_forward_length",
+                static_cast<uint32_t>(spec.ffnDim));
+  writer.addU32(arch + ".attention.head_count",
+                static_cast<uint32_t>(spec.heads));
+  writer.addU32(arch + ".attention.head_count_kv",
                 static_cast<uint32_t>(spec.kvHeads));
-  writer.addU32("llama.rope.dimension_count", static_cast<uint32_t>(headDim));
-  writer.addF32("llama.rope.freq_base", spec.ropeBase);
-  writer.addF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  writer.addU32(arch + ".rope.dimension_count", static_cast<uint32_t>(headDim));
+  writer.addF32(arch + ".rope.freq_base", spec.ropeBase);
+  writer.addF32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
   if (!hetrt::tokenizer::writeSyntheticSpmVocab(
           writer, static_cast<int32_t>(spec.vocabSize), error)) {
     error = "--vocab: " + error;
@@ -204,6 +215,11 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
     return model.addTensor(name, 1, spec.dim, BlockFormat::F32, 1.0f, 0.05f,
                            error);
   };
+  bool biases = arch == "qwen2";
+  auto bias = [&](const std::string &name, int64_t size) {
+    return !biases ||
+           model.addTensor(name, 1, size, BlockFormat::F32, 0.0f, 0.1f, error);
+  };
   int64_t kvDim = spec.kvHeads * headDim;
   // Embedding rows of unit scale, as trained models roughly have.
   if (!model.addTensor("token_embd.weight", spec.vocabSize, spec.dim,
@@ -213,8 +229,11 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
     std::string prefix = "blk." + std::to_string(layer) + ".";
     if (!norm(prefix + "attn_norm.weight") ||
         !matrix(prefix + "attn_q.weight", spec.dim, spec.dim) ||
+        !bias(prefix + "attn_q.bias", spec.dim) ||
         !matrix(prefix + "attn_k.weight", kvDim, spec.dim) ||
+        !bias(prefix + "attn_k.bias", kvDim) ||
         !matrix(prefix + "attn_v.weight", kvDim, spec.dim) ||
+        !bias(prefix + "attn_v.bias", kvDim) ||
         !matrix(prefix + "attn_output.weight", spec.dim, spec.dim) ||
         !norm(prefix + "ffn_norm.weight") ||
         !matrix(prefix + "ffn_gate.weight", spec.ffnDim, spec.dim) ||

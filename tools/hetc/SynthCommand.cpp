@@ -24,7 +24,8 @@ Action registerSynthCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "synth", "Write a synthetic Llama-shaped model with deterministic "
                "pseudo-random weights and a valid tokenizer");
-  command->add_option("--arch", spec.architecture, "Architecture (llama)");
+  command->add_option("--arch", spec.architecture,
+                      "Architecture: llama, or qwen2 (Q/K/V biases, NeoX RoPE)");
   command->add_option("--dim", spec.dim, "Embedding dimension");
   command->add_option("--layers", spec.layers, "Decoder layers");
   command->add_option("--heads", spec.heads, "Attention heads");

@@ -15,6 +15,7 @@ enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M };
 bool parseWeightType(const std::string &name, WeightType &type);
 
 struct SyntheticModelSpec {
+  /// llama, or qwen2 (adds Q/K/V biases; RoPE pairs the two halves).
   std::string architecture = "llama";
   int64_t dim = 256;
   int64_t layers = 2;
