@@ -329,9 +329,6 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
     Value values = prefix(1);
 
     OpFoldResult numTokens = tensor::getMixedSize(rewriter, loc, query, 0);
-    auto widen = [&](OpBuilder &b, Location l, Value v) -> Value {
-      return v.getType().isF32() ? v : arith::ExtFOp::create(b, l, f32, v);
-    };
 
     // scores[s, h, p] = Σ_d q[s, h, d] · k[p, h / group, d]
     AffineExpr s, h, p, d;
@@ -351,14 +348,9 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
                 AffineMap::get(4, 0, {s, h, p}, ctx)},
             {IteratorType::parallel, IteratorType::parallel,
              IteratorType::parallel, IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              auto fastMath = accumulationFastMath(b);
-              Value product = arith::MulFOp::create(
-                  b, l, args[0], widen(b, l, args[1]), fastMath);
+            [](OpBuilder &b, Location l, ValueRange args) {
               linalg::YieldOp::create(
-                  b, l,
-                  arith::AddFOp::create(b, l, args[2], product, fastMath)
-                      .getResult());
+                  b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
             })
             .getResult(0);
 
@@ -477,14 +469,9 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
                 AffineMap::get(4, 0, {so, ho, dd}, ctx)},
             {IteratorType::parallel, IteratorType::parallel,
              IteratorType::parallel, IteratorType::reduction},
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              auto fastMath = accumulationFastMath(b);
-              Value product = arith::MulFOp::create(
-                  b, l, args[0], widen(b, l, args[1]), fastMath);
+            [](OpBuilder &b, Location l, ValueRange args) {
               linalg::YieldOp::create(
-                  b, l,
-                  arith::AddFOp::create(b, l, args[2], product, fastMath)
-                      .getResult());
+                  b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
             })
             .getResult(0);
     Value output =

@@ -202,15 +202,9 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                b, loc, resultType, ValueRange{x, weight}, ValueRange{init},
                maps, iterators,
                [](OpBuilder &nb, Location nloc, ValueRange args) {
-                 Value w = args[1];
-                 if (!w.getType().isF32())
-                   w = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), w);
-                 auto fastMath = accumulationFastMath(nb);
-                 Value product =
-                     arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
-                 Value sum =
-                     arith::AddFOp::create(nb, nloc, args[2], product, fastMath);
-                 linalg::YieldOp::create(nb, nloc, sum);
+                 linalg::YieldOp::create(
+                     nb, nloc,
+                     multiplyAccumulate(nb, nloc, args[0], args[1], args[2]));
                })
         .getResult(0);
   }
@@ -228,12 +222,8 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                Value column = linalg::IndexOp::create(nb, nloc, 2);
                Value w = loadWeightElement(nb, nloc, storageType, weight,
                                            ValueRange{row}, column);
-               auto fastMath = accumulationFastMath(nb);
-               Value product =
-                   arith::MulFOp::create(nb, nloc, args[0], w, fastMath);
-               Value sum =
-                   arith::AddFOp::create(nb, nloc, args[1], product, fastMath);
-               linalg::YieldOp::create(nb, nloc, sum);
+               linalg::YieldOp::create(
+                   nb, nloc, multiplyAccumulate(nb, nloc, args[0], w, args[1]));
              })
       .getResult(0);
 }

@@ -63,6 +63,12 @@ mlir::Value loadWeightElement(mlir::OpBuilder &b, mlir::Location loc,
 /// relative agreement the reference checks demand).
 mlir::arith::FastMathFlagsAttr accumulationFastMath(mlir::OpBuilder &b);
 
+/// `accumulator + lhs · rhs` with accumulationFastMath; `rhs` is widened to
+/// f32 first when stored narrower (f16/bf16 weights or caches).
+mlir::Value multiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value lhs, mlir::Value rhs,
+                               mlir::Value accumulator);
+
 /// Identity and projected affine maps over `rank` loops.
 mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
 

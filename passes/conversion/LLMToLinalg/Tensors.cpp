@@ -36,6 +36,15 @@ arith::FastMathFlagsAttr accumulationFastMath(OpBuilder &b) {
       b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
 }
 
+Value multiplyAccumulate(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                         Value accumulator) {
+  if (!rhs.getType().isF32())
+    rhs = arith::ExtFOp::create(b, loc, b.getF32Type(), rhs);
+  auto fastMath = accumulationFastMath(b);
+  Value product = arith::MulFOp::create(b, loc, lhs, rhs, fastMath);
+  return arith::AddFOp::create(b, loc, accumulator, product, fastMath);
+}
+
 AffineMap identityMap(MLIRContext *ctx, unsigned rank) {
   return AffineMap::getMultiDimIdentityMap(rank, ctx);
 }
