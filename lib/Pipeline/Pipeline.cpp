@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -46,6 +47,9 @@ void addLoopsPhase(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Register-blocked matmuls are built as scf.forall; as scf.parallel they
+  // become kernel grids like every other parallel loop.
+  pm.addPass(createForallToParallelLoopPass());
   // Lowering linalg to loops before canonicalization keeps copies as loops
   // (a canonicalized memref.copy of a strided view would call a runtime helper).
   // Parallel dimensions become scf.parallel: the kernels' grids.
@@ -73,6 +77,8 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // Vector lowering leaves ub.poison for lanes that are never read.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

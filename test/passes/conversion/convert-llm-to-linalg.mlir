@@ -1,7 +1,9 @@
 // RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --mlir-print-local-scope | FileCheck %s
 
-// A float matmul is a three-loop generic reading the [out, in] weight as an
-// operand; the weight reference becomes a view of the mapped model data at the
+// A float matmul is register-blocked: a forall over (4-column, 4-row) blocks
+// of the output whose body keeps 4×4 vector accumulators across a loop over
+// 16-element steps of the reduction, reading each weight vector once per
+// block. The weight reference becomes a view of the mapped model data at the
 // weight's offset, passed in as a new leading argument.
 llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK-NOT: llm.
@@ -10,9 +12,19 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK: %[[OFF:.+]] = arith.constant 256 : index
 // CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<32x64xf32>
 // CHECK: %[[W:.+]] = bufferization.to_tensor %[[VIEW]] restrict
-// CHECK: linalg.generic
-// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME: ins(%[[X]], %[[W]] : tensor<?x64xf32>, tensor<32x64xf32>)
+// CHECK: %[[ROWS:.+]] = tensor.dim %[[X]]
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[ROWS]], %{{.+}} : index
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (8, %[[BLOCKS]]) shared_outs
+// CHECK-COUNT-4: arith.minui
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: vector.transfer_read %[[W]]{{.+}} : tensor<32x64xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %[[X]]
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-16: vector.reduction <add>
+// CHECK: vector.from_elements {{.+}} : vector<4x4xf32>
+// CHECK: vector.transfer_write {{.+}} {in_bounds = [false, true]} : vector<4x4xf32>, tensor<?x4xf32>
+// CHECK: tensor.parallel_insert_slice
 // CHECK-NOT: llm.
 func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @w : tensor<32x64xf32>
@@ -22,27 +34,51 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes). The
-// loops run over (column, row, group of blocks); each body reads, for every
-// block of its group, the 16 packed bytes and 32 activations as vectors,
-// splits the nibbles in registers, scales by the block's f16 scale and adds
-// into a vector accumulator, summed once per group. No dequantized copy of
-// the weight is built.
+// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes),
+// viewed as [rows, blocks, 18]. Each reduction step decodes one block of each
+// of the block's weight rows in registers: the f16 scale, the 16 packed bytes
+// split into nibbles, offset by 8, converted and scaled. No dequantized copy
+// of the weight is built.
 llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-LABEL: func.func @q4_0_matmul
 // CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
 // CHECK: %[[BLOCKS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
-// CHECK: %[[GROUPS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x1x36xi8>
-// CHECK: %[[XB:.+]] = tensor.expand_shape {{.+}} : tensor<?x64xf32> into tensor<?x2x32xf32>
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2, 0)>, affine_map<(d0, d1, d2) -> (d1, d0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[GROUPS]]
-// CHECK-COUNT-2: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
+// CHECK: scf.forall
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c2{{.*}} step
+// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<2xi8>
+// CHECK: vector.bitcast {{.+}} : vector<2xi8> to vector<1xf16>
+// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
+// CHECK: arith.andi
+// CHECK: arith.shrui
+// CHECK: arith.sitofp {{.+}} : vector<16xi8> to vector<16xf32>
+// CHECK: vector.fma
 // CHECK: vector.reduction <add>
-// CHECK-NOT: vector.reduction
 // CHECK-NOT: llm.
 func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// One activation row (decode) streams 8 weight rows per step with one
+// accumulator each; an f16 weight is widened in registers and the block is
+// written without bounds checks.
+llm.weight @h {data_offset = 0 : i64} : tensor<16x64xf16>
+// CHECK-LABEL: func.func @f16_decode_matmul
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK-NOT: arith.minui
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.transfer_read {{.+}} : tensor<16x64xf16>, vector<16xf16>
+// CHECK: arith.extf {{.+}} : vector<16xf16> to vector<16xf32>
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.from_elements {{.+}} : vector<1x8xf32>
+// CHECK: vector.transfer_write {{.+}} {in_bounds = [true, true]} : vector<1x8xf32>, tensor<1x8xf32>
+func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @h : tensor<16x64xf16>
+  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf16>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
 }
 
 // -----

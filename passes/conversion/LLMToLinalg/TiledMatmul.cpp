@@ -1,0 +1,246 @@
+// Register-blocked `x · wᵀ` for f32 activations and f32, f16, bf16, Q8_0 or
+// Q4_0 weights. Each step of a kernel computes a block of Mr activation rows ×
+// Nr weight rows with Mr·Nr vector accumulators, so each weight vector loaded
+// (and decoded) serves Mr activation rows and each activation vector serves Nr
+// weight rows: the prefill becomes FMA-bound instead of load-bound, and decode
+// (Mr = 1) streams Nr weight rows at once with independent accumulators.
+#include "Patterns.h"
+
+#include "dialects/llm/LLMTypes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace hetc::conversion {
+
+namespace {
+
+/// f32 lanes of one AVX-512 register: the unit of every vector here.
+constexpr int64_t kLanes = 16;
+
+/// Reads a weight row in steps of `chunk` elements, decoded to f32 vectors.
+struct WeightReader {
+  Type storage;
+  /// Float weights: [N, K]; block formats: [N, blocks, bytes per block].
+  Value view;
+  int64_t chunk;
+
+  /// Elements [step·chunk, (step+1)·chunk) of weight row `row`, as
+  /// chunk / kLanes vectors of f32.
+  SmallVector<Value> load(OpBuilder &b, Location loc, Value row,
+                          Value step) const {
+    auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
+    auto quant = dyn_cast<llm::QuantType>(storage);
+    if (!quant) {
+      Value column = arith::MulIOp::create(b, loc, step,
+                                           indexConstant(b, loc, kLanes));
+      Value padding = arith::ConstantOp::create(b, loc, b.getZeroAttr(storage));
+      Value values = vector::TransferReadOp::create(
+          b, loc, VectorType::get({kLanes}, storage), view,
+          ValueRange{row, column}, padding, ArrayRef<bool>{true});
+      if (!storage.isF32())
+        values = arith::ExtFOp::create(b, loc, f32Vector, values);
+      return {values};
+    }
+    // Both formats start with the block's f16 scale.
+    Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
+    Value scaleBytes = vector::TransferReadOp::create(
+        b, loc, VectorType::get({2}, b.getI8Type()), view,
+        ValueRange{row, step, indexConstant(b, loc, 0)}, i8Pad,
+        ArrayRef<bool>{true});
+    Value scaleHalf = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getF16Type()), scaleBytes);
+    Value half =
+        vector::ExtractOp::create(b, loc, scaleHalf, ArrayRef<int64_t>{0});
+    Value scale = arith::ExtFOp::create(b, loc, b.getF32Type(), half);
+    Value scales = vector::BroadcastOp::create(b, loc, f32Vector, scale);
+    auto bytesType = VectorType::get({kLanes}, b.getI8Type());
+    auto readBytes = [&](int64_t offset) -> Value {
+      return vector::TransferReadOp::create(
+          b, loc, bytesType, view,
+          ValueRange{row, step, indexConstant(b, loc, offset)}, i8Pad,
+          ArrayRef<bool>{true});
+    };
+    SmallVector<Value> quantized;
+    if (quant.getFormat() == llm::QuantFormat::q8_0) {
+      quantized = {readBytes(2), readBytes(2 + kLanes)};
+    } else {
+      // Byte i holds element i (low nibble) and i + 16 (high nibble), both
+      // stored with an offset of 8.
+      Value packed = readBytes(2);
+      auto splat = [&](int value) -> Value {
+        return arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(value)));
+      };
+      Value low = arith::AndIOp::create(b, loc, packed, splat(15));
+      Value high = arith::ShRUIOp::create(b, loc, packed, splat(4));
+      quantized = {arith::SubIOp::create(b, loc, low, splat(8)),
+                   arith::SubIOp::create(b, loc, high, splat(8))};
+    }
+    SmallVector<Value> values;
+    for (Value q : quantized)
+      values.push_back(arith::MulFOp::create(
+          b, loc, arith::SIToFPOp::create(b, loc, f32Vector, q), scales));
+    return values;
+  }
+};
+
+/// The reader for `weight` (converted [N, K] floats or [N, row bytes] block
+/// rows), or nothing when this storage has no vector decoding or the row
+/// length is not a whole number of steps.
+std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
+                                       Type storage, int64_t inFeatures) {
+  if (storage.isF32() || storage.isF16() || storage.isBF16()) {
+    if (inFeatures % kLanes != 0)
+      return std::nullopt;
+    return WeightReader{storage, weight, kLanes};
+  }
+  auto quant = dyn_cast<llm::QuantType>(storage);
+  if (!quant || (quant.getFormat() != llm::QuantFormat::q8_0 &&
+                 quant.getFormat() != llm::QuantFormat::q4_0))
+    return std::nullopt;
+  auto rowsType = cast<RankedTensorType>(weight.getType());
+  int64_t blockBytes = quant.getBytesPerBlock();
+  int64_t rows = rowsType.getDimSize(0);
+  Value blocks = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({rows, rowsType.getDimSize(1) / blockBytes,
+                             blockBytes},
+                            rowsType.getElementType()),
+      weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  return WeightReader{storage, blocks, quant.getBlockSize()};
+}
+
+} // namespace
+
+Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
+                       Type storageType, int64_t outFeatures) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  int64_t inFeatures = xType.getDimSize(1);
+  std::optional<WeightReader> reader =
+      makeReader(b, loc, weight, storageType, inFeatures);
+  if (!reader)
+    return {};
+  int64_t staticRows = xType.getDimSize(0);
+  bool rowsKnown = !ShapedType::isDynamic(staticRows);
+  // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
+  // formats) and an activation vector: within AVX-512's 32 registers. A
+  // single row (decode) streams 8 weight rows at once instead.
+  int64_t blockRows = rowsKnown && staticRows < 4 ? staticRows : 4;
+  int64_t blockColumns = blockRows == 1 ? 8 : 4;
+  while (outFeatures % blockColumns != 0)
+    blockColumns /= 2;
+  bool wholeRowBlocks = rowsKnown && staticRows % blockRows == 0;
+
+  OpFoldResult numRows = tensor::getMixedSize(b, loc, x, 0);
+  Value rowCount = getValueOrCreateConstantIndexOp(b, loc, numRows);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(outFeatures)},
+      b.getF32Type());
+  OpFoldResult rowBlocks =
+      rowsKnown ? OpFoldResult(b.getIndexAttr(staticRows / blockRows +
+                                              (wholeRowBlocks ? 0 : 1)))
+                : OpFoldResult(arith::CeilDivUIOp::create(
+                      b, loc, rowCount, indexConstant(b, loc, blockRows))
+                                   .getResult());
+  // Column blocks outermost: the kernel grid splits weight rows across
+  // threads, and every activation block passes over a weight block while it
+  // sits in L1.
+  auto forall = scf::ForallOp::create(
+      b, loc,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(outFeatures / blockColumns),
+                             rowBlocks},
+      ValueRange{init}, std::nullopt);
+  Block *body = forall.getBody();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(body);
+  Value firstColumn = arith::MulIOp::create(
+      b, loc, body->getArgument(0), indexConstant(b, loc, blockColumns));
+  Value firstRow = arith::MulIOp::create(b, loc, body->getArgument(1),
+                                         indexConstant(b, loc, blockRows));
+  Value out = body->getArgument(2);
+
+  // A partial last block recomputes the last row for its missing rows (the
+  // reads stay in bounds) and writes only the rows it owns.
+  SmallVector<Value> rows, columns;
+  Value lastRow =
+      arith::SubIOp::create(b, loc, rowCount, indexConstant(b, loc, 1));
+  for (int64_t i = 0; i < blockRows; ++i) {
+    Value row = arith::AddIOp::create(b, loc, firstRow, indexConstant(b, loc, i));
+    if (!wholeRowBlocks)
+      row = arith::MinUIOp::create(b, loc, row, lastRow);
+    rows.push_back(row);
+  }
+  for (int64_t j = 0; j < blockColumns; ++j)
+    columns.push_back(
+        arith::AddIOp::create(b, loc, firstColumn, indexConstant(b, loc, j)));
+
+  auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(0.0f)));
+  SmallVector<Value> inits(blockRows * blockColumns, zeros);
+  Value f32Pad = f32Constant(b, loc, 0.0);
+  auto loop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0),
+      indexConstant(b, loc, inFeatures / reader->chunk),
+      indexConstant(b, loc, 1), inits,
+      [&](OpBuilder &lb, Location lloc, Value step, ValueRange accumulators) {
+        SmallVector<SmallVector<Value>> weights;
+        for (Value column : columns)
+          weights.push_back(reader->load(lb, lloc, column, step));
+        SmallVector<Value> sums(accumulators.begin(), accumulators.end());
+        Value firstElement = arith::MulIOp::create(
+            lb, lloc, step, indexConstant(lb, lloc, reader->chunk));
+        for (int64_t i = 0; i < blockRows; ++i) {
+          for (int64_t part = 0; part < reader->chunk / kLanes; ++part) {
+            Value element = arith::AddIOp::create(
+                lb, lloc, firstElement, indexConstant(lb, lloc, part * kLanes));
+            Value activations = vector::TransferReadOp::create(
+                lb, lloc, f32Vector, x, ValueRange{rows[i], element}, f32Pad,
+                ArrayRef<bool>{true});
+            for (int64_t j = 0; j < blockColumns; ++j) {
+              Value &sum = sums[i * blockColumns + j];
+              sum = vector::FMAOp::create(lb, lloc, activations,
+                                          weights[j][part], sum);
+            }
+          }
+        }
+        scf::YieldOp::create(lb, lloc, sums);
+      });
+
+  auto fastMath = accumulationFastMath(b);
+  SmallVector<Value> dots;
+  for (Value sum : loop.getResults())
+    dots.push_back(vector::ReductionOp::create(
+        b, loc, vector::CombiningKind::ADD, sum, Value(), fastMath.getValue()));
+  Value blockValues = vector::FromElementsOp::create(
+      b, loc, VectorType::get({blockRows, blockColumns}, b.getF32Type()), dots);
+
+  OpFoldResult ownedRows = b.getIndexAttr(blockRows);
+  if (!wholeRowBlocks)
+    ownedRows = arith::MinUIOp::create(
+                    b, loc, indexConstant(b, loc, blockRows),
+                    arith::SubIOp::create(b, loc, rowCount, firstRow))
+                    .getResult();
+  SmallVector<OpFoldResult> offsets = {firstRow, firstColumn};
+  SmallVector<OpFoldResult> sizes = {ownedRows, b.getIndexAttr(blockColumns)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  Value slice =
+      tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, strides);
+  Value written = vector::TransferWriteOp::create(
+      b, loc, blockValues, slice,
+      ValueRange{indexConstant(b, loc, 0), indexConstant(b, loc, 0)},
+      ArrayRef<bool>{wholeRowBlocks, true})
+                      .getResult();
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, written, out, offsets, sizes,
+                                        strides);
+  return forall.getResult(0);
+}
+
+} // namespace hetc::conversion
