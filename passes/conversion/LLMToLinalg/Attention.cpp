@@ -455,8 +455,10 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
             .getResult(0);
 
     // out[s, h, d] = Σ_p e[s, h, p] · v[p, h / group, d] / Σ_p e[s, h, p]
-    AffineExpr so, ho, dd, po;
-    bindDims(ctx, so, ho, dd, po);
+    // Loops run (s, h, p, d): the innermost loop walks a contiguous row of v
+    // and of the output, so it vectorizes, and heads form the kernel grid.
+    AffineExpr so, ho, po, dd;
+    bindDims(ctx, so, ho, po, dd);
     Value weighted =
         linalg::GenericOp::create(
             rewriter, loc, queryType, ValueRange{exps, values},
@@ -468,7 +470,7 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
                 AffineMap::get(4, 0, {po, ho.floorDiv(group), dd}, ctx),
                 AffineMap::get(4, 0, {so, ho, dd}, ctx)},
             {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::reduction},
+             IteratorType::reduction, IteratorType::parallel},
             [](OpBuilder &b, Location l, ValueRange args) {
               linalg::YieldOp::create(
                   b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
