@@ -1,5 +1,5 @@
-// Thread pool dispatch: generation counter + spin-then-block wake-up, and an
-// atomic countdown for completion.
+// Thread pool dispatch: generation counter + spin-then-block wake-up, chunks
+// claimed from an atomic cursor, and an atomic countdown for completion.
 #include "runtime/core/ThreadPool.h"
 
 #include <algorithm>
@@ -10,6 +10,10 @@ namespace {
 /// Spin iterations before a waiting thread blocks; long enough to bridge the
 /// gap between consecutive kernels of one decode step.
 constexpr int kSpinIterations = 20000;
+
+/// Chunks per thread: enough for a slower thread to hand work to a faster
+/// one, few enough that claiming stays negligible next to a chunk's work.
+constexpr int64_t kChunksPerThread = 4;
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
 } // namespace
@@ -47,6 +51,9 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   arguments_ = arguments;
   begin_ = begin;
   end_ = end;
+  chunk_ = std::max<int64_t>(1, (size + threads * kChunksPerThread - 1) /
+                                    (threads * kChunksPerThread));
+  next_.store(begin, std::memory_order_relaxed);
   activeThreads_ = threads;
   // Every worker acknowledges every dispatch, active or not, so no worker can
   // still be reading this dispatch's parameters when the next one is written.
@@ -56,9 +63,7 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  // The caller takes range 0.
-  int64_t chunk = (size + threads - 1) / threads;
-  task(arguments, begin, std::min(end, begin + chunk));
+  runChunks();
   // Spin while the others are likely still working, then yield: on a busy
   // machine a worker may be descheduled, and spinning would only delay it.
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
@@ -85,15 +90,18 @@ void ThreadPool::work(int index) {
     seen = current;
     if (stopping_)
       return;
-    if (index < activeThreads_) {
-      int64_t size = end_ - begin_;
-      int64_t chunk = (size + activeThreads_ - 1) / activeThreads_;
-      int64_t first = begin_ + index * chunk;
-      int64_t last = std::min(end_, first + chunk);
-      if (first < last)
-        task_(arguments_, first, last);
-    }
+    if (index < activeThreads_)
+      runChunks();
     pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::runChunks() {
+  while (true) {
+    int64_t first = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (first >= end_)
+      return;
+    task_(arguments_, first, std::min(end_, first + chunk_));
   }
 }
 

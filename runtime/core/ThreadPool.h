@@ -1,5 +1,6 @@
 // The CPU back end's persistent thread pool: generated kernels run over a
-// one-dimensional grid, split into contiguous ranges, one per thread.
+// one-dimensional grid, handed out in contiguous chunks to whichever thread
+// is free.
 #ifndef HETRT_CORE_THREADPOOL_H
 #define HETRT_CORE_THREADPOOL_H
 
@@ -28,12 +29,16 @@ public:
 
   int numThreads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  /// Runs `task` over [begin, end), split into one contiguous range per
-  /// thread, and returns when all ranges are done.
+  /// Runs `task` over [begin, end) and returns when all of it is done. The
+  /// range is cut into a few chunks per thread, claimed in order from a shared
+  /// counter: on a shared machine one core may run slower than another, and a
+  /// fixed equal split would leave the faster one waiting.
   void parallelFor(GridTask task, void *arguments, int64_t begin, int64_t end);
 
 private:
   void work(int index);
+  /// Claims and runs chunks of the current dispatch until none is left.
+  void runChunks();
 
   std::vector<std::thread> workers_;
   std::mutex dispatchMutex_;
@@ -47,6 +52,8 @@ private:
   void *arguments_ = nullptr;
   int64_t begin_ = 0;
   int64_t end_ = 0;
+  int64_t chunk_ = 1;
+  std::atomic<int64_t> next_{0};
   int activeThreads_ = 0;
 };
 
