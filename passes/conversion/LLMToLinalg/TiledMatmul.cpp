@@ -22,6 +22,13 @@ namespace {
 /// f32 lanes of one AVX-512 register: the unit of every vector here.
 constexpr int64_t kLanes = 16;
 
+/// One step of a weight row: f32 vectors of kLanes and, for block formats,
+/// the block's scale (broadcast) still to be applied to them.
+struct WeightChunk {
+  SmallVector<Value> values;
+  Value scale;
+};
+
 /// Reads a weight row in steps of `chunk` elements, decoded to f32 vectors.
 struct WeightReader {
   Type storage;
@@ -31,8 +38,7 @@ struct WeightReader {
 
   /// Elements [step·chunk, (step+1)·chunk) of weight row `row`, as
   /// chunk / kLanes vectors of f32.
-  SmallVector<Value> load(OpBuilder &b, Location loc, Value row,
-                          Value step) const {
+  WeightChunk load(OpBuilder &b, Location loc, Value row, Value step) const {
     auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
     auto quant = dyn_cast<llm::QuantType>(storage);
     if (!quant) {
@@ -44,7 +50,7 @@ struct WeightReader {
           ValueRange{row, column}, padding, ArrayRef<bool>{true});
       if (!storage.isF32())
         values = arith::ExtFOp::create(b, loc, f32Vector, values);
-      return {values};
+      return {{values}, Value()};
     }
     // Both formats start with the block's f16 scale.
     Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
@@ -65,28 +71,33 @@ struct WeightReader {
           ValueRange{row, step, indexConstant(b, loc, offset)}, i8Pad,
           ArrayRef<bool>{true});
     };
-    SmallVector<Value> quantized;
-    if (quant.getFormat() == llm::QuantFormat::q8_0) {
-      quantized = {readBytes(2), readBytes(2 + kLanes)};
-    } else {
-      // Byte i holds element i (low nibble) and i + 16 (high nibble), both
-      // stored with an offset of 8.
-      Value packed = readBytes(2);
-      auto splat = [&](int value) -> Value {
-        return arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(value)));
-      };
-      Value low = arith::AndIOp::create(b, loc, packed, splat(15));
-      Value high = arith::ShRUIOp::create(b, loc, packed, splat(4));
-      quantized = {arith::SubIOp::create(b, loc, low, splat(8)),
-                   arith::SubIOp::create(b, loc, high, splat(8))};
-    }
+    if (quant.getFormat() == llm::QuantFormat::q8_0)
+      return {{arith::SIToFPOp::create(b, loc, f32Vector, readBytes(2)),
+               arith::SIToFPOp::create(b, loc, f32Vector,
+                                       readBytes(2 + kLanes))},
+              scales};
+    // Byte i holds element i (low nibble) and i + 16 (high nibble), both
+    // stored with an offset of 8. A nibble q placed in the mantissa of 2^23
+    // is the float 2^23 + q, so one OR and one exact subtraction of 2^23 + 8
+    // turn it into q - 8 without an integer-to-float conversion.
+    auto i32Vector = VectorType::get({kLanes}, b.getI32Type());
+    auto i32Splat = [&](int32_t value) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(i32Vector, b.getI32IntegerAttr(value)));
+    };
+    Value bytes = arith::ExtUIOp::create(b, loc, i32Vector, readBytes(2));
+    Value low = arith::AndIOp::create(b, loc, bytes, i32Splat(15));
+    Value high = arith::ShRUIOp::create(b, loc, bytes, i32Splat(4));
+    Value bias = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(8388616.0f)));
     SmallVector<Value> values;
-    for (Value q : quantized)
-      values.push_back(arith::MulFOp::create(
-          b, loc, arith::SIToFPOp::create(b, loc, f32Vector, q), scales));
-    return values;
+    for (Value nibbles : {low, high}) {
+      Value biased = arith::BitcastOp::create(
+          b, loc, f32Vector,
+          arith::OrIOp::create(b, loc, nibbles, i32Splat(0x4B000000)));
+      values.push_back(arith::SubFOp::create(b, loc, biased, bias));
+    }
+    return {values, scales};
   }
 };
 
@@ -190,25 +201,43 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       indexConstant(b, loc, inFeatures / reader->chunk),
       indexConstant(b, loc, 1), inits,
       [&](OpBuilder &lb, Location lloc, Value step, ValueRange accumulators) {
-        SmallVector<SmallVector<Value>> weights;
+        SmallVector<WeightChunk> weights;
         for (Value column : columns)
           weights.push_back(reader->load(lb, lloc, column, step));
         SmallVector<Value> sums(accumulators.begin(), accumulators.end());
         Value firstElement = arith::MulIOp::create(
             lb, lloc, step, indexConstant(lb, lloc, reader->chunk));
-        for (int64_t i = 0; i < blockRows; ++i) {
+        SmallVector<SmallVector<Value>> activations(blockRows);
+        for (int64_t i = 0; i < blockRows; ++i)
           for (int64_t part = 0; part < reader->chunk / kLanes; ++part) {
             Value element = arith::AddIOp::create(
                 lb, lloc, firstElement, indexConstant(lb, lloc, part * kLanes));
-            Value activations = vector::TransferReadOp::create(
+            activations[i].push_back(vector::TransferReadOp::create(
                 lb, lloc, f32Vector, x, ValueRange{rows[i], element}, f32Pad,
-                ArrayRef<bool>{true});
-            for (int64_t j = 0; j < blockColumns; ++j) {
-              Value &sum = sums[i * blockColumns + j];
-              sum = vector::FMAOp::create(lb, lloc, activations,
-                                          weights[j][part], sum);
-            }
+                ArrayRef<bool>{true}));
           }
+        for (int64_t j = 0; j < blockColumns; ++j) {
+          WeightChunk &w = weights[j];
+          if (w.scale && blockRows == 1) {
+            // One activation row: scaling the block's dot product once is
+            // cheaper than scaling each weight vector.
+            Value dot = arith::MulFOp::create(lb, lloc, activations[0][0],
+                                              w.values[0]);
+            for (size_t part = 1; part < w.values.size(); ++part)
+              dot = vector::FMAOp::create(lb, lloc, activations[0][part],
+                                          w.values[part], dot);
+            sums[j] = vector::FMAOp::create(lb, lloc, dot, w.scale, sums[j]);
+            continue;
+          }
+          if (w.scale)
+            for (Value &values : w.values)
+              values = arith::MulFOp::create(lb, lloc, values, w.scale);
+          for (int64_t i = 0; i < blockRows; ++i)
+            for (size_t part = 0; part < w.values.size(); ++part) {
+              Value &sum = sums[i * blockColumns + j];
+              sum = vector::FMAOp::create(lb, lloc, activations[i][part],
+                                          w.values[part], sum);
+            }
         }
         scf::YieldOp::create(lb, lloc, sums);
       });

@@ -37,8 +37,9 @@ func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 // A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes),
 // viewed as [rows, blocks, 18]. Each reduction step decodes one block of each
 // of the block's weight rows in registers: the f16 scale, the 16 packed bytes
-// split into nibbles, offset by 8, converted and scaled. No dequantized copy
-// of the weight is built.
+// split into nibbles, turned into floats by placing them in the mantissa of
+// 2^23 and subtracting 2^23 + 8, and scaled. No dequantized copy of the
+// weight is built.
 llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-LABEL: func.func @q4_0_matmul
 // CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
@@ -48,9 +49,12 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<2xi8>
 // CHECK: vector.bitcast {{.+}} : vector<2xi8> to vector<1xf16>
 // CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
+// CHECK: arith.extui {{.+}} : vector<16xi8> to vector<16xi32>
 // CHECK: arith.andi
 // CHECK: arith.shrui
-// CHECK: arith.sitofp {{.+}} : vector<16xi8> to vector<16xf32>
+// CHECK: arith.ori
+// CHECK: arith.bitcast {{.+}} : vector<16xi32> to vector<16xf32>
+// CHECK: arith.subf
 // CHECK: vector.fma
 // CHECK: vector.reduction <add>
 // CHECK-NOT: llm.
