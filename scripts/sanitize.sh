@@ -20,10 +20,10 @@ if [ ! -f "$asan/build.ninja" ]; then
     "-DCMAKE_EXE_LINKER_FLAGS=$links" "-DCMAKE_SHARED_LINKER_FLAGS=$links"
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
-  HetrtQuantizeTests hetrt-capi-generate
+  HetrtQuantizeTests HetrtCoreTests hetrt-capi-generate
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests; do
+for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests; do
   "$asan/bin/$test"
 done
 pack="$asan/stories260K.hetpack"

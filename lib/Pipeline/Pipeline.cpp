@@ -74,7 +74,9 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   // Vector lowering leaves ub.poison for lanes that are never read.
@@ -85,6 +87,7 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(x86::createHetcX86LowerDispatchPass());
   pm.addPass(x86::createHetcX86PackEntryArgsPass());
+  pm.addPass(x86::createHetcX86RouteAllocationsPass());
 }
 } // namespace
 

@@ -12,6 +12,10 @@ inline constexpr llvm::StringLiteral kEntryAttrName = "hetc.entry";
 inline constexpr llvm::StringLiteral kRuntimeArgAttrName = "hetc.runtime";
 /// Kernels outlined from entry points are named with this prefix.
 inline constexpr llvm::StringLiteral kKernelPrefix = "hetc_kernel_";
+/// The exported table through which the runtime installs its buffer allocator
+/// (hetc-x86-route-allocations).
+inline constexpr llvm::StringLiteral kAllocatorTableName =
+    "hetc_buffer_allocator";
 
 #define GEN_PASS_DECL
 #include "passes/target/x86/Passes.h.inc"

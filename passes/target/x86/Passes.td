@@ -132,3 +132,27 @@ def HetcX86PackEntryArgsPass
 }
 
 #endif // HETC_PASSES_TARGET_X86_PASSES_TD
+
+def HetcX86RouteAllocationsPass
+    : Pass<"hetc-x86-route-allocations", "mlir::ModuleOp"> {
+  let summary = "Route buffer allocations through an allocator the runtime installs";
+  let description = [{
+    Defines the generic allocation functions the memref lowering calls with
+    `use-generic-functions` (`_mlir_memref_to_llvm_alloc`, `..._aligned_alloc`,
+    `..._free`): each calls the function the runtime stored in the exported
+    table `hetc_buffer_allocator` (`[allocate(size, alignment), release(ptr)]`)
+    and falls back to `malloc`/`aligned_alloc`/`free` while the table is empty.
+    The runtime's allocator keeps freed buffers for reuse: every prefill and
+    decode step allocates the same intermediate buffers, and fresh pages from
+    the C library would be faulted in and zeroed by the kernel every step.
+
+    ```mlir
+    llvm.mlir.global external @hetc_buffer_allocator() : !llvm.array<2 x ptr>
+    llvm.func @_mlir_memref_to_llvm_alloc(%size: i64) -> !llvm.ptr {
+      // installed = hetc_buffer_allocator[0]
+      // installed ? installed(%size, 64) : malloc(%size)
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}

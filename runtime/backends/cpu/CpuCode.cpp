@@ -2,6 +2,8 @@
 // extraction directory and leaves nothing behind.
 #include "runtime/backends/cpu/CpuCode.h"
 
+#include "runtime/backends/cpu/BufferCache.h"
+
 #include "runtime/core/CpuFeatures.h"
 
 #include <cerrno>
@@ -58,6 +60,13 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
     error = pack.path() + ": cannot load the code of variant \"" +
             chosen->name + "\": " + dlerror();
     return nullptr;
+  }
+  // Code generated with routed allocations exports a table for the buffer
+  // allocator; older code without it keeps the C library's.
+  if (void *table = dlsym(loaded->handle_, "hetc_buffer_allocator")) {
+    auto *slots = static_cast<void **>(table);
+    slots[0] = reinterpret_cast<void *>(&allocateBuffer);
+    slots[1] = reinterpret_cast<void *>(&releaseBuffer);
   }
   auto resolve = [&](const std::string &symbol) -> EntryFunction {
     void *address = dlsym(loaded->handle_, symbol.c_str());

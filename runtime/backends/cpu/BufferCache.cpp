@@ -1,0 +1,119 @@
+// Size-class cache of generated code's buffers (see BufferCache.h).
+#include "runtime/backends/cpu/BufferCache.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace hetrt::cpu {
+
+namespace {
+
+/// Bytes in front of each payload: the header and the payload's alignment.
+constexpr uint64_t kHeaderBytes = 64;
+/// Beyond this many cached bytes, released buffers go back to the system.
+constexpr size_t kCacheLimitBytes = size_t(1) << 30;
+
+struct Header {
+  uint64_t classBytes;
+  uint64_t offset; // from the start of the system allocation to the payload
+};
+
+/// Sizes round up to one of four steps per power of two (at most 25 % slack),
+/// so prefills of different lengths still share buffers.
+uint64_t sizeClass(uint64_t size) {
+  if (size <= 4096)
+    return (size + 63) & ~uint64_t(63);
+  int log = 63 - __builtin_clzll(size - 1);
+  uint64_t step = uint64_t(1) << (log - 2);
+  return (size + step - 1) & ~(step - 1);
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, std::vector<void *>> free;
+  size_t cachedBytes = 0;
+};
+
+/// Never destroyed: generated code may release buffers during static
+/// destruction of other objects.
+Cache &cache() {
+  static Cache *instance = new Cache;
+  return *instance;
+}
+
+Header *headerOf(void *payload) {
+  return reinterpret_cast<Header *>(static_cast<char *>(payload) -
+                                    sizeof(Header));
+}
+
+} // namespace
+
+void *allocateBuffer(uint64_t size, uint64_t alignment) {
+  if (alignment > kHeaderBytes) {
+    // Rare: not cached, with room for the header before the aligned payload.
+    uint64_t total = ((size + alignment - 1) & ~(alignment - 1)) + alignment;
+    void *base = std::aligned_alloc(alignment, total);
+    if (!base)
+      return nullptr;
+    void *payload = static_cast<char *>(base) + alignment;
+    *headerOf(payload) = {0, alignment};
+    return payload;
+  }
+  uint64_t classBytes = sizeClass(size == 0 ? 1 : size);
+  {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto found = c.free.find(classBytes);
+    if (found != c.free.end() && !found->second.empty()) {
+      void *payload = found->second.back();
+      found->second.pop_back();
+      c.cachedBytes -= classBytes;
+      return payload;
+    }
+  }
+  void *base = std::aligned_alloc(kHeaderBytes, classBytes + kHeaderBytes);
+  if (!base)
+    return nullptr;
+  void *payload = static_cast<char *>(base) + kHeaderBytes;
+  *headerOf(payload) = {classBytes, kHeaderBytes};
+  return payload;
+}
+
+void releaseBuffer(void *buffer) {
+  if (!buffer)
+    return;
+  Header header = *headerOf(buffer);
+  void *base = static_cast<char *>(buffer) - header.offset;
+  if (header.classBytes != 0) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.cachedBytes + header.classBytes <= kCacheLimitBytes) {
+      c.free[header.classBytes].push_back(buffer);
+      c.cachedBytes += header.classBytes;
+      return;
+    }
+  }
+  std::free(base);
+}
+
+size_t trimBufferCache() {
+  Cache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  size_t released = c.cachedBytes;
+  for (auto &[classBytes, buffers] : c.free)
+    for (void *buffer : buffers)
+      std::free(static_cast<char *>(buffer) - headerOf(buffer)->offset);
+  c.free.clear();
+  c.cachedBytes = 0;
+  return released;
+}
+
+size_t cachedBufferBytes() {
+  Cache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.cachedBytes;
+}
+
+} // namespace hetrt::cpu

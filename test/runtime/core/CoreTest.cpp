@@ -1,0 +1,70 @@
+// The CPU back end's buffer cache and thread pool.
+#include "runtime/backends/cpu/BufferCache.h"
+#include "runtime/core/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using namespace hetrt;
+
+TEST(BufferCache, BuffersAreAlignedAndWritable) {
+  cpu::trimBufferCache();
+  for (uint64_t size : {1u, 63u, 64u, 4097u, 100000u}) {
+    void *buffer = cpu::allocateBuffer(size, 64);
+    ASSERT_NE(buffer, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 64, 0u) << size;
+    std::memset(buffer, 0xab, size);
+    cpu::releaseBuffer(buffer);
+  }
+  void *wide = cpu::allocateBuffer(1000, 4096);
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(wide) % 4096, 0u);
+  std::memset(wide, 1, 1000);
+  cpu::releaseBuffer(wide);
+  cpu::releaseBuffer(nullptr);
+  cpu::trimBufferCache();
+}
+
+TEST(BufferCache, ReleasedBufferIsReusedForTheSameSizeClass) {
+  cpu::trimBufferCache();
+  void *first = cpu::allocateBuffer(1 << 20, 64);
+  cpu::releaseBuffer(first);
+  EXPECT_GE(cpu::cachedBufferBytes(), size_t(1) << 20);
+  // Slightly smaller, same class: the cached buffer comes back.
+  void *second = cpu::allocateBuffer((1 << 20) - 100, 64);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(cpu::cachedBufferBytes(), 0u);
+  // A different class needs a new buffer.
+  void *other = cpu::allocateBuffer(3 << 20, 64);
+  EXPECT_NE(other, first);
+  cpu::releaseBuffer(second);
+  cpu::releaseBuffer(other);
+  EXPECT_GE(cpu::trimBufferCache(), size_t(4) << 20);
+  EXPECT_EQ(cpu::cachedBufferBytes(), 0u);
+}
+
+void addRange(void *arguments, int64_t begin, int64_t end) {
+  auto *hits = static_cast<std::vector<std::atomic<int>> *>(arguments);
+  for (int64_t i = begin; i < end; ++i)
+    (*hits)[i].fetch_add(1);
+}
+
+TEST(ThreadPool, EveryGridIndexRunsExactlyOnce) {
+  core::ThreadPool pool(3);
+  for (int64_t size : {1, 2, 5, 96, 1000, 4001}) {
+    std::vector<std::atomic<int>> hits(size + 10);
+    for (auto &hit : hits)
+      hit = 0;
+    pool.parallelFor(&addRange, &hits, 10, size + 10);
+    for (int64_t i = 0; i < size + 10; ++i)
+      ASSERT_EQ(hits[i].load(), i < 10 ? 0 : 1) << "size " << size << " index " << i;
+  }
+}
+
+} // namespace
