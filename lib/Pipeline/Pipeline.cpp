@@ -38,6 +38,10 @@ namespace {
 void addLinalgPhase(OpPassManager &pm) {
   pm.addPass(conversion::createConvertLLMToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
+  // one kernel each: fewer dispatches per step and no intermediate buffers.
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
 }
 
 void addLoopsPhase(OpPassManager &pm) {
