@@ -13,7 +13,7 @@ constexpr int kSpinIterations = 20000;
 
 /// Chunks per thread: enough for a slower thread to hand work to a faster
 /// one, few enough that claiming stays negligible next to a chunk's work.
-constexpr int64_t kChunksPerThread = 4;
+constexpr int64_t kChunksPerThread = 2;
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
 } // namespace
