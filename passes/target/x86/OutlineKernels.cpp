@@ -42,6 +42,65 @@ std::optional<unsigned> chooseGridDimension(scf::ParallelOp loop) {
   return best;
 }
 
+/// Below this many operations per execution (counted before vectorization),
+/// a loop runs on the calling thread: handing it to the pool costs more (a
+/// wake-up and a join, about 10^4 operations' time) than splitting it saves.
+constexpr int64_t kMinParallelWork = 1 << 14;
+
+/// Iterations of one loop dimension, when its bounds and step are constants.
+std::optional<int64_t> staticTrips(Value lower, Value upper, Value step) {
+  std::optional<int64_t> l = getConstantIntValue(lower);
+  std::optional<int64_t> u = getConstantIntValue(upper);
+  std::optional<int64_t> s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+}
+
+/// The trip counts of every loop `op` sits in, inside `root` (inclusive),
+/// multiplied; none when one is dynamic.
+std::optional<int64_t> enclosingTrips(Operation *op, scf::ParallelOp root) {
+  int64_t trips = 1;
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+      std::optional<int64_t> count = staticTrips(
+          loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+      if (!count)
+        return std::nullopt;
+      trips *= *count;
+    } else if (auto loop = dyn_cast<scf::ParallelOp>(parent)) {
+      for (auto [lower, upper, step] : llvm::zip(
+               loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+        std::optional<int64_t> count = staticTrips(lower, upper, step);
+        if (!count)
+          return std::nullopt;
+        trips *= *count;
+      }
+    }
+    if (parent == root.getOperation())
+      break;
+  }
+  return trips;
+}
+
+/// Whether `loop` certainly does too little work to be worth a dispatch.
+bool isSmall(scf::ParallelOp loop) {
+  int64_t work = 0;
+  WalkResult result = loop.getBody()->walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::ConstantLike>() || op->getNumRegions() != 0 ||
+        op->hasTrait<OpTrait::IsTerminator>())
+      return WalkResult::advance();
+    std::optional<int64_t> trips = enclosingTrips(op, loop);
+    if (!trips)
+      return WalkResult::interrupt();
+    work += *trips;
+    return work >= kMinParallelWork ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+  });
+  return !result.wasInterrupted() && work < kMinParallelWork;
+}
+
 struct OutlineKernelsPass
     : hetc::x86::impl::HetcX86OutlineKernelsPassBase<OutlineKernelsPass> {
   void runOnOperation() override {
@@ -71,8 +130,9 @@ struct OutlineKernelsPass
     MLIRContext *ctx = &getContext();
     Location loc = loop.getLoc();
     std::optional<unsigned> chosen = chooseGridDimension(loop);
-    // Loops without a unit-step dimension stay sequential in the entry.
-    if (!chosen)
+    // Loops without a unit-step dimension, and loops too small to be worth
+    // a dispatch, stay sequential in the entry.
+    if (!chosen || isSmall(loop))
       return success();
     unsigned gridDim = *chosen;
 

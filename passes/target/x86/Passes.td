@@ -85,6 +85,10 @@ def HetcX86OutlineKernelsPass
     pool. Kernels of the same shape (one per layer) are identical, so
     `duplicate-function-elimination` keeps one copy of each.
 
+    A loop whose trip counts are all static and whose work (operations times
+    enclosing iterations) is below 2^14 stays in the entry: a dispatch (wake
+    the pool, join) costs more than splitting such a loop saves.
+
     ```mlir
     scf.parallel (%m, %n) = (%c0, %c0) to (%rows, %c4096) step (%c1, %c1) { ... }
     // becomes

@@ -43,3 +43,30 @@ func.func @helper(%y: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop whose static work is below a dispatch's cost (768 elements, two
+// operations each) stays on the calling thread; one with a dynamic inner
+// trip count may be large and becomes a kernel.
+// CHECK-LABEL: func.func @small_and_dynamic
+// CHECK: scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step
+// CHECK: memref.store
+// CHECK: call @hetc_kernel_{{[0-9]+}}
+func.func @small_and_dynamic(%x: memref<768xf32>, %y: memref<768xf32>, %n: index, %z: memref<12x?xf32>, %rt: !llvm.ptr {hetc.runtime}) attributes {hetc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %c768 = arith.constant 768 : index
+  %f = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%c768) step (%c1) {
+    %v = memref.load %x[%i] : memref<768xf32>
+    memref.store %v, %y[%i] : memref<768xf32>
+  }
+  scf.parallel (%h) = (%c0) to (%c12) step (%c1) {
+    scf.for %p = %c0 to %n step %c1 {
+      memref.store %f, %z[%h, %p] : memref<12x?xf32>
+    }
+  }
+  return
+}
