@@ -59,6 +59,7 @@ void addLoopsPhase(OpPassManager &pm) {
   // Parallel dimensions become scf.parallel: the kernels' grids.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(x86::createHetcX86ApproximateMathPass());
   pm.addPass(x86::createHetcX86PromoteAccumulatorsPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(bufferization::createBufferResultsToOutParamsPass());
