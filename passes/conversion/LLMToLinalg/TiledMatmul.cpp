@@ -60,10 +60,11 @@ struct WeightReader {
         ArrayRef<bool>{true});
     Value scaleHalf = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, b.getF16Type()), scaleBytes);
-    Value half =
-        vector::ExtractOp::create(b, loc, scaleHalf, ArrayRef<int64_t>{0});
-    Value scale = arith::ExtFOp::create(b, loc, b.getF32Type(), half);
-    Value scales = vector::BroadcastOp::create(b, loc, f32Vector, scale);
+    // Broadcast as f16, then widen: one broadcast load and one conversion.
+    Value halves = vector::BroadcastOp::create(
+        b, loc, VectorType::get({kLanes}, b.getF16Type()),
+        vector::ExtractOp::create(b, loc, scaleHalf, ArrayRef<int64_t>{0}));
+    Value scales = arith::ExtFOp::create(b, loc, f32Vector, halves);
     auto bytesType = VectorType::get({kLanes}, b.getI8Type());
     auto readBytes = [&](int64_t offset) -> Value {
       return vector::TransferReadOp::create(
