@@ -1,0 +1,129 @@
+// Hardware as data: devices, links between memories and systems, read from
+// the JSON files documented in docs/hardware-catalog.md. Every field is
+// validated; an error names the file, the field and the fix.
+#ifndef HETC_HARDWARE_CATALOG_H
+#define HETC_HARDWARE_CATALOG_H
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetc::hardware {
+
+enum class DeviceKind { Cpu, Cuda, Hip, Spirv };
+
+/// Data types with a peak throughput in the catalog.
+enum class DataType { F32, F16, BF16, Int8, Int4 };
+inline constexpr int kNumDataTypes = 5;
+/// The catalog's key of `type` ("f32", "f16", "bf16", "int8", "int4").
+const char *dataTypeKey(DataType type);
+const char *deviceKindName(DeviceKind kind);
+
+struct MemoryTier {
+  std::string name;
+  /// hbm | dram | cxl | disk (empty when the file does not say).
+  std::string space;
+  uint64_t capacityBytes = 0;
+  double readGBPerS = 0;
+  double latencyNs = 0;
+};
+
+struct Device {
+  std::string name;
+  std::string description;
+  DeviceKind kind = DeviceKind::Cpu;
+  std::string arch;
+  /// Dense peak per DataType, in 10^12 operations/s; 0 = not supported.
+  std::array<double, kNumDataTypes> peakTflops{};
+  /// Fastest first; the first is the device's home memory.
+  std::vector<MemoryTier> memory;
+  double launchOverheadUs = 0;
+  double idleWatts = 0;
+  double activeWatts = 0;
+  double priceUsdPerHour = 0;
+
+  double peak(DataType type) const {
+    return peakTflops[static_cast<int>(type)];
+  }
+  /// The tier named `name`, or null.
+  const MemoryTier *tier(const std::string &name) const;
+};
+
+struct Link {
+  std::string name;
+  std::string description;
+  /// Usable bandwidth in each direction, 10^9 bytes/s.
+  double gbPerS = 0;
+  double latencyUs = 0;
+  bool bidirectional = true;
+};
+
+/// A memory of a system: `device` indexes System::devices, `tier` the
+/// device's memory list.
+struct MemoryRef {
+  int device = 0;
+  int tier = 0;
+};
+
+struct SystemLink {
+  MemoryRef from;
+  MemoryRef to;
+  Link link;
+};
+
+struct SystemDevice {
+  std::string id;
+  Device device;
+};
+
+struct System {
+  std::string name;
+  std::string description;
+  std::vector<SystemDevice> devices;
+  std::vector<SystemLink> links;
+
+  /// The device with id `id`, or -1.
+  int deviceIndex(const std::string &id) const;
+};
+
+/// Parse `text` (the contents of `origin`). On failure return nothing and set
+/// `error` to "ORIGIN: field "a.b[2].c": problem; fix".
+std::optional<Device> parseDevice(const std::string &text,
+                                  const std::string &origin,
+                                  std::string &error);
+std::optional<Link> parseLink(const std::string &text,
+                              const std::string &origin, std::string &error);
+/// A system's devices and links are catalog names, resolved as
+/// `catalogDir/devices/NAME.json` and `catalogDir/links/NAME.json`, or
+/// objects written inline (as `hetc calibrate` writes them).
+std::optional<System> parseSystem(const std::string &text,
+                                  const std::string &origin,
+                                  const std::string &catalogDir,
+                                  std::string &error);
+
+/// Reads and parses a file.
+std::optional<Device> loadDevice(const std::string &path, std::string &error);
+std::optional<Link> loadLink(const std::string &path, std::string &error);
+std::optional<System> loadSystem(const std::string &path,
+                                 const std::string &catalogDir,
+                                 std::string &error);
+
+/// `nameOrPath` as a file when it names one, else as a system of the catalog
+/// (`catalogDir/systems/NAME.json`).
+std::optional<System> findSystem(const std::string &nameOrPath,
+                                 const std::string &catalogDir,
+                                 std::string &error);
+
+/// The catalog shipped with hetc (the repository's hardware/ directory, or
+/// $HETC_HARDWARE_DIR when set).
+std::string defaultCatalogDir();
+
+/// The JSON object of a device as the catalog stores it (without sources),
+/// for systems written by `hetc calibrate`.
+std::string deviceToJson(const Device &device, int indent);
+
+} // namespace hetc::hardware
+
+#endif // HETC_HARDWARE_CATALOG_H

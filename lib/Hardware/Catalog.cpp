@@ -1,0 +1,609 @@
+// Reading and validating the hardware catalog (see Catalog.h).
+#include "hetc/Hardware/Catalog.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace hetc::hardware {
+
+using nlohmann::json;
+
+const char *dataTypeKey(DataType type) {
+  switch (type) {
+  case DataType::F32:
+    return "f32";
+  case DataType::F16:
+    return "f16";
+  case DataType::BF16:
+    return "bf16";
+  case DataType::Int8:
+    return "int8";
+  case DataType::Int4:
+    return "int4";
+  }
+  return "?";
+}
+
+const char *deviceKindName(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Cuda:
+    return "cuda";
+  case DeviceKind::Hip:
+    return "hip";
+  case DeviceKind::Spirv:
+    return "spirv";
+  }
+  return "?";
+}
+
+const MemoryTier *Device::tier(const std::string &tierName) const {
+  for (const MemoryTier &t : memory)
+    if (t.name == tierName)
+      return &t;
+  return nullptr;
+}
+
+int System::deviceIndex(const std::string &id) const {
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].id == id)
+      return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+std::string describe(const json &value) {
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+/// Reads typed fields out of JSON objects, keeping the first problem as a
+/// message that names the file, the field's path and the fix.
+class Checker {
+public:
+  explicit Checker(std::string origin) : origin_(std::move(origin)) {}
+
+  bool ok() const { return error_.empty(); }
+  const std::string &error() const { return error_; }
+
+  void fail(const std::string &path, const std::string &problem,
+            const std::string &fix) {
+    if (error_.empty())
+      error_ = origin_ + ": field \"" + path + "\": " + problem + "; fix: " + fix;
+  }
+  void failWhole(const std::string &problem) {
+    if (error_.empty())
+      error_ = origin_ + ": " + problem;
+  }
+
+  static std::string join(const std::string &path, const std::string &key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  /// The member `key` of `object`, or null (recorded as an error when
+  /// `required`).
+  const json *member(const json &object, const std::string &path,
+                     const char *key, bool required, const std::string &fix) {
+    auto found = object.find(key);
+    if (found == object.end()) {
+      if (required)
+        fail(join(path, key), "is missing", fix);
+      return nullptr;
+    }
+    return &*found;
+  }
+
+  std::string string(const json &object, const std::string &path,
+                     const char *key, const std::string &fix,
+                     bool required = true) {
+    const json *value = member(object, path, key, required, fix);
+    if (!value)
+      return {};
+    if (!value->is_string() || value->get<std::string>().empty()) {
+      fail(join(path, key),
+           "expected a non-empty string, got " + describe(*value), fix);
+      return {};
+    }
+    return value->get<std::string>();
+  }
+
+  double number(const json &object, const std::string &path, const char *key,
+                bool allowZero, const std::string &fix, bool required = true,
+                double fallback = 0) {
+    const json *value = member(object, path, key, required, fix);
+    if (!value)
+      return fallback;
+    if (!value->is_number() || (value->get<double>() < 0) ||
+        (!allowZero && value->get<double>() == 0)) {
+      fail(join(path, key),
+           std::string("expected a ") + (allowZero ? "non-negative" : "positive") +
+               " number, got " + describe(*value),
+           fix);
+      return fallback;
+    }
+    return value->get<double>();
+  }
+
+  uint64_t bytes(const json &object, const std::string &path, const char *key,
+                 const std::string &fix) {
+    const json *value = member(object, path, key, true, fix);
+    if (!value)
+      return 0;
+    if (!value->is_number_unsigned() || value->get<uint64_t>() == 0) {
+      fail(join(path, key),
+           "expected a positive whole number of bytes, got " + describe(*value),
+           fix);
+      return 0;
+    }
+    return value->get<uint64_t>();
+  }
+
+  /// Rejects members not in `known` (a misspelt field would otherwise be
+  /// silently ignored).
+  void onlyKnown(const json &object, const std::string &path,
+                 std::initializer_list<const char *> known) {
+    std::set<std::string> names(known.begin(), known.end());
+    for (auto it = object.begin(); it != object.end(); ++it)
+      if (!names.count(it.key())) {
+        std::string list;
+        for (const char *name : known)
+          list += (list.empty() ? "" : ", ") + std::string(name);
+        fail(join(path, it.key()), "is not a known field",
+             "remove it or use one of: " + list);
+        return;
+      }
+  }
+
+  bool schema(const json &object, const char *expected) {
+    if (!object.is_object()) {
+      failWhole("expected a JSON object at the top level");
+      return false;
+    }
+    std::string found = string(object, "", "schema",
+                               std::string("set \"schema\": \"") + expected + "\"");
+    if (ok() && found != expected)
+      fail("schema", "is \"" + found + "\", not \"" + expected + "\"",
+           std::string("this reader understands \"") + expected +
+               "\"; check the file is the right kind");
+    return ok();
+  }
+
+private:
+  std::string origin_;
+  std::string error_;
+};
+
+std::optional<json> parseJson(const std::string &text, Checker &check) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false,
+                           /*ignore_comments=*/false);
+  if (value.is_discarded()) {
+    check.failWhole("is not valid JSON (check for a missing comma, quote or "
+                    "brace)");
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<Device> readDevice(const json &object, const std::string &path,
+                                 Checker &check) {
+  if (!object.is_object()) {
+    check.fail(path.empty() ? "device" : path,
+               "expected a device object, got " + describe(object),
+               "write a hetc.device/1 object or a catalog device name");
+    return std::nullopt;
+  }
+  Device device;
+  check.onlyKnown(object, path,
+                  {"schema", "name", "description", "kind", "arch",
+                   "peak_tflops", "memory", "launch_overhead_us", "power_w",
+                   "price_usd_per_hour", "workload_efficiency", "sources"});
+  device.name = check.string(object, path, "name",
+                             "name the device (the file name without .json)");
+  device.description = check.string(object, path, "description",
+                                    "describe the product", /*required=*/false);
+  std::string kind = check.string(object, path, "kind",
+                                  "one of cpu, cuda, hip, spirv");
+  if (kind == "cpu")
+    device.kind = DeviceKind::Cpu;
+  else if (kind == "cuda")
+    device.kind = DeviceKind::Cuda;
+  else if (kind == "hip")
+    device.kind = DeviceKind::Hip;
+  else if (kind == "spirv")
+    device.kind = DeviceKind::Spirv;
+  else if (check.ok())
+    check.fail(Checker::join(path, "kind"), "\"" + kind + "\" is not a device kind",
+               "use one of cpu, cuda, hip, spirv");
+  device.arch = check.string(object, path, "arch",
+                             "give the architecture (sm_90, gfx942, znver4, ...)");
+
+  std::string peakPath = Checker::join(path, "peak_tflops");
+  if (const json *peak = check.member(object, path, "peak_tflops", true,
+                                      "give dense peak TFLOPS/TOPS per type")) {
+    if (!peak->is_object()) {
+      check.fail(peakPath, "expected an object of f32, f16, bf16, int8, int4",
+                 "write e.g. {\"f32\": 67, \"f16\": 989.5, ...}");
+    } else {
+      check.onlyKnown(*peak, peakPath, {"f32", "f16", "bf16", "int8", "int4"});
+      for (int i = 0; i < kNumDataTypes; ++i) {
+        const char *key = dataTypeKey(static_cast<DataType>(i));
+        // int4 may be left out (0: no native support).
+        device.peakTflops[i] = check.number(
+            *peak, peakPath, key, /*allowZero=*/true,
+            std::string("give the dense peak for ") + key +
+                " in 10^12 operations/s (0 if unsupported)",
+            /*required=*/static_cast<DataType>(i) != DataType::Int4);
+      }
+      bool any = false;
+      for (double value : device.peakTflops)
+        any |= value > 0;
+      if (check.ok() && !any)
+        check.fail(peakPath, "every peak is 0",
+                   "give at least one data type's throughput");
+    }
+  }
+
+  std::string memoryPath = Checker::join(path, "memory");
+  const json *memory = check.member(object, path, "memory", true,
+                                    "list the memory tiers, fastest first");
+  if (memory && (!memory->is_array() || memory->empty()))
+    check.fail(memoryPath, "expected a non-empty array of tiers",
+               "list at least the device's own memory");
+  else if (memory) {
+    std::set<std::string> names;
+    for (size_t i = 0; i < memory->size() && check.ok(); ++i) {
+      const json &entry = (*memory)[i];
+      std::string tierPath = memoryPath + "[" + std::to_string(i) + "]";
+      if (!entry.is_object()) {
+        check.fail(tierPath, "expected a tier object, got " + describe(entry),
+                   "write {\"name\", \"capacity_bytes\", \"read_gb_per_s\", "
+                   "\"latency_ns\"}");
+        break;
+      }
+      check.onlyKnown(entry, tierPath,
+                      {"name", "space", "capacity_bytes", "read_gb_per_s",
+                       "latency_ns"});
+      MemoryTier tier;
+      tier.name = check.string(entry, tierPath, "name", "name the tier (hbm3, ddr5, ...)");
+      tier.space = check.string(entry, tierPath, "space",
+                                "one of hbm, dram, cxl, disk", /*required=*/false);
+      if (check.ok() && !tier.space.empty() && tier.space != "hbm" &&
+          tier.space != "dram" && tier.space != "cxl" && tier.space != "disk")
+        check.fail(tierPath + ".space", "\"" + tier.space + "\" is not a memory space",
+                   "use one of hbm, dram, cxl, disk");
+      tier.capacityBytes = check.bytes(entry, tierPath, "capacity_bytes",
+                                       "give the capacity in bytes (80 GiB = 85899345920)");
+      tier.readGBPerS = check.number(entry, tierPath, "read_gb_per_s", false,
+                                     "give the peak read bandwidth in GB/s (10^9 bytes/s)");
+      tier.latencyNs = check.number(entry, tierPath, "latency_ns", true,
+                                    "give the load-to-use latency in ns");
+      if (check.ok() && !names.insert(tier.name).second)
+        check.fail(tierPath + ".name", "\"" + tier.name + "\" names two tiers",
+                   "give each tier of a device its own name");
+      device.memory.push_back(tier);
+    }
+  }
+
+  device.launchOverheadUs = check.number(object, path, "launch_overhead_us", true,
+                                         "give the cost of one kernel launch in µs");
+  std::string powerPath = Checker::join(path, "power_w");
+  if (const json *power = check.member(object, path, "power_w", true,
+                                       "give {\"idle\": W, \"active\": W}")) {
+    if (!power->is_object()) {
+      check.fail(powerPath, "expected {\"idle\": W, \"active\": W}, got " + describe(*power),
+                 "give idle and active power in watts");
+    } else {
+      check.onlyKnown(*power, powerPath, {"idle", "active"});
+      device.idleWatts = check.number(*power, powerPath, "idle", true,
+                                      "give the idle power in W");
+      device.activeWatts = check.number(*power, powerPath, "active", false,
+                                        "give the active power (TDP) in W");
+      if (check.ok() && device.idleWatts > device.activeWatts)
+        check.fail(powerPath + ".idle", "is above power_w.active",
+                   "idle power cannot exceed active power");
+    }
+  }
+  device.priceUsdPerHour = check.number(object, path, "price_usd_per_hour", true,
+                                        "give a price in USD per hour (0: billed with another device)");
+  if (!check.ok())
+    return std::nullopt;
+  return device;
+}
+
+std::optional<Link> readLink(const json &object, const std::string &path,
+                             Checker &check) {
+  if (!object.is_object()) {
+    check.fail(path.empty() ? "link" : path,
+               "expected a link object, got " + describe(object),
+               "write a hetc.link/1 object or a catalog link name");
+    return std::nullopt;
+  }
+  check.onlyKnown(object, path,
+                  {"schema", "name", "description", "gb_per_s", "latency_us",
+                   "bidirectional", "sources"});
+  Link link;
+  link.name = check.string(object, path, "name", "name the link (the file name without .json)");
+  link.description = check.string(object, path, "description", "describe the link",
+                                  /*required=*/false);
+  link.gbPerS = check.number(object, path, "gb_per_s", false,
+                             "give the usable bandwidth per direction in GB/s");
+  link.latencyUs = check.number(object, path, "latency_us", true,
+                                "give the transfer latency in µs");
+  if (const json *bidirectional = check.member(object, path, "bidirectional",
+                                               false, "")) {
+    if (!bidirectional->is_boolean())
+      check.fail(Checker::join(path, "bidirectional"),
+                 "expected true or false, got " + describe(*bidirectional),
+                 "say whether both directions run at full rate at once");
+    else
+      link.bidirectional = bidirectional->get<bool>();
+  }
+  if (!check.ok())
+    return std::nullopt;
+  return link;
+}
+
+bool readFile(const std::string &path, std::string &text, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot be read (check the path)";
+    return false;
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  text = contents.str();
+  return true;
+}
+
+bool isFile(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+/// A device or link given by catalog name or inline object.
+template <typename T, typename Load, typename Read>
+std::optional<T> resolve(const json &value, const std::string &path,
+                         const std::string &catalogDir, const char *folder,
+                         Checker &check, Load load, Read read) {
+  if (value.is_string()) {
+    std::string file = catalogDir + "/" + folder + "/" +
+                       value.get<std::string>() + ".json";
+    if (!isFile(file)) {
+      check.fail(path, "\"" + value.get<std::string>() + "\" is not in the catalog (" +
+                           file + " does not exist)",
+                 std::string("use a name from the catalog's ") + folder +
+                     "/ or write the object inline");
+      return std::nullopt;
+    }
+    std::string error;
+    std::optional<T> loaded = load(file, error);
+    if (!loaded)
+      check.failWhole("via field \"" + path + "\": " + error);
+    return loaded;
+  }
+  return read(value, path, check);
+}
+
+} // namespace
+
+std::optional<Device> parseDevice(const std::string &text,
+                                  const std::string &origin,
+                                  std::string &error) {
+  Checker check(origin);
+  std::optional<json> value = parseJson(text, check);
+  std::optional<Device> device;
+  if (value && check.schema(*value, "hetc.device/1"))
+    device = readDevice(*value, "", check);
+  if (!check.ok()) {
+    error = check.error();
+    return std::nullopt;
+  }
+  return device;
+}
+
+std::optional<Link> parseLink(const std::string &text,
+                              const std::string &origin, std::string &error) {
+  Checker check(origin);
+  std::optional<json> value = parseJson(text, check);
+  std::optional<Link> link;
+  if (value && check.schema(*value, "hetc.link/1"))
+    link = readLink(*value, "", check);
+  if (!check.ok()) {
+    error = check.error();
+    return std::nullopt;
+  }
+  return link;
+}
+
+std::optional<System> parseSystem(const std::string &text,
+                                  const std::string &origin,
+                                  const std::string &catalogDir,
+                                  std::string &error) {
+  Checker check(origin);
+  std::optional<json> value = parseJson(text, check);
+  System system;
+  if (value && check.schema(*value, "hetc.system/1")) {
+    const json &object = *value;
+    check.onlyKnown(object, "",
+                    {"schema", "name", "description", "devices", "links", "sources"});
+    system.name = check.string(object, "", "name", "name the system");
+    system.description = check.string(object, "", "description",
+                                      "describe the system", /*required=*/false);
+    const json *devices = check.member(object, "", "devices", true,
+                                       "list the devices: [{\"id\", \"device\"}]");
+    if (devices && (!devices->is_array() || devices->empty()))
+      check.fail("devices", "expected a non-empty array",
+                 "list at least one {\"id\": ..., \"device\": ...}");
+    for (size_t i = 0; devices && devices->is_array() && i < devices->size() &&
+                       check.ok();
+         ++i) {
+      const json &entry = (*devices)[i];
+      std::string path = "devices[" + std::to_string(i) + "]";
+      if (!entry.is_object()) {
+        check.fail(path, "expected {\"id\", \"device\"}, got " + describe(entry),
+                   "give an id and a catalog device name or object");
+        break;
+      }
+      check.onlyKnown(entry, path, {"id", "device"});
+      std::string id = check.string(entry, path, "id", "give the device an id (gpu0, cpu0)");
+      const json *device = check.member(entry, path, "device", true,
+                                        "name a catalog device or write one inline");
+      if (!check.ok())
+        break;
+      if (system.deviceIndex(id) >= 0) {
+        check.fail(path + ".id", "\"" + id + "\" is used twice",
+                   "give every device its own id");
+        break;
+      }
+      std::optional<Device> resolved = resolve<Device>(
+          *device, path + ".device", catalogDir, "devices", check, loadDevice,
+          readDevice);
+      if (resolved)
+        system.devices.push_back({id, *resolved});
+    }
+    const json *links = check.member(object, "", "links", false, "");
+    if (links && !links->is_array())
+      check.fail("links", "expected an array of {\"from\", \"to\", \"link\"}",
+                 "write [] for a system without links");
+    for (size_t i = 0; links && links->is_array() && i < links->size() &&
+                       check.ok();
+         ++i) {
+      const json &entry = (*links)[i];
+      std::string path = "links[" + std::to_string(i) + "]";
+      if (!entry.is_object()) {
+        check.fail(path, "expected {\"from\", \"to\", \"link\"}, got " + describe(entry),
+                   "connect two memories \"<device id>.<tier>\"");
+        break;
+      }
+      check.onlyKnown(entry, path, {"from", "to", "link"});
+      SystemLink systemLink;
+      bool endpointsOk = true;
+      for (const char *end : {"from", "to"}) {
+        std::string endpoint = check.string(entry, path, end,
+                                            "write \"<device id>.<tier name>\"");
+        if (!check.ok()) {
+          endpointsOk = false;
+          break;
+        }
+        size_t dot = endpoint.find('.');
+        int device = dot == std::string::npos
+                         ? -1
+                         : system.deviceIndex(endpoint.substr(0, dot));
+        int tier = -1;
+        if (device >= 0) {
+          const std::vector<MemoryTier> &tiers =
+              system.devices[device].device.memory;
+          for (size_t t = 0; t < tiers.size(); ++t)
+            if (tiers[t].name == endpoint.substr(dot + 1))
+              tier = static_cast<int>(t);
+        }
+        if (device < 0 || tier < 0) {
+          check.fail(path + "." + end,
+                     "\"" + endpoint + "\" is not a memory of this system",
+                     "write \"<device id>.<tier name>\" with an id from "
+                     "\"devices\" and a tier of that device");
+          endpointsOk = false;
+          break;
+        }
+        (std::string(end) == "from" ? systemLink.from : systemLink.to) = {device, tier};
+      }
+      if (!endpointsOk)
+        break;
+      const json *link = check.member(entry, path, "link", true,
+                                      "name a catalog link or write one inline");
+      if (!link)
+        break;
+      std::optional<Link> resolved = resolve<Link>(
+          *link, path + ".link", catalogDir, "links", check, loadLink, readLink);
+      if (!resolved)
+        break;
+      systemLink.link = *resolved;
+      system.links.push_back(systemLink);
+    }
+  }
+  if (!check.ok()) {
+    error = check.error();
+    return std::nullopt;
+  }
+  return system;
+}
+
+std::optional<Device> loadDevice(const std::string &path, std::string &error) {
+  std::string text;
+  if (!readFile(path, text, error))
+    return std::nullopt;
+  return parseDevice(text, path, error);
+}
+
+std::optional<Link> loadLink(const std::string &path, std::string &error) {
+  std::string text;
+  if (!readFile(path, text, error))
+    return std::nullopt;
+  return parseLink(text, path, error);
+}
+
+std::optional<System> loadSystem(const std::string &path,
+                                 const std::string &catalogDir,
+                                 std::string &error) {
+  std::string text;
+  if (!readFile(path, text, error))
+    return std::nullopt;
+  return parseSystem(text, path, catalogDir, error);
+}
+
+std::optional<System> findSystem(const std::string &nameOrPath,
+                                 const std::string &catalogDir,
+                                 std::string &error) {
+  if (isFile(nameOrPath))
+    return loadSystem(nameOrPath, catalogDir, error);
+  std::string file = catalogDir + "/systems/" + nameOrPath + ".json";
+  if (nameOrPath.find('/') == std::string::npos && isFile(file))
+    return loadSystem(file, catalogDir, error);
+  error = nameOrPath + ": no such system file, and not a system of the catalog "
+                       "in " + catalogDir + "/systems (give a path, a catalog "
+                       "name, or write one with `hetc calibrate`)";
+  return std::nullopt;
+}
+
+std::string defaultCatalogDir() {
+  if (const char *dir = std::getenv("HETC_HARDWARE_DIR"))
+    return dir;
+  return HETC_DEFAULT_HARDWARE_DIR;
+}
+
+std::string deviceToJson(const Device &device, int indent) {
+  json peak = json::object();
+  for (int i = 0; i < kNumDataTypes; ++i)
+    peak[dataTypeKey(static_cast<DataType>(i))] = device.peakTflops[i];
+  json memory = json::array();
+  for (const MemoryTier &tier : device.memory) {
+    json entry = {{"name", tier.name},
+                  {"capacity_bytes", tier.capacityBytes},
+                  {"read_gb_per_s", tier.readGBPerS},
+                  {"latency_ns", tier.latencyNs}};
+    if (!tier.space.empty())
+      entry["space"] = tier.space;
+    memory.push_back(entry);
+  }
+  json object = {{"schema", "hetc.device/1"},
+                 {"name", device.name},
+                 {"kind", deviceKindName(device.kind)},
+                 {"arch", device.arch},
+                 {"peak_tflops", peak},
+                 {"memory", memory},
+                 {"launch_overhead_us", device.launchOverheadUs},
+                 {"power_w", {{"idle", device.idleWatts}, {"active", device.activeWatts}}},
+                 {"price_usd_per_hour", device.priceUsdPerHour}};
+  if (!device.description.empty())
+    object["description"] = device.description;
+  return object.dump(indent);
+}
+
+} // namespace hetc::hardware

@@ -1,0 +1,172 @@
+// The hardware catalog: every shipped file loads, and each kind of bad input
+// gets an error naming the file, the field and the fix.
+#include "hetc/Hardware/Catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hetc::hardware;
+
+std::vector<std::string> jsonFiles(const std::string &dir) {
+  std::vector<std::string> files;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(d)) {
+      std::string name = entry->d_name;
+      if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
+        files.push_back(dir + "/" + name);
+    }
+    closedir(d);
+  }
+  return files;
+}
+
+const char *kDevice = R"({
+  "schema": "hetc.device/1", "name": "test-gpu", "kind": "cuda", "arch": "sm_90",
+  "peak_tflops": {"f32": 60, "f16": 900, "bf16": 900, "int8": 1800},
+  "memory": [{"name": "hbm", "space": "hbm", "capacity_bytes": 1000,
+              "read_gb_per_s": 3000, "latency_ns": 500}],
+  "launch_overhead_us": 5, "power_w": {"idle": 70, "active": 700},
+  "price_usd_per_hour": 2.5})";
+
+/// kDevice with `from` replaced by `to`.
+std::string deviceWith(const std::string &from, const std::string &to) {
+  std::string text = kDevice;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+void expectDeviceError(const std::string &text, const std::string &field,
+                       const std::string &problem) {
+  std::string error;
+  EXPECT_FALSE(parseDevice(text, "bad.json", error));
+  EXPECT_NE(error.find("bad.json: "), std::string::npos) << error;
+  if (!field.empty())
+    EXPECT_NE(error.find("field \"" + field + "\""), std::string::npos) << error;
+  EXPECT_NE(error.find(problem), std::string::npos) << error;
+}
+
+TEST(Catalog, EveryShippedFileLoads) {
+  std::string dir = defaultCatalogDir();
+  std::vector<std::string> devices = jsonFiles(dir + "/devices");
+  std::vector<std::string> links = jsonFiles(dir + "/links");
+  std::vector<std::string> systems = jsonFiles(dir + "/systems");
+  EXPECT_GE(devices.size(), 12u);
+  EXPECT_GE(links.size(), 6u);
+  EXPECT_GE(systems.size(), 5u);
+  std::string error;
+  for (const std::string &file : devices) {
+    std::optional<Device> device = loadDevice(file, error);
+    ASSERT_TRUE(device) << error;
+    EXPECT_NE(file.find("/" + device->name + ".json"), std::string::npos)
+        << file << " names itself " << device->name;
+  }
+  for (const std::string &file : links)
+    EXPECT_TRUE(loadLink(file, error)) << error;
+  for (const std::string &file : systems)
+    EXPECT_TRUE(loadSystem(file, dir, error)) << error;
+}
+
+TEST(Catalog, SystemResolvesDevicesLinksAndTiers) {
+  std::string error;
+  std::optional<System> system = findSystem("rtx4090-ryzen", defaultCatalogDir(), error);
+  ASSERT_TRUE(system) << error;
+  ASSERT_EQ(system->devices.size(), 2u);
+  EXPECT_EQ(system->devices[0].id, "gpu0");
+  EXPECT_EQ(system->devices[0].device.kind, DeviceKind::Cuda);
+  EXPECT_EQ(system->devices[0].device.memory[0].capacityBytes, 24ull << 30);
+  ASSERT_FALSE(system->links.empty());
+  const SystemLink &pcie = system->links[0];
+  EXPECT_EQ(pcie.from.device, 0);
+  EXPECT_EQ(pcie.to.device, 1);
+  EXPECT_EQ(system->devices[1].device.memory[pcie.to.tier].name, "ddr5");
+  EXPECT_NEAR(pcie.link.gbPerS, 31.5, 1e-9);
+}
+
+TEST(Catalog, DeviceFieldsAreRead) {
+  std::string error;
+  std::optional<Device> device = parseDevice(kDevice, "test.json", error);
+  ASSERT_TRUE(device) << error;
+  EXPECT_EQ(device->peak(DataType::F16), 900);
+  EXPECT_EQ(device->peak(DataType::Int4), 0); // may be left out
+  EXPECT_EQ(device->memory[0].readGBPerS, 3000);
+  EXPECT_EQ(device->activeWatts, 700);
+  // Round trip through the JSON calibrate writes.
+  std::optional<Device> again =
+      parseDevice(deviceToJson(*device, 2), "again.json", error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(again->memory[0].capacityBytes, 1000u);
+  EXPECT_EQ(again->peak(DataType::Int8), 1800);
+}
+
+TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
+  expectDeviceError("{ not json", "", "is not valid JSON");
+  expectDeviceError("[1, 2]", "", "expected a JSON object");
+  expectDeviceError(deviceWith("hetc.device/1", "hetc.device/9"), "schema",
+                    "not \"hetc.device/1\"");
+  expectDeviceError(deviceWith("\"kind\": \"cuda\"", "\"kind\": \"tpu\""), "kind",
+                    "use one of cpu, cuda, hip, spirv");
+  expectDeviceError(deviceWith("\"read_gb_per_s\": 3000", "\"read_gb_per_s\": -1"),
+                    "memory[0].read_gb_per_s", "expected a positive number, got -1");
+  expectDeviceError(deviceWith("\"read_gb_per_s\": 3000", "\"read_gb_per_s\": \"fast\""),
+                    "memory[0].read_gb_per_s", "fix: give the peak read bandwidth");
+  expectDeviceError(deviceWith("\"capacity_bytes\": 1000", "\"capacity_bytes\": 1.5"),
+                    "memory[0].capacity_bytes", "whole number of bytes");
+  expectDeviceError(deviceWith("\"capacity_bytes\": 1000,", ""),
+                    "memory[0].capacity_bytes", "is missing");
+  expectDeviceError(deviceWith("\"launch_overhead_us\"", "\"launch_overhead\""),
+                    "launch_overhead", "is not a known field");
+  expectDeviceError(deviceWith("\"idle\": 70", "\"idle\": 900"), "power_w.idle",
+                    "is above power_w.active");
+  expectDeviceError(deviceWith("\"space\": \"hbm\"", "\"space\": \"vram\""),
+                    "memory[0].space", "use one of hbm, dram, cxl, disk");
+  {
+    std::string text = kDevice;
+    size_t open = text.find("\"memory\": [") + 11;
+    size_t close = text.find(']', open);
+    expectDeviceError(text.replace(open, close - open, ""), "memory",
+                      "non-empty array");
+  }
+  expectDeviceError(
+      deviceWith("\"f32\": 60, \"f16\": 900, \"bf16\": 900, \"int8\": 1800",
+                 "\"f32\": 0, \"f16\": 0, \"bf16\": 0, \"int8\": 0"),
+      "peak_tflops", "every peak is 0");
+}
+
+TEST(Catalog, BadSystemsNameTheFieldAndTheFix) {
+  std::string dir = defaultCatalogDir();
+  auto expectError = [&](const std::string &text, const std::string &field,
+                         const std::string &problem) {
+    std::string error;
+    EXPECT_FALSE(parseSystem(text, "sys.json", dir, error));
+    EXPECT_NE(error.find("sys.json: "), std::string::npos) << error;
+    EXPECT_NE(error.find("field \"" + field + "\""), std::string::npos) << error;
+    EXPECT_NE(error.find(problem), std::string::npos) << error;
+  };
+  std::string head = R"({"schema": "hetc.system/1", "name": "s", "devices": [)";
+  expectError(head + R"({"id": "g", "device": "no-such-gpu"}]})", "devices[0].device",
+              "is not in the catalog");
+  expectError(head + R"({"id": "g", "device": "nvidia-h100-sxm"},
+                        {"id": "g", "device": "amd-epyc-genoa"}]})",
+              "devices[1].id", "is used twice");
+  expectError(head + R"({"id": "g", "device": "nvidia-h100-sxm"},
+                        {"id": "c", "device": "amd-epyc-genoa"}],
+                "links": [{"from": "g.hbm3", "to": "c.ddr4", "link": "pcie5-x16"}]})",
+              "links[0].to", "is not a memory of this system");
+  expectError(head + R"({"id": "g", "device": "nvidia-h100-sxm"},
+                        {"id": "c", "device": "amd-epyc-genoa"}],
+                "links": [{"from": "g.hbm3", "to": "c.ddr5", "link": "pcie9"}]})",
+              "links[0].link", "is not in the catalog");
+  expectError(head + R"({"id": "g", "device": {"schema": "hetc.device/1"}}]})",
+              "devices[0].device.name", "is missing");
+  std::string error;
+  EXPECT_FALSE(findSystem("no-such-system", dir, error));
+  EXPECT_NE(error.find("no-such-system: no such system file"), std::string::npos) << error;
+}
+
+} // namespace
