@@ -1,0 +1,101 @@
+// The roofline cost model: the time of each part of a model on a device from
+// its FLOPs and bytes, the device's peaks at the op's data type, the
+// bandwidth of the memory its weights and KV cache live in, and a launch
+// overhead per kernel. No IR: planning needs only a ModelShape.
+#ifndef HETC_COST_COSTMODEL_H
+#define HETC_COST_COSTMODEL_H
+
+#include "hetc/Cost/ModelShape.h"
+#include "hetc/Hardware/Catalog.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace hetc::cost {
+
+/// The request being costed.
+struct Workload {
+  /// Sequences decoded together.
+  int64_t batch = 1;
+  /// Tokens in the KV cache at the decode step costed.
+  int64_t context = 512;
+  /// Tokens of the prompt a prefill processes.
+  int64_t promptTokens = 128;
+};
+
+/// Parts of a decoder the planner places as a whole.
+enum class UnitKind { Embedding, Attention, Ffn, Output };
+
+struct Unit {
+  UnitKind kind = UnitKind::Ffn;
+  /// Decoder layer, -1 for the embedding and the output.
+  int layer = -1;
+  std::string name;
+  /// Stored weight bytes (what residency costs in capacity).
+  uint64_t weightBytes = 0;
+  /// Weight bytes one decode step reads at batch 1: a row for the embedding,
+  /// the used experts of a mixture.
+  double weightBytesPerStep = 0;
+  /// Matmul FLOPs per token (2 per multiply-add).
+  double flopsPerToken = 0;
+  /// Attention FLOPs per token per token of context (scores and weighted sum).
+  double attentionFlopsPerContext = 0;
+  /// KV-cache bytes per token of context (one layer's K and V).
+  double kvBytesPerContext = 0;
+  /// Kernels one step dispatches.
+  int kernels = 0;
+  /// The storage of most of its weight bytes.
+  hetrt::format::BlockFormat format = hetrt::format::BlockFormat::F32;
+};
+
+/// The units of `shape` in execution order; `kvBytesPerElement` is the KV
+/// cache's element size.
+std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement);
+
+/// Achieved fractions of the peaks.
+struct Efficiency {
+  double compute = 0.5;
+  double memory = 0.8;
+};
+
+struct Estimate {
+  double computeSeconds = 0;
+  double memorySeconds = 0;
+  double overheadSeconds = 0;
+  double seconds() const {
+    return std::max(computeSeconds, memorySeconds) + overheadSeconds;
+  }
+  bool memoryBound() const { return memorySeconds >= computeSeconds; }
+  Estimate &operator+=(const Estimate &other) {
+    computeSeconds += other.computeSeconds;
+    memorySeconds += other.memorySeconds;
+    overheadSeconds += other.overheadSeconds;
+    return *this;
+  }
+};
+
+/// The data type a device computes a `format` weight in: hetc's CPU code
+/// widens every format to f32; accelerators run f16/bf16 matrix units.
+hardware::DataType computeType(const hardware::Device &device,
+                               hetrt::format::BlockFormat format);
+
+/// One decode step (every sequence of the batch emits one token) of `unit`
+/// on `device`, its weights read from `weightTier` and its KV cache from
+/// `kvTier`.
+Estimate decodeStep(const Unit &unit, const Workload &workload,
+                    const hardware::Device &device,
+                    const hardware::MemoryTier &weightTier,
+                    const hardware::MemoryTier &kvTier,
+                    const Efficiency &efficiency);
+
+/// A prefill of `workload.promptTokens` tokens (per sequence) of `unit`.
+Estimate prefill(const Unit &unit, const Workload &workload,
+                 const hardware::Device &device,
+                 const hardware::MemoryTier &weightTier,
+                 const hardware::MemoryTier &kvTier,
+                 const Efficiency &efficiency);
+
+} // namespace hetc::cost
+
+#endif // HETC_COST_COSTMODEL_H

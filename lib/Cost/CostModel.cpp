@@ -1,0 +1,179 @@
+// The roofline cost model (see CostModel.h).
+#include "hetc/Cost/CostModel.h"
+
+#include <algorithm>
+#include <map>
+
+namespace hetc::cost {
+
+using hardware::DataType;
+using hetrt::format::BlockFormat;
+
+std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
+  std::vector<Unit> units;
+  Unit embedding;
+  embedding.kind = UnitKind::Embedding;
+  embedding.name = "embedding";
+  embedding.kernels = 1;
+  units.push_back(embedding);
+  for (int64_t layer = 0; layer < shape.numLayers; ++layer) {
+    Unit attention;
+    attention.kind = UnitKind::Attention;
+    attention.layer = static_cast<int>(layer);
+    attention.name = "layer " + std::to_string(layer) + " attention";
+    // norm, Q, K, V, RoPE ×2, KV append ×2, scores, softmax, weighted sum,
+    // output projection, residual add.
+    attention.kernels = 13;
+    attention.attentionFlopsPerContext =
+        4.0 * static_cast<double>(shape.numHeads * shape.headDim);
+    attention.kvBytesPerContext = shape.kvBytesPerTokenLayer(kvBytesPerElement);
+    Unit ffn;
+    ffn.kind = UnitKind::Ffn;
+    ffn.layer = static_cast<int>(layer);
+    ffn.name = "layer " + std::to_string(layer) + " ffn";
+    // norm, gate, up, SiLU·up, down, residual add (a mixture adds the router).
+    ffn.kernels = shape.numExperts > 0 ? 8 : 6;
+    units.push_back(attention);
+    units.push_back(ffn);
+  }
+  Unit output;
+  output.kind = UnitKind::Output;
+  output.name = "output";
+  output.kernels = 2;
+  units.push_back(output);
+
+  // Bytes per format of each unit, to name its dominant storage.
+  std::vector<std::map<BlockFormat, uint64_t>> formats(units.size());
+  auto unitIndex = [&](const WeightInfo &weight) -> size_t {
+    switch (weight.role) {
+    case WeightRole::Embedding:
+      return 0;
+    case WeightRole::Output:
+      return units.size() - 1;
+    case WeightRole::Attention:
+      return 1 + 2 * static_cast<size_t>(weight.layer);
+    case WeightRole::Ffn:
+    case WeightRole::Experts:
+      return 2 + 2 * static_cast<size_t>(weight.layer);
+    case WeightRole::Norm:
+      if (weight.layer < 0)
+        return units.size() - 1;
+      return weight.name.find("ffn_norm") != std::string::npos
+                 ? 2 + 2 * static_cast<size_t>(weight.layer)
+                 : 1 + 2 * static_cast<size_t>(weight.layer);
+    }
+    return 0;
+  };
+  for (const WeightInfo &weight : shape.weights) {
+    Unit &unit = units[unitIndex(weight)];
+    unit.weightBytes += weight.bytes;
+    formats[&unit - units.data()][weight.format] += weight.bytes;
+    double elements = static_cast<double>(weight.elements);
+    double bytes = static_cast<double>(weight.bytes);
+    switch (weight.role) {
+    case WeightRole::Embedding:
+      // A step reads one row per token.
+      unit.weightBytesPerStep += bytes / static_cast<double>(shape.vocabSize);
+      break;
+    case WeightRole::Experts: {
+      double used = static_cast<double>(shape.expertsPerToken) /
+                    static_cast<double>(shape.numExperts);
+      unit.weightBytesPerStep += bytes * used;
+      unit.flopsPerToken += 2.0 * elements * used;
+      break;
+    }
+    default:
+      unit.weightBytesPerStep += bytes;
+      if (weight.role != WeightRole::Norm)
+        unit.flopsPerToken += 2.0 * elements;
+    }
+  }
+  // A tied output projection multiplies by the embedding table.
+  if (shape.tiedOutput) {
+    Unit &out = units.back();
+    const Unit &table = units.front();
+    out.weightBytesPerStep += static_cast<double>(table.weightBytes);
+    out.flopsPerToken +=
+        2.0 * static_cast<double>(shape.vocabSize * shape.dim);
+    formats.back() = formats.front();
+  }
+  for (size_t i = 0; i < units.size(); ++i) {
+    uint64_t best = 0;
+    for (auto [format, bytes] : formats[i])
+      if (bytes > best) {
+        best = bytes;
+        units[i].format = format;
+      }
+  }
+  return units;
+}
+
+DataType computeType(const hardware::Device &device, BlockFormat format) {
+  if (device.kind == hardware::DeviceKind::Cpu)
+    return DataType::F32;
+  if (format == BlockFormat::BF16 && device.peak(DataType::BF16) > 0)
+    return DataType::BF16;
+  if (device.peak(DataType::F16) > 0)
+    return DataType::F16;
+  return DataType::F32;
+}
+
+namespace {
+
+Estimate estimate(double flops, double weightBytes, double kvBytes,
+                  int kernels, const hardware::Device &device, DataType type,
+                  const hardware::MemoryTier &weightTier,
+                  const hardware::MemoryTier &kvTier,
+                  const Efficiency &efficiency) {
+  Estimate result;
+  double peak = device.peak(type) * 1e12 * efficiency.compute;
+  result.computeSeconds = peak > 0 ? flops / peak : 0;
+  result.memorySeconds =
+      weightBytes / (weightTier.readGBPerS * 1e9 * efficiency.memory) +
+      kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
+  result.overheadSeconds = kernels * device.launchOverheadUs * 1e-6;
+  return result;
+}
+
+} // namespace
+
+Estimate decodeStep(const Unit &unit, const Workload &workload,
+                    const hardware::Device &device,
+                    const hardware::MemoryTier &weightTier,
+                    const hardware::MemoryTier &kvTier,
+                    const Efficiency &efficiency) {
+  double batch = static_cast<double>(workload.batch);
+  double context = static_cast<double>(workload.context);
+  double flops = batch * (unit.flopsPerToken +
+                          unit.attentionFlopsPerContext * context);
+  // Weights are read once per step for the whole batch; each sequence reads
+  // its own KV cache.
+  double kvBytes = batch * unit.kvBytesPerContext * context;
+  return estimate(flops, unit.weightBytesPerStep, kvBytes, unit.kernels,
+                  device, computeType(device, unit.format), weightTier, kvTier,
+                  efficiency);
+}
+
+Estimate prefill(const Unit &unit, const Workload &workload,
+                 const hardware::Device &device,
+                 const hardware::MemoryTier &weightTier,
+                 const hardware::MemoryTier &kvTier,
+                 const Efficiency &efficiency) {
+  double tokens =
+      static_cast<double>(workload.batch * workload.promptTokens);
+  double prompt = static_cast<double>(workload.promptTokens);
+  // Causal attention: token i attends to i + 1 positions, prompt²/2 on
+  // average over the prompt.
+  double flops = tokens * unit.flopsPerToken +
+                 static_cast<double>(workload.batch) *
+                     unit.attentionFlopsPerContext * prompt * (prompt + 1) / 2;
+  double weightBytes = unit.kind == UnitKind::Embedding
+                           ? unit.weightBytesPerStep * tokens
+                           : static_cast<double>(unit.weightBytes);
+  double kvBytes = tokens * unit.kvBytesPerContext;
+  return estimate(flops, weightBytes, kvBytes, unit.kernels, device,
+                  computeType(device, unit.format), weightTier, kvTier,
+                  efficiency);
+}
+
+} // namespace hetc::cost

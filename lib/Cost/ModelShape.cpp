@@ -1,0 +1,261 @@
+// Model shapes from GGUF headers and Hugging Face configs (see ModelShape.h).
+#include "hetc/Cost/ModelShape.h"
+
+#include "runtime/format/Gguf.h"
+#include "runtime/format/ModelConfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace hetc::cost {
+
+using hetrt::format::BlockFormat;
+
+uint64_t ModelShape::totalWeightBytes() const {
+  uint64_t total = 0;
+  for (const WeightInfo &weight : weights)
+    total += weight.bytes;
+  return total;
+}
+
+namespace {
+
+/// Layer and role of a GGUF tensor name.
+void classify(WeightInfo &weight) {
+  const std::string &name = weight.name;
+  if (name.rfind("blk.", 0) == 0) {
+    size_t dot = name.find('.', 4);
+    weight.layer = std::stoi(name.substr(4, dot - 4));
+    std::string rest = name.substr(dot + 1);
+    if (rest.find("_exps.") != std::string::npos)
+      weight.role = WeightRole::Experts;
+    else if (rest.rfind("attn_norm", 0) == 0 || rest.rfind("ffn_norm", 0) == 0)
+      weight.role = WeightRole::Norm;
+    else if (rest.rfind("attn_", 0) == 0)
+      weight.role = WeightRole::Attention;
+    else
+      weight.role = WeightRole::Ffn; // ffn_gate/up/down and the router
+    return;
+  }
+  weight.layer = -1;
+  if (name == "token_embd.weight")
+    weight.role = WeightRole::Embedding;
+  else if (name == "output.weight")
+    weight.role = WeightRole::Output;
+  else
+    weight.role = WeightRole::Norm;
+}
+
+std::optional<BlockFormat> formatFor(const std::string &type,
+                                     const std::string &name) {
+  if (type == "f32")
+    return BlockFormat::F32;
+  if (type == "f16")
+    return BlockFormat::F16;
+  if (type == "bf16")
+    return BlockFormat::BF16;
+  if (type == "q8_0")
+    return BlockFormat::Q8_0;
+  if (type == "q4_0")
+    return BlockFormat::Q4_0;
+  if (type == "q4_k_m") {
+    bool moreBits = name == "output.weight" ||
+                    name.find("attn_v.weight") != std::string::npos ||
+                    name.find("ffn_down") != std::string::npos;
+    return moreBits ? BlockFormat::Q6_K : BlockFormat::Q4_K;
+  }
+  return std::nullopt;
+}
+
+/// Bytes of `elements` in `format`, rounding a partial block up (a planner
+/// estimate; real files store whole blocks per row).
+uint64_t storage(BlockFormat format, int64_t elements) {
+  hetrt::format::BlockLayout layout = hetrt::format::blockLayout(format);
+  int64_t blocks = (elements + layout.blockSize - 1) / layout.blockSize;
+  return static_cast<uint64_t>(blocks * layout.bytesPerBlock);
+}
+
+} // namespace
+
+std::optional<ModelShape> shapeFromGguf(const std::string &path,
+                                        std::string &error) {
+  std::unique_ptr<hetrt::format::GgufFile> file =
+      hetrt::format::GgufFile::open(path, error);
+  if (!file)
+    return std::nullopt;
+  std::optional<hetrt::format::ModelConfig> config =
+      hetrt::format::ModelConfig::fromGguf(*file, error);
+  if (!config)
+    return std::nullopt;
+  ModelShape shape;
+  shape.origin = path;
+  shape.architecture = config->architecture;
+  shape.numLayers = config->numLayers;
+  shape.dim = config->dim;
+  shape.numHeads = config->numHeads;
+  shape.numKvHeads = config->numKvHeads;
+  shape.headDim = config->headDim;
+  shape.ffnDim = config->ffnDim;
+  shape.vocabSize = config->vocabSize;
+  shape.tiedOutput = config->tiedOutput;
+  for (const hetrt::format::GgufTensorInfo &tensor : file->tensors()) {
+    WeightInfo weight;
+    weight.name = tensor.name;
+    weight.elements = tensor.numElements();
+    weight.format = tensor.format;
+    weight.bytes = tensor.sizeBytes;
+    classify(weight);
+    if (weight.layer >= shape.numLayers) {
+      error = path + ": tensor \"" + tensor.name + "\" belongs to layer " +
+              std::to_string(weight.layer) + " but the model has " +
+              std::to_string(shape.numLayers) +
+              " (block_count); the file is inconsistent";
+      return std::nullopt;
+    }
+    if (weight.role == WeightRole::Experts && tensor.dims.size() == 3)
+      shape.numExperts = std::max<int64_t>(shape.numExperts, tensor.dims[2]);
+    shape.weights.push_back(weight);
+  }
+  if (shape.numExperts > 0) {
+    std::string key = config->architecture + ".expert_used_count";
+    const hetrt::format::GgufValue *value = file->find(key);
+    std::optional<int64_t> used = value ? value->asInt() : std::nullopt;
+    if (used && *used > 0)
+      shape.expertsPerToken = *used;
+    else {
+      error = path + ": the model has " + std::to_string(shape.numExperts) +
+              " experts per layer but no \"" + key +
+              "\"; add the key (experts each token uses)";
+      return std::nullopt;
+    }
+  }
+  return shape;
+}
+
+std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
+                                            const std::string &weightType,
+                                            std::string &error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = path + ": cannot be read (check the path)";
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    error = path + ": is not a JSON object (expected a Hugging Face "
+                   "config.json)";
+    return std::nullopt;
+  }
+  if (!formatFor(weightType, "")) {
+    error = path + ": weight type \"" + weightType +
+            "\" cannot be planned; use one of f32, f16, bf16, q8_0, q4_0, "
+            "q4_k_m (--weight-type)";
+    return std::nullopt;
+  }
+  auto integer = [&](const char *key, bool required,
+                     int64_t fallback) -> std::optional<int64_t> {
+    auto found = json.find(key);
+    if (found == json.end()) {
+      if (!required)
+        return fallback;
+      error = path + ": field \"" + key + "\" is missing; fix: add it (a "
+              "positive integer, as transformers writes it)";
+      return std::nullopt;
+    }
+    if (!found->is_number_integer() || found->get<int64_t>() <= 0) {
+      error = path + ": field \"" + key + "\": expected a positive integer, "
+              "got " + found->dump() + "; fix: correct the value";
+      return std::nullopt;
+    }
+    return found->get<int64_t>();
+  };
+  ModelShape shape;
+  shape.origin = path;
+  shape.architecture = json.value("model_type", std::string("llama"));
+  // The first problem is reported.
+  std::optional<int64_t> dim, layers, heads, ffn, vocab;
+  if (!(dim = integer("hidden_size", true, 0)) ||
+      !(layers = integer("num_hidden_layers", true, 0)) ||
+      !(heads = integer("num_attention_heads", true, 0)) ||
+      !(ffn = integer("intermediate_size", true, 0)) ||
+      !(vocab = integer("vocab_size", true, 0)))
+    return std::nullopt;
+  std::optional<int64_t> kvHeads, headDim, experts;
+  if (!(kvHeads = integer("num_key_value_heads", false, *heads)) ||
+      !(headDim = integer("head_dim", false, *dim / *heads)) ||
+      !(experts = integer("num_local_experts", false, 0)))
+    return std::nullopt;
+  if (*heads % *kvHeads != 0) {
+    error = path + ": field \"num_key_value_heads\" (" + std::to_string(*kvHeads) +
+            ") does not divide num_attention_heads (" + std::to_string(*heads) +
+            "); fix: correct either value";
+    return std::nullopt;
+  }
+  shape.dim = *dim;
+  shape.numLayers = *layers;
+  shape.numHeads = *heads;
+  shape.numKvHeads = *kvHeads;
+  shape.headDim = *headDim;
+  shape.ffnDim = *ffn;
+  shape.vocabSize = *vocab;
+  shape.tiedOutput = json.value("tie_word_embeddings", false);
+  shape.numExperts = *experts;
+  if (shape.numExperts > 0) {
+    std::optional<int64_t> used = integer("num_experts_per_tok", true, 0);
+    if (!used)
+      return std::nullopt;
+    shape.expertsPerToken = *used;
+  }
+
+  auto add = [&](const std::string &name, int64_t elements, bool isNorm) {
+    WeightInfo weight;
+    weight.name = name;
+    weight.elements = elements;
+    // Norms stay f32 in every quantized file.
+    weight.format = isNorm ? BlockFormat::F32 : *formatFor(weightType, name);
+    weight.bytes = storage(weight.format, elements);
+    classify(weight);
+    shape.weights.push_back(weight);
+  };
+  int64_t qDim = shape.numHeads * shape.headDim;
+  int64_t kvDim = shape.numKvHeads * shape.headDim;
+  add("token_embd.weight", shape.vocabSize * shape.dim, false);
+  for (int64_t layer = 0; layer < shape.numLayers; ++layer) {
+    std::string prefix = "blk." + std::to_string(layer) + ".";
+    add(prefix + "attn_norm.weight", shape.dim, true);
+    add(prefix + "attn_q.weight", qDim * shape.dim, false);
+    add(prefix + "attn_k.weight", kvDim * shape.dim, false);
+    add(prefix + "attn_v.weight", kvDim * shape.dim, false);
+    add(prefix + "attn_output.weight", shape.dim * qDim, false);
+    add(prefix + "ffn_norm.weight", shape.dim, true);
+    if (shape.numExperts > 0) {
+      int64_t expert = shape.numExperts * shape.ffnDim * shape.dim;
+      add(prefix + "ffn_gate_inp.weight", shape.numExperts * shape.dim, true);
+      add(prefix + "ffn_gate_exps.weight", expert, false);
+      add(prefix + "ffn_up_exps.weight", expert, false);
+      add(prefix + "ffn_down_exps.weight", expert, false);
+    } else {
+      add(prefix + "ffn_gate.weight", shape.ffnDim * shape.dim, false);
+      add(prefix + "ffn_up.weight", shape.ffnDim * shape.dim, false);
+      add(prefix + "ffn_down.weight", shape.dim * shape.ffnDim, false);
+    }
+  }
+  add("output_norm.weight", shape.dim, true);
+  if (!shape.tiedOutput)
+    add("output.weight", shape.vocabSize * shape.dim, false);
+  return shape;
+}
+
+std::optional<ModelShape> loadModelShape(const std::string &path,
+                                         const std::string &weightType,
+                                         std::string &error) {
+  if (path.size() >= 5 && path.substr(path.size() - 5) == ".gguf")
+    return shapeFromGguf(path, error);
+  return shapeFromHfConfig(path, weightType, error);
+}
+
+} // namespace hetc::cost

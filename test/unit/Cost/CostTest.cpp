@@ -1,0 +1,166 @@
+// Model shapes from GGUF headers and config.json, and the roofline costs.
+#include "hetc/Cost/CostModel.h"
+#include "hetc/Cost/ModelShape.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace {
+
+using namespace hetc::cost;
+using hetc::hardware::DataType;
+using hetc::hardware::Device;
+using hetc::hardware::MemoryTier;
+using hetrt::format::BlockFormat;
+
+std::string writeTemp(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char *kLlama3_8B = R"({
+  "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+  "num_attention_heads": 32, "num_key_value_heads": 8,
+  "intermediate_size": 14336, "vocab_size": 128256,
+  "tie_word_embeddings": false})";
+
+TEST(ModelShape, Stories260KFromTheGgufHeader) {
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromGguf(
+      std::string(HETC_SHARED_DIR) + "/models/stories260K.gguf", error);
+  ASSERT_TRUE(shape) << error;
+  EXPECT_EQ(shape->numLayers, 5);
+  EXPECT_EQ(shape->dim, 64);
+  EXPECT_EQ(shape->numHeads, 8);
+  EXPECT_EQ(shape->numKvHeads, 4);
+  EXPECT_EQ(shape->ffnDim, 172);
+  EXPECT_EQ(shape->vocabSize, 512);
+  // 5 layers × (q 64·64 + k, v 32·64 + o 64·64 + 3 · 172·64 + 2 norms of 64)
+  // + embedding and output 512·64 each + final norm 64, all f32.
+  uint64_t params = 5 * (4096 + 2 * 2048 + 4096 + 3 * 172 * 64 + 128) +
+                    2 * 512 * 64 + 64;
+  EXPECT_EQ(shape->totalWeightBytes(), params * 4);
+  EXPECT_FALSE(shape->tiedOutput);
+}
+
+TEST(ModelShape, Llama3_8BFromConfigJson) {
+  std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> f16 = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(f16) << error;
+  EXPECT_EQ(f16->headDim, 128);
+  // 8.03 billion parameters at 2 bytes (norms stay f32).
+  EXPECT_NEAR(static_cast<double>(f16->totalWeightBytes()) / 1e9, 16.06, 0.01);
+  std::optional<ModelShape> q4 = shapeFromHfConfig(path, "q4_0", error);
+  ASSERT_TRUE(q4) << error;
+  EXPECT_NEAR(static_cast<double>(q4->totalWeightBytes()) / 1e9,
+              16.06 / 2 * 18 / 32 * 2 / 2, 0.05);
+  for (const WeightInfo &weight : q4->weights)
+    EXPECT_EQ(weight.format, weight.role == WeightRole::Norm ? BlockFormat::F32
+                                                             : BlockFormat::Q4_0)
+        << weight.name;
+}
+
+TEST(ModelShape, MixtureOfExpertsFromConfigJson) {
+  std::string path = writeTemp("mixtral.json", R"({
+    "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "vocab_size": 32000,
+    "num_local_experts": 8, "num_experts_per_tok": 2})");
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  EXPECT_EQ(shape->numExperts, 8);
+  EXPECT_EQ(shape->expertsPerToken, 2);
+  // 46.7 billion parameters, of which a token reads about 12.9 billion.
+  EXPECT_NEAR(static_cast<double>(shape->totalWeightBytes()) / 2e9, 46.7, 0.1);
+  double perStep = 0;
+  for (const Unit &unit : unitsOf(*shape, 2))
+    perStep += unit.weightBytesPerStep;
+  EXPECT_NEAR(perStep / 2e9, 12.9, 0.2);
+}
+
+TEST(ModelShape, BadConfigsNameTheField) {
+  std::string error;
+  std::string path = writeTemp("bad.json", R"({"hidden_size": 4096})");
+  EXPECT_FALSE(shapeFromHfConfig(path, "f16", error));
+  EXPECT_NE(error.find("bad.json: field \"num_hidden_layers\" is missing"),
+            std::string::npos) << error;
+  path = writeTemp("bad2.json", R"({"hidden_size": 4096, "num_hidden_layers": -2,
+    "num_attention_heads": 32, "intermediate_size": 1, "vocab_size": 5})");
+  EXPECT_FALSE(shapeFromHfConfig(path, "f16", error));
+  EXPECT_NE(error.find("field \"num_hidden_layers\": expected a positive integer, got -2"),
+            std::string::npos) << error;
+  path = writeTemp("ok.json", kLlama3_8B);
+  EXPECT_FALSE(shapeFromHfConfig(path, "q3_k", error));
+  EXPECT_NE(error.find("weight type \"q3_k\" cannot be planned"), std::string::npos)
+      << error;
+  EXPECT_FALSE(shapeFromHfConfig(::testing::TempDir() + "missing.json", "f16", error));
+  EXPECT_NE(error.find("cannot be read"), std::string::npos) << error;
+}
+
+Device testDevice(bool cpu) {
+  Device device;
+  device.name = cpu ? "cpu" : "gpu";
+  device.kind = cpu ? hetc::hardware::DeviceKind::Cpu
+                    : hetc::hardware::DeviceKind::Cuda;
+  device.peakTflops = {1.0, 100.0, 100.0, 200.0, 0.0};
+  device.memory = {MemoryTier{"home", "dram", 1ull << 40, 100.0, 100.0}};
+  device.launchOverheadUs = 2;
+  return device;
+}
+
+TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
+  std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  std::vector<Unit> units = unitsOf(*shape, 2);
+  ASSERT_EQ(units.size(), 2u + 2 * 32);
+  const Unit &ffn = units[2];
+  EXPECT_EQ(ffn.kind, UnitKind::Ffn);
+  EXPECT_EQ(ffn.format, BlockFormat::F16);
+  EXPECT_NEAR(ffn.flopsPerToken, 2.0 * 3 * 4096 * 14336, 1);
+  Device gpu = testDevice(false);
+  Efficiency exact{1.0, 1.0};
+  Workload one{1, 0, 1};
+  Estimate step = decodeStep(ffn, one, gpu, gpu.memory[0], gpu.memory[0], exact);
+  // 352 MB of f16 weights at 100 GB/s; 0.35 GFLOP at 100 TFLOPS f16.
+  EXPECT_NEAR(step.memorySeconds, ffn.weightBytesPerStep / 100e9, 1e-12);
+  EXPECT_NEAR(step.computeSeconds, ffn.flopsPerToken / 100e12, 1e-12);
+  EXPECT_TRUE(step.memoryBound());
+  EXPECT_NEAR(step.seconds(), step.memorySeconds + 6 * 2e-6, 1e-12);
+  // The CPU computes in f32 (1 TFLOPS here): a batch of 64 is compute-bound.
+  Device cpu = testDevice(true);
+  Workload batch{64, 0, 1};
+  Estimate cpuStep = decodeStep(ffn, batch, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_FALSE(cpuStep.memoryBound());
+  EXPECT_NEAR(cpuStep.computeSeconds, 64 * ffn.flopsPerToken / 1e12, 1e-9);
+  // Attention reads the KV cache of every context token.
+  const Unit &attention = units[1];
+  Workload longContext{1, 8192, 1};
+  Estimate attend =
+      decodeStep(attention, longContext, gpu, gpu.memory[0], gpu.memory[0], exact);
+  double kvBytes = 8192.0 * 2 * 8 * 128 * 2;
+  EXPECT_NEAR(attend.memorySeconds,
+              (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
+}
+
+TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {
+  std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  const Unit ffn = unitsOf(*shape, 2)[2];
+  Device gpu = testDevice(false);
+  Workload prompt{1, 0, 2048};
+  Estimate fill = prefill(ffn, prompt, gpu, gpu.memory[0], gpu.memory[0], {1, 1});
+  EXPECT_NEAR(fill.memorySeconds, ffn.weightBytes / 100e9, 1e-12);
+  EXPECT_NEAR(fill.computeSeconds, 2048 * ffn.flopsPerToken / 100e12, 1e-12);
+  EXPECT_FALSE(fill.memoryBound());
+}
+
+} // namespace
