@@ -120,18 +120,40 @@ DataType computeType(const hardware::Device &device, BlockFormat format) {
 
 namespace {
 
+/// The measured rate of `format` in `rates`, or 0.
+double calibrated(const std::map<std::string, double> &rates,
+                  BlockFormat format) {
+  auto found = rates.find(std::string(hetrt::format::blockLayout(format).name));
+  return found == rates.end() ? 0 : found->second;
+}
+
 Estimate estimate(double flops, double weightBytes, double kvBytes,
-                  int kernels, const hardware::Device &device, DataType type,
+                  int kernels, const Unit &unit,
+                  const hardware::Device &device,
                   const hardware::MemoryTier &weightTier,
                   const hardware::MemoryTier &kvTier,
                   const Efficiency &efficiency) {
   Estimate result;
-  double peak = device.peak(type) * 1e12 * efficiency.compute;
+  double peak = device.peak(computeType(device, unit.format)) * 1e12 *
+                efficiency.compute;
+  double weightRate = weightTier.readGBPerS * 1e9 * efficiency.memory;
+  double overheadUs = device.launchOverheadUs;
+  // Measurements of hetc's own kernels on the device replace the roofline
+  // guesses: they include dequantization and whatever the code leaves on
+  // the table. They hold for the home tier they were measured in.
+  if (device.calibration && &weightTier == &device.memory.front()) {
+    const hardware::Calibration &c = *device.calibration;
+    if (double rate = calibrated(c.decodeGBPerS, unit.format))
+      weightRate = rate * 1e9;
+    if (double rate = calibrated(c.prefillTflops, unit.format))
+      peak = rate * 1e12;
+    overheadUs = c.dispatchUs;
+  }
   result.computeSeconds = peak > 0 ? flops / peak : 0;
   result.memorySeconds =
-      weightBytes / (weightTier.readGBPerS * 1e9 * efficiency.memory) +
+      weightBytes / weightRate +
       kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
-  result.overheadSeconds = kernels * device.launchOverheadUs * 1e-6;
+  result.overheadSeconds = kernels * overheadUs * 1e-6;
   return result;
 }
 
@@ -149,9 +171,8 @@ Estimate decodeStep(const Unit &unit, const Workload &workload,
   // Weights are read once per step for the whole batch; each sequence reads
   // its own KV cache.
   double kvBytes = batch * unit.kvBytesPerContext * context;
-  return estimate(flops, unit.weightBytesPerStep, kvBytes, unit.kernels,
-                  device, computeType(device, unit.format), weightTier, kvTier,
-                  efficiency);
+  return estimate(flops, unit.weightBytesPerStep, kvBytes, unit.kernels, unit,
+                  device, weightTier, kvTier, efficiency);
 }
 
 Estimate prefill(const Unit &unit, const Workload &workload,
@@ -171,9 +192,8 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                            ? unit.weightBytesPerStep * tokens
                            : static_cast<double>(unit.weightBytes);
   double kvBytes = tokens * unit.kvBytesPerContext;
-  return estimate(flops, weightBytes, kvBytes, unit.kernels, device,
-                  computeType(device, unit.format), weightTier, kvTier,
-                  efficiency);
+  return estimate(flops, weightBytes, kvBytes, unit.kernels, unit, device,
+                  weightTier, kvTier, efficiency);
 }
 
 } // namespace hetc::cost

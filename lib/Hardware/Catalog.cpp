@@ -203,7 +203,8 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
   check.onlyKnown(object, path,
                   {"schema", "name", "description", "kind", "arch",
                    "peak_tflops", "memory", "launch_overhead_us", "power_w",
-                   "price_usd_per_hour", "workload_efficiency", "sources"});
+                   "price_usd_per_hour", "workload_efficiency", "calibration",
+                   "sources"});
   device.name = check.string(object, path, "name",
                              "name the device (the file name without .json)");
   device.description = check.string(object, path, "description",
@@ -312,6 +313,39 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
   }
   device.priceUsdPerHour = check.number(object, path, "price_usd_per_hour", true,
                                         "give a price in USD per hour (0: billed with another device)");
+  std::string calibrationPath = Checker::join(path, "calibration");
+  if (const json *calibration = check.member(object, path, "calibration", false, "")) {
+    Calibration measured;
+    if (!calibration->is_object())
+      check.fail(calibrationPath, "expected an object, got " + describe(*calibration),
+                 "let `hetc calibrate` write it");
+    else {
+      check.onlyKnown(*calibration, calibrationPath,
+                      {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads"});
+      for (auto [key, target] :
+           {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
+            std::pair{"prefill_tflops", &measured.prefillTflops}}) {
+        std::string mapPath = Checker::join(calibrationPath, key);
+        const json *rates = check.member(*calibration, calibrationPath, key, true,
+                                         "give a rate per weight format");
+        if (!rates)
+          break;
+        if (!rates->is_object()) {
+          check.fail(mapPath, "expected {\"<format>\": rate}", "let `hetc calibrate` write it");
+          break;
+        }
+        for (auto it = rates->begin(); it != rates->end(); ++it)
+          (*target)[it.key()] = check.number(*rates, mapPath, it.key().c_str(), false,
+                                             "give a positive measured rate");
+      }
+      measured.dispatchUs = check.number(*calibration, calibrationPath, "dispatch_us",
+                                         true, "give the measured dispatch cost in µs");
+      measured.threads = static_cast<int>(check.number(
+          *calibration, calibrationPath, "threads", false,
+          "give the thread count of the measurement"));
+      device.calibration = measured;
+    }
+  }
   if (!check.ok())
     return std::nullopt;
   return device;
@@ -603,6 +637,13 @@ std::string deviceToJson(const Device &device, int indent) {
                  {"price_usd_per_hour", device.priceUsdPerHour}};
   if (!device.description.empty())
     object["description"] = device.description;
+  if (device.calibration) {
+    const Calibration &c = *device.calibration;
+    object["calibration"] = {{"decode_gb_per_s", c.decodeGBPerS},
+                             {"prefill_tflops", c.prefillTflops},
+                             {"dispatch_us", c.dispatchUs},
+                             {"threads", c.threads}};
+  }
   return object.dump(indent);
 }
 

@@ -24,6 +24,10 @@ Action registerRunCommand(CLI::App &app);
 Action registerBenchCommand(CLI::App &app);
 /// `hetc synth ... -o M.gguf`: writes a synthetic model.
 Action registerSynthCommand(CLI::App &app);
+/// `hetc calibrate -o host.json`: measures this machine for the cost model.
+Action registerCalibrateCommand(CLI::App &app);
+/// `hetc plan MODEL --system SYS`: predicts where and how fast a model runs.
+Action registerPlanCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

@@ -27,6 +27,8 @@ int main(int argc, char **argv) {
       hetc::cli::registerRunCommand(app),
       hetc::cli::registerSynthCommand(app),
       hetc::cli::registerBenchCommand(app),
+      hetc::cli::registerCalibrateCommand(app),
+      hetc::cli::registerPlanCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const hetc::cli::Action &action : actions) {

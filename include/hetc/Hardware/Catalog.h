@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,18 @@ struct MemoryTier {
   double latencyNs = 0;
 };
 
+/// What `hetc calibrate` measured of hetc's own generated code on a device,
+/// per weight storage format ("f32", "q4_0", ...): the weight bytes per second
+/// a decode step streams (dequantization included), and the FLOP rate of a
+/// prefill.
+struct Calibration {
+  std::map<std::string, double> decodeGBPerS;
+  std::map<std::string, double> prefillTflops;
+  /// Seconds one dispatch of a small kernel costs, in µs.
+  double dispatchUs = 0;
+  int threads = 0;
+};
+
 struct Device {
   std::string name;
   std::string description;
@@ -43,6 +56,7 @@ struct Device {
   double idleWatts = 0;
   double activeWatts = 0;
   double priceUsdPerHour = 0;
+  std::optional<Calibration> calibration;
 
   double peak(DataType type) const {
     return peakTflops[static_cast<int>(type)];

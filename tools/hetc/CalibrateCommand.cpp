@@ -1,0 +1,324 @@
+// `hetc calibrate`: measures this machine as the cost model sees it — cores
+// and caches (hwloc), memory size and read bandwidth, the dispatch cost of a
+// kernel, and, per weight format, the rates hetc's own generated code reaches
+// in decode and prefill — and writes a system JSON for `hetc plan`.
+#include "Commands.h"
+
+#include "hetc/Cost/CostModel.h"
+#include "hetc/Cost/ModelShape.h"
+#include "hetc/Hardware/Catalog.h"
+#include "hetc/Pipeline/Compile.h"
+#include "hetc/Synth/SyntheticModel.h"
+#include "runtime/core/Bandwidth.h"
+#include "runtime/core/Model.h"
+#include "runtime/core/Session.h"
+#include "runtime/core/ThreadPool.h"
+
+#include <CLI/CLI.hpp>
+#include <hwloc.h>
+#include <nlohmann/json.hpp>
+
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+namespace hetc::cli {
+
+namespace {
+
+struct CalibrateFlags {
+  std::string output = "host.json";
+  int threads = 0;
+  double idleWatts = 0;
+  double activeWatts = 0;
+  double pricePerHour = 0;
+  // K-quants decode element by element today and take minutes to measure;
+  // ask for them with --formats.
+  std::vector<std::string> formats = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+  bool quiet = false;
+};
+
+struct Topology {
+  int cores = 0;
+  uint64_t l2Bytes = 0;
+  uint64_t l3Bytes = 0;
+  uint64_t memoryBytes = 0;
+};
+
+Topology readTopology() {
+  Topology topology;
+  hwloc_topology_t handle;
+  if (hwloc_topology_init(&handle) == 0 && hwloc_topology_load(handle) == 0) {
+    topology.cores = hwloc_get_nbobjs_by_type(handle, HWLOC_OBJ_CORE);
+    auto cacheSize = [&](hwloc_obj_type_t type) -> uint64_t {
+      hwloc_obj_t cache = hwloc_get_obj_by_type(handle, type, 0);
+      return cache && cache->attr ? cache->attr->cache.size : 0;
+    };
+    topology.l2Bytes = cacheSize(HWLOC_OBJ_L2CACHE);
+    topology.l3Bytes = cacheSize(HWLOC_OBJ_L3CACHE);
+    hwloc_obj_t root = hwloc_get_root_obj(handle);
+    topology.memoryBytes = root ? root->total_memory : 0;
+    hwloc_topology_destroy(handle);
+  }
+  if (topology.cores <= 0)
+    topology.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (topology.memoryBytes == 0)
+    topology.memoryBytes = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return topology;
+}
+
+double seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Prefill and decode time of a compiled synthetic model.
+struct Timing {
+  double prefillSeconds = 0;
+  double decodeStepSeconds = 0;
+};
+
+bool timeModel(const std::string &gguf, const std::string &pack, int threads,
+               int64_t promptTokens, int64_t decodeSteps, Timing &timing,
+               std::string &error) {
+  std::unique_ptr<hetrt::core::Model> model =
+      hetrt::core::Model::load(pack, gguf, error);
+  if (!model)
+    return false;
+  hetrt::core::Session session(*model, threads);
+  std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+  timing = {1e30, 1e30};
+  // Best of three: the first run also faults the weights in.
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    session.reset();
+    auto start = std::chrono::steady_clock::now();
+    if (!session.prefill(prompt, error))
+      return false;
+    timing.prefillSeconds = std::min(timing.prefillSeconds, seconds(start));
+    start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < decodeSteps; ++i)
+      if (!session.decode(5, error))
+        return false;
+    timing.decodeStepSeconds =
+        std::min(timing.decodeStepSeconds, seconds(start) / decodeSteps);
+  }
+  return true;
+}
+
+} // namespace
+
+Action registerCalibrateCommand(CLI::App &app) {
+  auto flags = std::make_shared<CalibrateFlags>();
+  CLI::App *command = app.add_subcommand(
+      "calibrate",
+      "Measure this machine (cores, caches, memory bandwidth, and the speed of "
+      "hetc's generated kernels per weight format) and write a system JSON for "
+      "hetc plan");
+  command->add_option("-o,--output", flags->output, "The system JSON to write")
+      ->capture_default_str();
+  command->add_option("-t,--threads", flags->threads,
+                      "Threads to measure with (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--formats", flags->formats,
+                      "Weight formats to measure")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+      ->capture_default_str();
+  command->add_option("--idle-watts", flags->idleWatts,
+                      "Idle power of the CPU package (W); not measurable here")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--active-watts", flags->activeWatts,
+                      "Power under load (W); default 10 W per core")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--price", flags->pricePerHour,
+                      "Price of the machine in USD per hour")
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag("-q,--quiet", flags->quiet, "No progress output");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    auto progress = [&](const std::string &line) {
+      if (!flags->quiet)
+        std::cerr << "hetc calibrate: " << line << "\n";
+    };
+    Topology topology = readTopology();
+    int threads = flags->threads > 0
+                      ? flags->threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    progress("measuring the read bandwidth with " + std::to_string(threads) +
+             " threads");
+    double bandwidth = 0;
+    {
+      hetrt::core::ThreadPool pool(threads);
+      bandwidth = hetrt::core::measureReadBandwidth(pool, size_t(512) << 20, 3);
+    }
+
+    char directoryTemplate[] = "/tmp/hetc-calibrate-XXXXXX";
+    if (!mkdtemp(directoryTemplate)) {
+      std::cerr << "hetc calibrate: cannot create a temporary directory\n";
+      return 1;
+    }
+    std::string directory = directoryTemplate;
+    auto cleanup = [&]() { std::system(("rm -rf '" + directory + "'").c_str()); };
+    std::string error;
+
+    // Builds, compiles and times one synthetic model; its shape as the cost
+    // model sees it comes back in `shape`.
+    auto measure = [&](const std::string &tag, hetc::synth::SyntheticModelSpec spec,
+                       int64_t promptTokens, int64_t decodeSteps, Timing &timing,
+                       cost::ModelShape &shape) -> bool {
+      std::string gguf = directory + "/" + tag + ".gguf";
+      std::string pack = directory + "/" + tag + ".hetpack";
+      if (!hetc::synth::writeSyntheticModel(spec, gguf, error))
+        return false;
+      hetc::pipeline::CompileOptions options;
+      options.modelPath = gguf;
+      options.outputPath = pack;
+      options.contextLength = 256;
+      options.cpuVariants = {"host"};
+      if (!hetc::pipeline::compileModel(options, error))
+        return false;
+      std::optional<cost::ModelShape> read = cost::shapeFromGguf(gguf, error);
+      if (!read)
+        return false;
+      shape = *read;
+      return timeModel(gguf, pack, threads, promptTokens, decodeSteps, timing, error);
+    };
+
+    hardware::Calibration calibration;
+    calibration.threads = threads;
+    // Dispatch cost: a model so small that its steps are all overhead.
+    progress("measuring the dispatch cost on a tiny model");
+    {
+      hetc::synth::SyntheticModelSpec spec;
+      spec.dim = 64;
+      spec.layers = 4;
+      spec.heads = 4;
+      spec.kvHeads = 4;
+      spec.ffnDim = 128;
+      spec.vocabSize = 320;
+      Timing timing;
+      cost::ModelShape shape;
+      if (!measure("tiny", spec, 8, 64, timing, shape)) {
+        std::cerr << "hetc calibrate: " << error << "\n";
+        cleanup();
+        return 1;
+      }
+      int kernels = 0;
+      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+        kernels += unit.kernels;
+      calibration.dispatchUs = timing.decodeStepSeconds / kernels * 1e6;
+    }
+
+    double bestPrefill = 0;
+    for (const std::string &format : flags->formats) {
+      progress("measuring " + format + " kernels");
+      hetc::synth::SyntheticModelSpec spec;
+      spec.dim = 2048;
+      spec.heads = 16;
+      spec.kvHeads = 16;
+      spec.ffnDim = 5632;
+      spec.vocabSize = 8192;
+      hetc::synth::parseWeightType(format, spec.weightType);
+      // Enough layers that the weights are several times the last-level
+      // cache: a model that fits in it would stream at cache speed.
+      double bytesPerElement = format == "f32"    ? 4
+                               : format == "q8_0" ? 34.0 / 32
+                               : format == "q4_0" ? 18.0 / 32
+                               : format == "q4_k_m" ? 0.6
+                                                    : 2;
+      double layerBytes = bytesPerElement *
+                          static_cast<double>(4 * spec.dim * spec.dim +
+                                              3 * spec.dim * spec.ffnDim);
+      double target = std::max(256.0 * (1 << 20), 4.0 * topology.l3Bytes);
+      spec.layers = std::max<int64_t>(2, static_cast<int64_t>(target / layerBytes) + 1);
+      Timing timing;
+      cost::ModelShape shape;
+      if (!measure(format, spec, 64, 16, timing, shape)) {
+        std::cerr << "hetc calibrate: " << error << "\n";
+        cleanup();
+        return 1;
+      }
+      double stepBytes = 0, flopsPerToken = 0;
+      int kernels = 0;
+      for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
+        stepBytes += unit.weightBytesPerStep;
+        flopsPerToken += unit.flopsPerToken;
+        kernels += unit.kernels;
+      }
+      // What the weights cost beyond the dispatches, as a streaming rate.
+      double streaming = std::max(timing.decodeStepSeconds * 0.25,
+                                  timing.decodeStepSeconds -
+                                      kernels * calibration.dispatchUs * 1e-6);
+      double decodeRate = stepBytes / streaming / 1e9;
+      double prefillRate = 64 * flopsPerToken / timing.prefillSeconds / 1e12;
+      bestPrefill = std::max(bestPrefill, prefillRate);
+      std::vector<std::string> names = {format};
+      if (format == "q4_k_m")
+        names = {"q4_k", "q6_k"};
+      for (const std::string &name : names) {
+        calibration.decodeGBPerS[name] = decodeRate;
+        calibration.prefillTflops[name] = prefillRate;
+      }
+    }
+    cleanup();
+
+    hardware::Device device;
+    device.name = "host";
+    device.kind = hardware::DeviceKind::Cpu;
+    device.arch = llvm::sys::getHostCPUName().str();
+    char description[256];
+    std::snprintf(description, sizeof description,
+                  "This machine, measured by hetc calibrate: %d cores, L2 %llu KiB, "
+                  "L3 %llu MiB; f32 peak is the best prefill rate measured",
+                  topology.cores,
+                  static_cast<unsigned long long>(topology.l2Bytes >> 10),
+                  static_cast<unsigned long long>(topology.l3Bytes >> 20));
+    device.description = description;
+    // hetc's CPU code computes every format in f32.
+    device.peakTflops = {bestPrefill, 0, 0, 0, 0};
+    device.memory = {hardware::MemoryTier{"dram", "dram", topology.memoryBytes,
+                                          bandwidth / 1e9, 100}};
+    device.launchOverheadUs = calibration.dispatchUs;
+    device.activeWatts = flags->activeWatts > 0 ? flags->activeWatts
+                                                : 10.0 * topology.cores;
+    device.idleWatts = std::min(flags->idleWatts, device.activeWatts);
+    device.priceUsdPerHour = flags->pricePerHour;
+    device.calibration = calibration;
+
+    nlohmann::json system = {
+        {"schema", "hetc.system/1"},
+        {"name", "host"},
+        {"description", "This machine as hetc calibrate measured it"},
+        {"devices", {{{"id", "cpu0"},
+                      {"device", nlohmann::json::parse(hardware::deviceToJson(device, -1))}}}},
+        {"links", nlohmann::json::array()}};
+    std::ofstream out(flags->output);
+    if (!out) {
+      std::cerr << "hetc calibrate: " << flags->output << ": cannot write\n";
+      return 1;
+    }
+    out << system.dump(2) << "\n";
+    if (!flags->quiet) {
+      std::printf("read bandwidth %.1f GB/s, dispatch %.1f us, %d threads\n",
+                  bandwidth / 1e9, calibration.dispatchUs, threads);
+      std::printf("%-8s %16s %16s\n", "format", "decode GB/s", "prefill TFLOPS");
+      for (const auto &[name, rate] : calibration.decodeGBPerS)
+        std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,
+                    calibration.prefillTflops[name]);
+      std::printf("wrote %s\n", flags->output.c_str());
+    }
+    return 0;
+  };
+}
+
+} // namespace hetc::cli

@@ -1,0 +1,327 @@
+// `hetc plan MODEL --system SYS`: what the cost model predicts for a model on
+// each device of a system — memory held, prefill and decode speed, energy and
+// price per token, and what limits each — from the model's shapes alone.
+#include "Commands.h"
+
+#include "hetc/Cost/CostModel.h"
+#include "hetc/Cost/ModelShape.h"
+#include "hetc/Hardware/Catalog.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace hetc::cli {
+
+namespace {
+
+struct PlanFlags {
+  std::string model;
+  std::string system;
+  std::string catalog;
+  std::string weightType = "f16";
+  std::string objective = "latency";
+  int64_t batch = 1;
+  int64_t context = 512;
+  int64_t promptTokens = 128;
+  bool json = false;
+};
+
+/// The model run entirely by one device: where its bytes go and how fast it is.
+struct DevicePlan {
+  std::string id;
+  const hardware::Device *device = nullptr;
+  uint64_t weightBytes = 0;
+  uint64_t kvBytes = 0;
+  uint64_t capacityBytes = 0;
+  bool fits = false;
+  uint64_t shortfallBytes = 0;
+  /// Per unit, the tier its weights are read from.
+  std::vector<int> weightTier;
+  int kvTier = 0;
+  cost::Estimate prefill;
+  cost::Estimate decode;
+  double prefillTokensPerS = 0;
+  double decodeTokensPerS = 0;
+  double joulesPerToken = 0;
+  double usdPerMillionTokens = 0;
+  std::string limit;
+};
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
+DevicePlan planOn(const std::string &id, const hardware::Device &device,
+                  const cost::ModelShape &shape, const cost::Workload &workload) {
+  DevicePlan plan;
+  plan.id = id;
+  plan.device = &device;
+  // hetc's CPU code keeps an f32 cache; accelerators keep f16.
+  double kvElement = device.kind == hardware::DeviceKind::Cpu ? 4 : 2;
+  std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
+  plan.kvBytes = static_cast<uint64_t>(
+      static_cast<double>(workload.batch) *
+      static_cast<double>(workload.context + workload.promptTokens) *
+      static_cast<double>(shape.numLayers) * shape.kvBytesPerTokenLayer(kvElement));
+  for (const cost::Unit &unit : units)
+    plan.weightBytes += unit.weightBytes;
+  // The KV cache takes the home tier first (it is read every step); weights
+  // fill the tiers in order, fastest first.
+  std::vector<uint64_t> free;
+  for (const hardware::MemoryTier &tier : device.memory) {
+    free.push_back(tier.capacityBytes);
+    plan.capacityBytes += tier.capacityBytes;
+  }
+  uint64_t needed = plan.weightBytes + plan.kvBytes;
+  if (needed > plan.capacityBytes) {
+    plan.shortfallBytes = needed - plan.capacityBytes;
+    plan.limit = "capacity: needs " + gib(needed) + ", the device's tiers hold " +
+                 gib(plan.capacityBytes);
+    return plan;
+  }
+  plan.fits = true;
+  for (size_t t = 0; t < free.size(); ++t)
+    if (free[t] >= plan.kvBytes) {
+      free[t] -= plan.kvBytes;
+      plan.kvTier = static_cast<int>(t);
+      break;
+    }
+  for (const cost::Unit &unit : units) {
+    size_t t = 0;
+    while (t + 1 < free.size() && free[t] < unit.weightBytes)
+      ++t;
+    if (free[t] < unit.weightBytes) {
+      // Fits in total but not unit by unit: the last tier takes the rest.
+      t = free.size() - 1;
+    }
+    free[t] -= std::min(free[t], unit.weightBytes);
+    plan.weightTier.push_back(static_cast<int>(t));
+  }
+  cost::Efficiency efficiency;
+  double memoryTime = 0, computeTime = 0, overheadTime = 0;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const hardware::MemoryTier &weights = device.memory[plan.weightTier[i]];
+    const hardware::MemoryTier &kv = device.memory[plan.kvTier];
+    cost::Estimate step = cost::decodeStep(units[i], workload, device, weights, kv, efficiency);
+    plan.decode += step;
+    if (step.memoryBound())
+      memoryTime += step.memorySeconds;
+    else
+      computeTime += step.computeSeconds;
+    overheadTime += step.overheadSeconds;
+    plan.prefill += cost::prefill(units[i], workload, device, weights, kv, efficiency);
+  }
+  double stepSeconds = memoryTime + computeTime + overheadTime;
+  double prefillSeconds = 0;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const hardware::MemoryTier &weights = device.memory[plan.weightTier[i]];
+    const hardware::MemoryTier &kv = device.memory[plan.kvTier];
+    prefillSeconds +=
+        cost::prefill(units[i], workload, device, weights, kv, efficiency).seconds();
+  }
+  plan.decodeTokensPerS = static_cast<double>(workload.batch) / stepSeconds;
+  plan.prefillTokensPerS =
+      static_cast<double>(workload.batch * workload.promptTokens) / prefillSeconds;
+  double secondsPerToken = stepSeconds / static_cast<double>(workload.batch);
+  plan.joulesPerToken = device.activeWatts * secondsPerToken;
+  plan.usdPerMillionTokens = device.priceUsdPerHour / 3600 * secondsPerToken * 1e6;
+  if (overheadTime >= memoryTime && overheadTime >= computeTime)
+    plan.limit = "kernel dispatch overhead";
+  else if (memoryTime >= computeTime)
+    plan.limit = "memory bandwidth of " + device.memory[plan.weightTier.back()].name;
+  else
+    plan.limit = "compute";
+  return plan;
+}
+
+double score(const DevicePlan &plan, const std::string &objective) {
+  if (objective == "throughput")
+    return -plan.decodeTokensPerS;
+  if (objective == "cost")
+    return plan.usdPerMillionTokens;
+  if (objective == "energy")
+    return plan.joulesPerToken;
+  return 1.0 / plan.decodeTokensPerS; // latency
+}
+
+} // namespace
+
+Action registerPlanCommand(CLI::App &app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App *command = app.add_subcommand(
+      "plan", "Predict where and how fast a model runs on a system, from its "
+              "shapes alone (a GGUF header or a Hugging Face config.json)");
+  command->add_option("model", flags->model, "A .gguf file or a config.json")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--system", flags->system,
+                      "A system JSON, or the name of one in the catalog "
+                      "(e.g. rtx4090-ryzen; `hetc calibrate` writes one for this "
+                      "machine)")
+      ->required();
+  command->add_option("--catalog", flags->catalog,
+                      "The hardware catalog directory (default: hetc's own)");
+  command->add_option("--weight-type", flags->weightType,
+                      "Weight type to plan a config.json with")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+      ->capture_default_str();
+  command->add_option("--objective", flags->objective, "What the plan optimizes")
+      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
+      ->capture_default_str();
+  command->add_option("--batch", flags->batch, "Sequences decoded together")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--context", flags->context,
+                      "Tokens in the KV cache at the decode step predicted")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--prompt-tokens", flags->promptTokens,
+                      "Prompt length of the prefill predicted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_flag("--json", flags->json,
+                    "Print the plan as JSON (schema in docs/planning.md)");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    std::string error;
+    std::string catalog =
+        flags->catalog.empty() ? hardware::defaultCatalogDir() : flags->catalog;
+    std::optional<hardware::System> system =
+        hardware::findSystem(flags->system, catalog, error);
+    if (!system) {
+      std::cerr << "hetc plan: " << error << "\n";
+      return 1;
+    }
+    std::optional<cost::ModelShape> shape =
+        cost::loadModelShape(flags->model, flags->weightType, error);
+    if (!shape) {
+      std::cerr << "hetc plan: " << error << "\n";
+      return 1;
+    }
+    cost::Workload workload{flags->batch, flags->context, flags->promptTokens};
+    std::vector<DevicePlan> plans;
+    for (const hardware::SystemDevice &entry : system->devices)
+      plans.push_back(planOn(entry.id, entry.device, *shape, workload));
+    const DevicePlan *best = nullptr;
+    for (const DevicePlan &plan : plans)
+      if (plan.fits && (!best || score(plan, flags->objective) < score(*best, flags->objective)))
+        best = &plan;
+    if (!best) {
+      const DevicePlan *closest = &plans.front();
+      for (const DevicePlan &plan : plans)
+        if (plan.shortfallBytes < closest->shortfallBytes)
+          closest = &plan;
+      std::cerr << "hetc plan: " << flags->model << " fits on no device of "
+                << system->name << ": on " << closest->id << " ("
+                << closest->device->name << ") it needs "
+                << closest->weightBytes + closest->kvBytes << " bytes ("
+                << closest->weightBytes << " of weights, " << closest->kvBytes
+                << " of KV cache for batch " << flags->batch << " × "
+                << flags->context + flags->promptTokens
+                << " tokens), " << closest->shortfallBytes
+                << " bytes more than its memory holds ("
+                << closest->capacityBytes
+                << "); use a smaller weight type, batch or context\n";
+      return 3;
+    }
+
+    if (flags->json) {
+      nlohmann::json devices = nlohmann::json::array();
+      for (const DevicePlan &plan : plans) {
+        nlohmann::json entry = {{"id", plan.id},
+                                {"device", plan.device->name},
+                                {"weight_bytes", plan.weightBytes},
+                                {"kv_bytes", plan.kvBytes},
+                                {"capacity_bytes", plan.capacityBytes},
+                                {"fits", plan.fits}};
+        if (plan.fits) {
+          entry["prefill_tokens_per_s"] = plan.prefillTokensPerS;
+          entry["decode_tokens_per_s"] = plan.decodeTokensPerS;
+          entry["joules_per_token"] = plan.joulesPerToken;
+          entry["usd_per_million_tokens"] = plan.usdPerMillionTokens;
+        } else {
+          entry["shortfall_bytes"] = plan.shortfallBytes;
+        }
+        entry["limit"] = plan.limit;
+        devices.push_back(entry);
+      }
+      double kvElement = best->device->kind == hardware::DeviceKind::Cpu ? 4 : 2;
+      std::vector<cost::Unit> units = cost::unitsOf(*shape, kvElement);
+      nlohmann::json ops = nlohmann::json::array();
+      nlohmann::json weights = nlohmann::json::array();
+      for (size_t i = 0; i < units.size(); ++i) {
+        ops.push_back({{"unit", units[i].name}, {"device", best->id}});
+        weights.push_back(
+            {{"unit", units[i].name},
+             {"bytes", units[i].weightBytes},
+             {"residency", "resident"},
+             {"memory", best->id + "." +
+                            best->device->memory[best->weightTier[i]].name}});
+      }
+      nlohmann::json out = {
+          {"schema", "hetc.plan/1"},
+          {"model", {{"path", flags->model},
+                     {"architecture", shape->architecture},
+                     {"layers", shape->numLayers},
+                     {"weight_bytes", shape->totalWeightBytes()}}},
+          {"system", system->name},
+          {"objective", flags->objective},
+          {"workload", {{"batch", workload.batch},
+                        {"context", workload.context},
+                        {"prompt_tokens", workload.promptTokens}}},
+          {"devices", devices},
+          {"placement", {{"device", best->id},
+                         {"ops", ops},
+                         {"weights", weights},
+                         {"kv_cache", best->id + "." + best->device->memory[best->kvTier].name}}},
+          {"predicted", {{"prefill_tokens_per_s", best->prefillTokensPerS},
+                         {"decode_tokens_per_s", best->decodeTokensPerS},
+                         {"joules_per_token", best->joulesPerToken},
+                         {"usd_per_million_tokens", best->usdPerMillionTokens},
+                         {"limit", best->limit}}}};
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+
+    std::printf("model   %s: %s, %lld layers, %s of weights\n", flags->model.c_str(),
+                shape->architecture.c_str(), static_cast<long long>(shape->numLayers),
+                gib(shape->totalWeightBytes()).c_str());
+    std::printf("system  %s; batch %lld, context %lld, prompt %lld; objective %s\n\n",
+                system->name.c_str(), static_cast<long long>(workload.batch),
+                static_cast<long long>(workload.context),
+                static_cast<long long>(workload.promptTokens), flags->objective.c_str());
+    std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", "id", "device",
+                "weights+KV", "capacity", "prefill/s", "decode/s", "J/token",
+                "$/Mtok", "limited by");
+    for (const DevicePlan &plan : plans) {
+      if (plan.fits)
+        std::printf("%-6s %-22s %12s %12s %10.1f %11.2f %9.3f %9.3f  %s\n",
+                    plan.id.c_str(), plan.device->name.c_str(),
+                    gib(plan.weightBytes + plan.kvBytes).c_str(),
+                    gib(plan.capacityBytes).c_str(), plan.prefillTokensPerS,
+                    plan.decodeTokensPerS, plan.joulesPerToken,
+                    plan.usdPerMillionTokens, plan.limit.c_str());
+      else
+        std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", plan.id.c_str(),
+                    plan.device->name.c_str(),
+                    gib(plan.weightBytes + plan.kvBytes).c_str(),
+                    gib(plan.capacityBytes).c_str(), "-", "-", "-", "-",
+                    plan.limit.c_str());
+    }
+    std::printf("\nplan: every op on %s (%s); predicted %.1f prefill and %.2f "
+                "decode tokens/s, limited by %s\n",
+                best->id.c_str(), best->device->name.c_str(), best->prefillTokensPerS,
+                best->decodeTokensPerS, best->limit.c_str());
+    std::printf("(each device is costed alone; splitting a model across devices "
+                "is the partitioner's job and is not part of this plan yet)\n");
+    return 0;
+  };
+}
+
+} // namespace hetc::cli
