@@ -41,8 +41,6 @@ struct DevicePlan {
   /// Per unit, the tier its weights are read from.
   std::vector<int> weightTier;
   int kvTier = 0;
-  cost::Estimate prefill;
-  cost::Estimate decode;
   double prefillTokensPerS = 0;
   double decodeTokensPerS = 0;
   double joulesPerToken = 0;
@@ -103,27 +101,20 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
     plan.weightTier.push_back(static_cast<int>(t));
   }
   cost::Efficiency efficiency;
-  double memoryTime = 0, computeTime = 0, overheadTime = 0;
+  double memoryTime = 0, computeTime = 0, overheadTime = 0, prefillSeconds = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const hardware::MemoryTier &weights = device.memory[plan.weightTier[i]];
     const hardware::MemoryTier &kv = device.memory[plan.kvTier];
     cost::Estimate step = cost::decodeStep(units[i], workload, device, weights, kv, efficiency);
-    plan.decode += step;
     if (step.memoryBound())
       memoryTime += step.memorySeconds;
     else
       computeTime += step.computeSeconds;
     overheadTime += step.overheadSeconds;
-    plan.prefill += cost::prefill(units[i], workload, device, weights, kv, efficiency);
-  }
-  double stepSeconds = memoryTime + computeTime + overheadTime;
-  double prefillSeconds = 0;
-  for (size_t i = 0; i < units.size(); ++i) {
-    const hardware::MemoryTier &weights = device.memory[plan.weightTier[i]];
-    const hardware::MemoryTier &kv = device.memory[plan.kvTier];
     prefillSeconds +=
         cost::prefill(units[i], workload, device, weights, kv, efficiency).seconds();
   }
+  double stepSeconds = memoryTime + computeTime + overheadTime;
   plan.decodeTokensPerS = static_cast<double>(workload.batch) / stepSeconds;
   plan.prefillTokensPerS =
       static_cast<double>(workload.batch * workload.promptTokens) / prefillSeconds;
