@@ -1,5 +1,6 @@
 // Thread pool dispatch: generation counter + spin-then-block wake-up, chunks
-// claimed from an atomic cursor, and an atomic countdown for completion.
+// claimed by compare-and-swap on a word tagged with the dispatch, and a
+// countdown of finished chunks for completion.
 #include "runtime/core/ThreadPool.h"
 
 #include <algorithm>
@@ -16,13 +17,29 @@ constexpr int kSpinIterations = 20000;
 constexpr int64_t kChunksPerThread = 2;
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
+
+
+constexpr int kGenerationBits = 24;
+constexpr int kChunkBits = 20;
+constexpr uint64_t kChunkMask = (uint64_t(1) << kChunkBits) - 1;
+constexpr uint32_t kGenerationMask = (uint32_t(1) << kGenerationBits) - 1;
+
+uint64_t claimWord(uint32_t generation, uint64_t chunks, uint64_t next) {
+  return (uint64_t(generation) << (2 * kChunkBits)) | (chunks << kChunkBits) |
+         next;
+}
+uint32_t generationOf(uint64_t word) {
+  return static_cast<uint32_t>(word >> (2 * kChunkBits));
+}
+uint64_t chunksOf(uint64_t word) { return (word >> kChunkBits) & kChunkMask; }
+uint64_t nextOf(uint64_t word) { return word & kChunkMask; }
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
   if (numThreads <= 0)
     numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < numThreads; ++i)
-    workers_.emplace_back([this, i] { work(i); });
+    workers_.emplace_back([this] { work(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -53,20 +70,22 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   end_ = end;
   chunk_ = std::max<int64_t>(1, (size + threads * kChunksPerThread - 1) /
                                     (threads * kChunksPerThread));
-  next_.store(begin, std::memory_order_relaxed);
-  activeThreads_ = threads;
-  // Every worker acknowledges every dispatch, active or not, so no worker can
-  // still be reading this dispatch's parameters when the next one is written.
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(wakeMutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+  int64_t chunks = (size + chunk_ - 1) / chunk_;
+  remaining_.store(chunks, std::memory_order_relaxed);
+  uint32_t generation =
+      (generation_.load(std::memory_order_relaxed) + 1) & kGenerationMask;
+  cursor_.store(claimWord(generation, static_cast<uint64_t>(chunks), 0),
+                std::memory_order_release);
+  generation_.store(generation, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    // Taking the mutex orders this notify after a sleeper's predicate check.
+    { std::lock_guard<std::mutex> lock(wakeMutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  runChunks();
-  // Spin while the others are likely still working, then yield: on a busy
-  // machine a worker may be descheduled, and spinning would only delay it.
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+  runChunks(generation);
+  // What is left runs on workers that claimed it: spin while they are likely
+  // still working, then yield, since a worker may have been descheduled.
+  for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations)
       cpuRelax();
     else
@@ -74,34 +93,45 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   }
 }
 
-void ThreadPool::work(int index) {
-  uint64_t seen = 0;
+void ThreadPool::work() {
+  // Starting from 0 rather than the current generation: a worker that starts
+  // late (even after the pool began stopping) looks at least once.
+  uint32_t seen = 0;
   while (true) {
-    uint64_t current = generation_.load(std::memory_order_acquire);
+    uint32_t current = generation_.load(std::memory_order_acquire);
     for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
       cpuRelax();
       current = generation_.load(std::memory_order_acquire);
     }
     if (current == seen) {
       std::unique_lock<std::mutex> lock(wakeMutex_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] {
+        return generation_.load(std::memory_order_seq_cst) != seen ||
+               stopping_.load();
+      });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       current = generation_.load(std::memory_order_acquire);
     }
     seen = current;
     if (stopping_)
       return;
-    if (index < activeThreads_)
-      runChunks();
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    runChunks(current);
   }
 }
 
-void ThreadPool::runChunks() {
+void ThreadPool::runChunks(uint32_t generation) {
   while (true) {
-    int64_t first = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (first >= end_)
-      return;
+    uint64_t word = cursor_.load(std::memory_order_acquire);
+    do {
+      if (generationOf(word) != generation || nextOf(word) >= chunksOf(word))
+        return;
+    } while (!cursor_.compare_exchange_weak(word, word + 1,
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_acquire));
+    int64_t first = begin_ + static_cast<int64_t>(nextOf(word)) * chunk_;
     task_(arguments_, first, std::min(end_, first + chunk_));
+    remaining_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -18,7 +18,10 @@ using GridTask = void (*)(void *arguments, int64_t begin, int64_t end);
 
 /// Threads are started once and wait between dispatches (spinning briefly
 /// first, since a decode step dispatches dozens of kernels back to back). One
-/// dispatch runs at a time; the calling thread works on the first range.
+/// dispatch runs at a time; the calling thread claims chunks like the others,
+/// and a dispatch is done when its chunks are, whether or not every worker
+/// woke up for it: on a busy machine a descheduled worker costs a share of
+/// the parallelism, never a scheduler time slice per dispatch.
 class ThreadPool {
 public:
   /// `numThreads` includes the calling thread; 0 means one per core.
@@ -36,25 +39,35 @@ public:
   void parallelFor(GridTask task, void *arguments, int64_t begin, int64_t end);
 
 private:
-  void work(int index);
-  /// Claims and runs chunks of the current dispatch until none is left.
-  void runChunks();
+  void work();
+  /// Claims and runs chunks of dispatch `generation` until none is left.
+  void runChunks(uint32_t generation);
 
   std::vector<std::thread> workers_;
   std::mutex dispatchMutex_;
   std::mutex wakeMutex_;
   std::condition_variable wake_;
-  // A dispatch is published by bumping the generation.
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  /// A dispatch is published by bumping the generation; workers spin on it,
+  /// then sleep on `wake_` (counted in `sleepers_`, so the caller only takes
+  /// the mutex when someone sleeps).
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
+  /// The claim word of the current dispatch: generation (24 bits), chunk
+  /// count and next chunk (20 bits each). A claim is a compare-and-swap on
+  /// it, so a worker that wakes late can never claim a chunk of a dispatch
+  /// other than the one it saw, and nobody has to wait for late workers.
+  std::atomic<uint64_t> cursor_{0};
+  /// Chunks of the current dispatch not yet finished.
+  std::atomic<int64_t> remaining_{0};
+  // Parameters of the current dispatch: written before it is published and
+  // read only after a successful claim, which keeps them stable until every
+  // chunk is done.
   GridTask task_ = nullptr;
   void *arguments_ = nullptr;
   int64_t begin_ = 0;
   int64_t end_ = 0;
   int64_t chunk_ = 1;
-  std::atomic<int64_t> next_{0};
-  int activeThreads_ = 0;
 };
 
 /// The struct generated code receives as its runtime interface (layout fixed

@@ -67,4 +67,28 @@ TEST(ThreadPool, EveryGridIndexRunsExactlyOnce) {
   }
 }
 
+void addIndices(void *arguments, int64_t begin, int64_t end) {
+  auto *sum = static_cast<std::atomic<int64_t> *>(arguments);
+  int64_t local = 0;
+  for (int64_t i = begin; i < end; ++i)
+    local += i;
+  sum->fetch_add(local);
+}
+
+// Back-to-back dispatches of changing sizes: a worker that wakes late must
+// never run a chunk of the wrong dispatch or run one twice, and a dispatch
+// must not return before its last chunk is done.
+TEST(ThreadPool, BackToBackDispatchesStayExact) {
+  for (int threads : {2, 3, 5}) {
+    core::ThreadPool pool(threads);
+    for (int64_t round = 0; round < 3000; ++round) {
+      int64_t size = 1 + (round * 37) % 97;
+      std::atomic<int64_t> sum{0};
+      pool.parallelFor(&addIndices, &sum, round, round + size);
+      ASSERT_EQ(sum.load(), size * round + size * (size - 1) / 2)
+          << "threads " << threads << " round " << round;
+    }
+  }
+}
+
 } // namespace
