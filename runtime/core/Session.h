@@ -34,6 +34,11 @@ public:
   /// Tokens in the KV cache.
   int64_t position() const { return position_; }
   int64_t contextLength() const { return model_.manifest().contextLength; }
+  /// Times every kernel dispatch into `profile` from now on (null stops
+  /// timing); `profile` must outlive the session or the next call.
+  void profileDispatches(DispatchProfile *profile) {
+    runtimeInterface_ = makeRuntimeInterface(pool_, profile);
+  }
   /// Forgets every token (the cache is overwritten as positions are reused).
   void reset() { position_ = 0; }
 

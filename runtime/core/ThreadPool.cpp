@@ -4,6 +4,7 @@
 #include "runtime/core/ThreadPool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace hetrt::core {
 
@@ -135,11 +136,26 @@ void ThreadPool::runChunks(uint32_t generation) {
   }
 }
 
-CpuRuntimeInterface makeRuntimeInterface(ThreadPool &pool) {
-  return {&pool, [](void *poolPointer, GridTask task, void *arguments,
-                    int64_t begin, int64_t end) {
-            static_cast<ThreadPool *>(poolPointer)->parallelFor(task, arguments,
-                                                                begin, end);
+CpuRuntimeInterface makeRuntimeInterface(ThreadPool &pool,
+                                         DispatchProfile *profile) {
+  if (!profile)
+    return {&pool, [](void *poolPointer, GridTask task, void *arguments,
+                      int64_t begin, int64_t end) {
+              static_cast<ThreadPool *>(poolPointer)
+                  ->parallelFor(task, arguments, begin, end);
+            }};
+  // The interface has room for one pointer: the profile carries the pool.
+  profile->pool = &pool;
+  return {profile, [](void *profilePointer, GridTask task, void *arguments,
+                      int64_t begin, int64_t end) {
+            auto *profile = static_cast<DispatchProfile *>(profilePointer);
+            auto start = std::chrono::steady_clock::now();
+            profile->pool->parallelFor(task, arguments, begin, end);
+            DispatchProfile::Entry &entry = profile->byKernel[task];
+            ++entry.dispatches;
+            entry.seconds += std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
           }};
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -78,8 +79,22 @@ struct CpuRuntimeInterface {
                       int64_t begin, int64_t end);
 };
 
-/// An interface whose dispatches run on `pool`.
-CpuRuntimeInterface makeRuntimeInterface(ThreadPool &pool);
+/// Wall time spent in each kernel's dispatches, for `hetc bench --profile`.
+struct DispatchProfile {
+  struct Entry {
+    uint64_t dispatches = 0;
+    double seconds = 0;
+  };
+  std::map<GridTask, Entry> byKernel;
+  /// The pool the timed dispatches run on (set by makeRuntimeInterface).
+  ThreadPool *pool = nullptr;
+};
+
+/// An interface whose dispatches run on `pool`; when `profile` is given (it
+/// must outlive the interface and serve only this pool), each dispatch is
+/// timed into it.
+CpuRuntimeInterface makeRuntimeInterface(ThreadPool &pool,
+                                         DispatchProfile *profile = nullptr);
 
 } // namespace hetrt::core
 

@@ -13,6 +13,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -30,6 +36,7 @@ struct BenchFlags {
   int64_t bandwidthMiB = 1024;
   int repeats = 2;
   bool json = false;
+  bool profile = false;
 };
 
 /// Weight bytes one decode step reads: every tensor once, but only one row of
@@ -49,6 +56,116 @@ uint64_t weightBytesPerToken(const hetrt::format::GgufFile &file) {
 double seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
+}
+
+/// Names of a loaded code object's functions by address, from its ELF
+/// symbol table (kernels are local symbols, which dladdr cannot name).
+class CodeSymbols {
+public:
+  std::string nameOf(const void *address) {
+    Dl_info info;
+    if (!dladdr(address, &info) || !info.dli_fname)
+      return hex(address);
+    auto offset = static_cast<uint64_t>(static_cast<const char *>(address) -
+                                        static_cast<const char *>(info.dli_fbase));
+    std::map<uint64_t, std::string> &symbols = byFile_[info.dli_fname];
+    if (symbols.empty())
+      symbols = readFunctions(info.dli_fname);
+    auto it = symbols.upper_bound(offset);
+    if (it == symbols.begin())
+      return hex(address);
+    return std::prev(it)->second;
+  }
+
+private:
+  static std::string hex(const void *address) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%p", address);
+    return text;
+  }
+  /// Function symbols of the ELF file at `path` by value; empty when the
+  /// file cannot be read or has no symbol table.
+  static std::map<uint64_t, std::string> readFunctions(const std::string &path) {
+    std::map<uint64_t, std::string> functions;
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    auto fits = [&](uint64_t offset, uint64_t size) {
+      return offset <= bytes.size() && size <= bytes.size() - offset;
+    };
+    if (!fits(0, sizeof(Elf64_Ehdr)))
+      return functions;
+    Elf64_Ehdr header;
+    std::memcpy(&header, bytes.data(), sizeof header);
+    if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+        header.e_shentsize != sizeof(Elf64_Shdr) ||
+        !fits(header.e_shoff, uint64_t(header.e_shnum) * sizeof(Elf64_Shdr)))
+      return functions;
+    std::vector<Elf64_Shdr> sections(header.e_shnum);
+    std::memcpy(sections.data(), bytes.data() + header.e_shoff,
+                sections.size() * sizeof(Elf64_Shdr));
+    for (const Elf64_Shdr &table : sections) {
+      if (table.sh_type != SHT_SYMTAB || table.sh_link >= sections.size())
+        continue;
+      const Elf64_Shdr &names = sections[table.sh_link];
+      if (!fits(table.sh_offset, table.sh_size) ||
+          !fits(names.sh_offset, names.sh_size))
+        continue;
+      for (uint64_t at = 0; at + sizeof(Elf64_Sym) <= table.sh_size;
+           at += sizeof(Elf64_Sym)) {
+        Elf64_Sym symbol;
+        std::memcpy(&symbol, bytes.data() + table.sh_offset + at, sizeof symbol);
+        if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_name >= names.sh_size)
+          continue;
+        const char *name = bytes.data() + names.sh_offset + symbol.st_name;
+        functions[symbol.st_value] =
+            std::string(name, strnlen(name, names.sh_size - symbol.st_name));
+      }
+    }
+    return functions;
+  }
+
+  std::map<std::string, std::map<uint64_t, std::string>> byFile_;
+};
+
+/// Runs `steps` greedy decode steps with every dispatch timed and prints the
+/// kernels by time per step; what is not in a dispatch ran on the calling
+/// thread (small loops, the entry function itself).
+bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
+                        std::string &error) {
+  hetrt::core::DispatchProfile profile;
+  session.profileDispatches(&profile);
+  int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) {
+    if (!session.decode(token, error))
+      return false;
+    token = hetrt::core::argmax(session.logits(), session.vocabSize());
+  }
+  double total = seconds(start);
+  session.profileDispatches(nullptr);
+  std::vector<std::pair<double, std::string>> rows;
+  double dispatched = 0;
+  CodeSymbols symbols;
+  for (const auto &[task, entry] : profile.byKernel) {
+    dispatched += entry.seconds;
+    char line[160];
+    std::snprintf(line, sizeof line, "%-20s %10.1f %12.3f",
+                  symbols.nameOf(reinterpret_cast<const void *>(task)).c_str(),
+                  static_cast<double>(entry.dispatches) / steps,
+                  entry.seconds / steps * 1e3);
+    rows.push_back({entry.seconds, line});
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("\ndecode profile over %lld steps: %.3f ms per step, %.3f ms in "
+              "%zu dispatched kernels, %.3f ms on the calling thread\n",
+              static_cast<long long>(steps), total / steps * 1e3,
+              dispatched / steps * 1e3, profile.byKernel.size(),
+              (total - dispatched) / steps * 1e3);
+  std::printf("%-20s %10s %12s %7s\n", "kernel", "per step", "ms per step",
+              "share");
+  for (const auto &[kernelSeconds, line] : rows)
+    std::printf("%s %6.1f%%\n", line.c_str(), 100 * kernelSeconds / total);
+  return true;
 }
 
 } // namespace
@@ -78,6 +195,10 @@ Action registerBenchCommand(CLI::App &app) {
                       "Runs per measurement; the best is reported")
       ->check(CLI::PositiveNumber);
   command->add_flag("--json", flags->json, "Print the results as JSON");
+  command->add_flag("--profile", flags->profile,
+                    "After the measurements, time each kernel over the decode "
+                    "steps at the last thread count and print where a step's "
+                    "time goes");
   return [command, flags]() -> int {
     if (!*command)
       return -1;
@@ -155,6 +276,15 @@ Action registerBenchCommand(CLI::App &app) {
         std::printf("%-8d %14.1f %14.1f %12.2f %16.1f %10.3f\n", threads,
                     prefillRate, decodeRate, bandwidth / 1e9, roofline,
                     decodeRate / roofline);
+      if (flags->profile && !flags->json && threads == threadCounts.back()) {
+        // The same steps as the measurement: after a fresh prefill.
+        session.reset();
+        if (!session.prefill(prompt, error) ||
+            !printDecodeProfile(session, flags->decodeTokens, error)) {
+          std::cerr << "hetc bench: " << error << "\n";
+          return 1;
+        }
+      }
     }
     if (flags->json) {
       nlohmann::json report = {{"model", flags->model},

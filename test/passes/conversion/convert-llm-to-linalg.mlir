@@ -66,22 +66,41 @@ func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// One activation row (decode) streams 8 weight rows per step with one
-// accumulator each; an f16 weight is widened in registers and the block is
-// written without bounds checks.
+// One activation row (decode) reads an f16 weight one row at a time (several
+// interleaved short rows defeat the hardware prefetcher), along four
+// independent accumulators; the weight is widened in registers and each
+// result is written without bounds checks.
 llm.weight @h {data_offset = 0 : i64} : tensor<16x64xf16>
 // CHECK-LABEL: func.func @f16_decode_matmul
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 1)
 // CHECK-NOT: arith.minui
-// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK: vector.transfer_read {{.+}} : tensor<16x64xf16>, vector<16xf16>
 // CHECK: arith.extf {{.+}} : vector<16xf16> to vector<16xf32>
-// CHECK-COUNT-8: vector.fma
-// CHECK: vector.from_elements {{.+}} : vector<1x8xf32>
-// CHECK: vector.transfer_write {{.+}} {in_bounds = [true, true]} : vector<1x8xf32>, tensor<1x8xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-3: arith.addf {{.+}} : vector<16xf32>
+// CHECK: vector.from_elements {{.+}} : vector<1x1xf32>
+// CHECK: vector.transfer_write {{.+}} {in_bounds = [true, true]} : vector<1x1xf32>, tensor<1x1xf32>
 func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = llm.get_weight @h : tensor<16x64xf16>
   %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf16>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// f32 rows are long enough for eight interleaved streams to read faster than
+// one: decode keeps eight weight rows per step, one accumulator each.
+llm.weight @f {data_offset = 0 : i64} : tensor<16x64xf32>
+// CHECK-LABEL: func.func @f32_decode_matmul
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.from_elements {{.+}} : vector<1x8xf32>
+func.func @f32_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @f : tensor<16x64xf32>
+  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf32>) -> tensor<1x16xf32>
   return %y : tensor<1x16xf32>
 }
 
