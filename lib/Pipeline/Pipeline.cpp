@@ -39,8 +39,9 @@ void addLinalgPhase(OpPassManager &pm) {
   pm.addPass(conversion::createConvertLLMToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
-  // one kernel each: fewer dispatches per step and no intermediate buffers.
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // one kernel each: fewer dispatches per step and no intermediate buffers;
+  // never at the price of recomputing a producer per cached position.
+  pm.addPass(x86::createHetcX86FuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
 }
 

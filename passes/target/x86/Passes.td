@@ -161,6 +161,32 @@ def HetcX86RouteAllocationsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def HetcX86FuseElementwisePass
+    : Pass<"hetc-x86-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse producer generics into consumers unless that recomputes them";
+  let description = [{
+    Upstream elementwise fusion (`linalg-fuse-elementwise-ops`: single-use
+    producers, reshape folding by expansion, the linalg canonicalizations),
+    with one more rule: a producer is not fused into a consumer that iterates
+    over loops the fused operand does not depend on, because the fused body
+    would then recompute the producer once per value of those loops. Such a
+    case is attention's scores, `s[h, p] = Σ_d rope(q)[h, d] · k[p, h, d]`:
+    fusing RoPE into it recomputes the rotation of the query for every cached
+    position. A producer whose body is a single operation (a cast, a
+    broadcast) is cheap enough to recompute and still fuses.
+
+    ```mlir
+    %r = linalg.generic {maps = [(h, d) -> (h, d), ...]} ins(%q) ... // RoPE
+    %s = linalg.generic {maps = [(h, p, d) -> (h, d), (h, p, d) -> (p, h, d),
+                                 (h, p, d) -> (h, p)]} ins(%r, %k) ...
+    // stays two generics; chains like add(mul(x, y), z) over the same loops
+    // still become one.
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HetcX86ApproximateMathPass
     : Pass<"hetc-x86-approximate-math", "mlir::ModuleOp"> {
   let summary = "Expand math.exp into a vectorizable polynomial";
