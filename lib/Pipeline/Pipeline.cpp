@@ -76,7 +76,11 @@ void addLoopsPhase(OpPassManager &pm) {
 }
 
 void addLLVMPhase(OpPassManager &pm) {
-  pm.addPass(createConvertVectorToSCFPass());
+  // Unrolled, a multi-row block write needs no temporary buffer: the default
+  // lowering allocas one inside the kernel's loop, and that stack space is
+  // never given back before the kernel returns (it grew with every row).
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -281,8 +281,6 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     dots.push_back(vector::ReductionOp::create(
         b, loc, vector::CombiningKind::ADD, sum, Value(), fastMath.getValue()));
   }
-  Value blockValues = vector::FromElementsOp::create(
-      b, loc, VectorType::get({blockRows, blockColumns}, b.getF32Type()), dots);
 
   OpFoldResult ownedRows = b.getIndexAttr(blockRows);
   if (!wholeRowBlocks)
@@ -293,13 +291,37 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   SmallVector<OpFoldResult> offsets = {firstRow, firstColumn};
   SmallVector<OpFoldResult> sizes = {ownedRows, b.getIndexAttr(blockColumns)};
   SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  Value slice =
+  Value written =
       tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, strides);
-  Value written = vector::TransferWriteOp::create(
-      b, loc, blockValues, slice,
-      ValueRange{indexConstant(b, loc, 0), indexConstant(b, loc, 0)},
-      ArrayRef<bool>{wholeRowBlocks, true})
-                      .getResult();
+  Value zero = indexConstant(b, loc, 0);
+  if (wholeRowBlocks) {
+    Value blockValues = vector::FromElementsOp::create(
+        b, loc, VectorType::get({blockRows, blockColumns}, b.getF32Type()),
+        dots);
+    written = vector::TransferWriteOp::create(b, loc, blockValues, written,
+                                              ValueRange{zero, zero},
+                                              ArrayRef<bool>{true, true})
+                  .getResult();
+  } else {
+    // Row by row, each in bounds: a row past the end was computed for the
+    // last row (its index was clamped), so it rewrites the last owned row
+    // with the same values. A masked block write would need a stack buffer.
+    Value lastOwned = arith::SubIOp::create(
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, ownedRows),
+        indexConstant(b, loc, 1));
+    auto rowType = VectorType::get({blockColumns}, b.getF32Type());
+    for (int64_t i = 0; i < blockRows; ++i) {
+      Value rowValues = vector::FromElementsOp::create(
+          b, loc, rowType,
+          ArrayRef<Value>(dots).slice(i * blockColumns, blockColumns));
+      Value local = arith::MinUIOp::create(b, loc, indexConstant(b, loc, i),
+                                           lastOwned);
+      written = vector::TransferWriteOp::create(b, loc, rowValues, written,
+                                                ValueRange{local, zero},
+                                                ArrayRef<bool>{true})
+                    .getResult();
+    }
+  }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, written, out, offsets, sizes,
                                         strides);
