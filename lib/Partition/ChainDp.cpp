@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 namespace hetc::partition {
@@ -76,7 +77,8 @@ Scaled scale(const Problem &problem, uint64_t granularity, Mode mode) {
     }
     if (worst > problem.memories[m].capacityBytes) {
       scaled.memories.push_back(m);
-      scaled.capacity.push_back(problem.memories[m].capacityBytes / granularity);
+      scaled.capacity.push_back(problem.memories[m].capacityBytes /
+                                granularity);
     }
   }
   size_t numMemories = scaled.memories.size();
@@ -93,15 +95,14 @@ Scaled scale(const Problem &problem, uint64_t granularity, Mode mode) {
     // device (overflow mode: any device, transfers do not count) for no more
     // and holds no more bytes anywhere: it cannot be in a unique optimum.
     auto beats = [&](size_t q, size_t p) {
-      if (mode == Mode::Objective &&
-          (options[q].device != options[p].device ||
-           options[q].value > options[p].value))
+      if (mode == Mode::Objective && (options[q].device != options[p].device ||
+                                      options[q].value > options[p].value))
         return false;
       for (size_t m = 0; m < numMemories; ++m)
         if (rounded[q * numMemories + m] > rounded[p * numMemories + m])
           return false;
-      bool equal = mode == Mode::Overflow ||
-                   options[q].value == options[p].value;
+      bool equal =
+          mode == Mode::Overflow || options[q].value == options[p].value;
       for (size_t m = 0; m < numMemories && equal; ++m)
         equal = rounded[q * numMemories + m] == rounded[p * numMemories + m];
       return !equal || q < p;
@@ -156,10 +157,10 @@ std::vector<std::vector<double>> costAfter(const Scaled &scaled,
       double best = kInfinity;
       for (size_t o = 0; o < scaled.options[u].size(); ++o) {
         const ScaledOption &option = scaled.options[u][o];
-        double cost = option.value +
-                      scaled.transferCost(u, static_cast<int>(from),
-                                          option.device) +
-                      table[u][option.device];
+        double cost =
+            option.value +
+            scaled.transferCost(u, static_cast<int>(from), option.device) +
+            table[u][option.device];
         for (size_t m = 0; m < numMemories; ++m)
           cost += lambda[m] *
                   static_cast<double>(scaled.bytes[u][o * numMemories + m]);
@@ -185,9 +186,9 @@ double lagrangian(const Scaled &scaled, const std::vector<double> &lambda,
     size_t chosen = 0;
     for (size_t o = 0; o < scaled.options[u].size(); ++o) {
       const ScaledOption &option = scaled.options[u][o];
-      double cost = option.value + after[u][option.device] +
-                    (device < 0 ? 0
-                                : scaled.transferCost(u, device, option.device));
+      double cost =
+          option.value + after[u][option.device] +
+          (device < 0 ? 0 : scaled.transferCost(u, device, option.device));
       for (size_t m = 0; m < numMemories; ++m)
         cost += lambda[m] *
                 static_cast<double>(scaled.bytes[u][o * numMemories + m]);
@@ -289,11 +290,13 @@ Frontier prune(const Frontier &candidates, size_t numMemories,
   size_t groupStart = 0;
   // With one memory the frontier is a staircase: the least use so far.
   uint64_t leastUse = std::numeric_limits<uint64_t>::max();
+  std::map<uint64_t, uint64_t> staircase;
   for (size_t i = 0; i < count; ++i) {
     size_t s = order[i];
     if (kept.size() > 0 && kept.device.back() != candidates.device[s]) {
       groupStart = kept.size();
       leastUse = std::numeric_limits<uint64_t>::max();
+      staircase.clear();
     }
     const uint64_t *use = &candidates.use[s * numMemories];
     bool dominated = false;
@@ -302,6 +305,20 @@ Frontier prune(const Frontier &candidates, size_t numMemories,
     } else if (numMemories == 1) {
       dominated = use[0] >= leastUse;
       leastUse = std::min(leastUse, use[0]);
+    } else if (numMemories == 2) {
+      // A staircase of the kept states: first use ascending, second use
+      // strictly descending; the entry at or below use[0] has the least
+      // second use of all kept states with no more first use.
+      auto at = staircase.upper_bound(use[0]);
+      dominated = at != staircase.begin() && std::prev(at)->second <= use[1];
+      if (!dominated) {
+        auto from = staircase.lower_bound(use[0]);
+        auto to = from;
+        while (to != staircase.end() && to->second >= use[1])
+          ++to;
+        staircase.erase(from, to);
+        staircase.emplace(use[0], use[1]);
+      }
     } else {
       for (size_t k = groupStart; k < kept.size() && !dominated; ++k) {
         const uint64_t *other = &kept.use[k * numMemories];
@@ -341,8 +358,7 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
   current.option.push_back(-1);
   std::vector<std::vector<int>> parents(numUnits), options(numUnits);
   std::vector<uint64_t> next(numMemories);
-  double slack =
-      bounds ? 1e-9 * std::abs(bounds->upper) + 1e-300 : 0;
+  double slack = bounds ? 1e-9 * std::abs(bounds->upper) + 1e-300 : 0;
   for (size_t u = 0; u < numUnits; ++u) {
     Frontier candidates;
     const std::vector<ScaledOption> &unitOptions = scaled.options[u];
@@ -358,7 +374,8 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
           if (mode == Mode::Overflow) {
             // Clamped: what exceeds the capacity is paid for now.
             uint64_t capacity = scaled.capacity[m];
-            cost += static_cast<double>(total > capacity ? total - capacity : 0);
+            cost +=
+                static_cast<double>(total > capacity ? total - capacity : 0);
             next[m] = std::min(total, capacity);
           } else {
             next[m] = total;
@@ -383,8 +400,7 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
         }
         candidates.use.insert(candidates.use.end(), next.begin(), next.end());
         candidates.cost.push_back(cost);
-        candidates.device.push_back(mode == Mode::Overflow ? 0
-                                                           : option.device);
+        candidates.device.push_back(mode == Mode::Overflow ? 0 : option.device);
         candidates.parent.push_back(static_cast<int>(s));
         candidates.option.push_back(static_cast<int>(o));
       }
@@ -420,31 +436,40 @@ Result solveChainDp(const Problem &problem, const ChainDpOptions &options) {
   uint64_t granularity = std::max<uint64_t>(options.byteGranularity, 1);
   Scaled scaled = scale(problem, granularity, Mode::Objective);
 
-  // A first pass at a coarse granularity (a multiple of the requested one, so
-  // its plan also fits the finer rounding) is cheap and gives a plan whose
-  // cost bounds the exact pass.
+  // Exact knapsack frontiers can hold a state per reachable use vector, so
+  // the requested granularity is approached from coarse ones: each pass runs
+  // at a multiple of the next pass's granularity (its plan then fits the
+  // finer rounding too), and the best plan so far prunes the next pass
+  // against lower bounds on every completion. Rounding wastes at most a
+  // granule per unit, so each pass's plan is close to the optimum and the
+  // finer passes keep few states.
   uint64_t largest = 0;
   for (uint64_t capacity : scaled.capacity)
     largest = std::max(largest, capacity);
-  std::optional<Answer> coarse;
-  // Rounding may lose every plan that fits; finer passes then try again.
-  for (uint64_t factor = largest / 1024; factor > 1 && !coarse; factor /= 16)
-    coarse = run(scale(problem, granularity * factor, Mode::Objective),
-                 Mode::Objective, nullptr);
+  std::vector<uint64_t> factors;
+  for (uint64_t factor = largest / 1024; factor > 1; factor /= 16)
+    factors.push_back(factor);
+  factors.push_back(1);
   std::optional<Answer> answer;
-  if (coarse) {
+  for (uint64_t factor : factors) {
+    Scaled pass = factor == 1
+                      ? std::move(scaled)
+                      : scale(problem, granularity * factor, Mode::Objective);
+    if (!answer) {
+      // Rounding may lose every plan that fits; a finer pass tries again.
+      answer = run(pass, Mode::Objective, nullptr);
+      continue;
+    }
     Bounds bounds;
-    bounds.upper = coarse->cost;
-    bounds.plain = costAfter(scaled, std::vector<double>(scaled.numMemories()));
-    bounds.lambda = multipliers(scaled, bounds.upper);
-    bounds.relaxed = costAfter(scaled, bounds.lambda);
-    answer = run(scaled, Mode::Objective, &bounds);
-    // The coarse plan itself survives the pruning unless rounding in the
-    // bounds hid it; it is then still the best known.
-    if (!answer)
-      answer = coarse;
-  } else {
-    answer = run(scaled, Mode::Objective, nullptr);
+    bounds.upper = answer->cost;
+    bounds.plain = costAfter(pass, std::vector<double>(pass.numMemories()));
+    bounds.lambda = multipliers(pass, bounds.upper);
+    bounds.relaxed = costAfter(pass, bounds.lambda);
+    // The known plan survives the pruning unless floating-point rounding in
+    // the bounds hides it; it then stays the best known.
+    if (std::optional<Answer> better = run(pass, Mode::Objective, &bounds))
+      if (better->cost <= answer->cost)
+        answer = std::move(better);
   }
   if (answer) {
     Result result;

@@ -11,6 +11,8 @@ namespace hetc::partition {
 namespace {
 
 struct Search {
+  explicit Search(const Problem &problem) : problem(problem) {}
+
   const Problem &problem;
   /// Per unit, the edges that end in it (their source is chosen earlier).
   std::vector<std::vector<const Edge *>> incoming;
@@ -70,7 +72,7 @@ Result solveExhaustive(const Problem &problem,
           " choices of options; use the DP or the MIP for this problem");
     assignments *= unit.options.size();
   }
-  Search search{problem, {}, {}, {}};
+  Search search(problem);
   search.incoming.resize(problem.units.size());
   for (const Edge &edge : problem.edges)
     search.incoming[edge.to].push_back(&edge);

@@ -38,7 +38,8 @@ public:
 
   /// Solves; on success fills `choice` with an option per unit. Returns an
   /// empty string, "infeasible", or GLPK's failure in words.
-  std::string solve(const MipOptions &options, std::vector<int> &choice) {
+  std::string solve(const MipOptions &options, std::vector<int> &choice,
+                    bool &optimal) {
     glp_load_matrix(lp, static_cast<int>(values.size()) - 1, rows.data(),
                     columns.data(), values.data());
     glp_iocp parameters;
@@ -51,18 +52,21 @@ public:
     parameters.tol_int = 1e-9;
     parameters.tol_obj = 1e-9;
     if (options.timeLimitSeconds > 0)
-      parameters.tm_lim = static_cast<int>(
-          std::min(options.timeLimitSeconds * 1000, 2e9));
+      parameters.tm_lim =
+          static_cast<int>(std::min(options.timeLimitSeconds * 1000, 2e9));
     int code = glp_intopt(lp, &parameters);
     int status = glp_mip_status(lp);
     if (status == GLP_NOFEAS ||
         (code == GLP_ENOPFS && status != GLP_OPT && status != GLP_FEAS))
       return "infeasible";
-    if (code == GLP_ETMLIM)
+    optimal = status == GLP_OPT;
+    if (code == GLP_ETMLIM && status != GLP_FEAS)
       return "GLPK reached the time limit of " +
-             std::to_string(options.timeLimitSeconds) + " s before proving "
-             "a plan optimal";
-    if (code != 0 || status != GLP_OPT)
+             std::to_string(options.timeLimitSeconds) +
+             " s before finding "
+             "a plan";
+    if ((code != 0 && code != GLP_ETMLIM) ||
+        (status != GLP_OPT && status != GLP_FEAS))
       return "GLPK failed (glp_intopt returned " + std::to_string(code) +
              ", status " + std::to_string(status) + ")";
     choice.assign(problem.units.size(), 0);
@@ -85,8 +89,8 @@ public:
     int row = capacityRow[memory];
     if (row == 0)
       return;
-    double limit = glp_get_row_ub(lp, row) -
-                   static_cast<double>(bytes) / rowScale[memory];
+    double limit =
+        glp_get_row_ub(lp, row) - static_cast<double>(bytes) / rowScale[memory];
     glp_set_row_bnds(lp, row, GLP_UP, 0, limit);
   }
 
@@ -127,8 +131,8 @@ private:
     rowScale.assign(problem.memories.size(), 1);
     double overflowScale = 1;
     for (const Memory &memory : problem.memories)
-      overflowScale = std::max(overflowScale,
-                               static_cast<double>(memory.capacityBytes));
+      overflowScale =
+          std::max(overflowScale, static_cast<double>(memory.capacityBytes));
     overflowScale = powerOfTwoNear(overflowScale);
     for (size_t m = 0; m < problem.memories.size(); ++m) {
       uint64_t worst = 0, largest = 0;
@@ -261,7 +265,8 @@ Result solveMip(const Problem &problem, const MipOptions &options) {
   bool infeasible = false;
   for (int attempt = 0; attempt < 8 && !infeasible; ++attempt) {
     std::vector<int> choice;
-    std::string error = model.solve(options, choice);
+    bool optimal = true;
+    std::string error = model.solve(options, choice, optimal);
     if ((infeasible = error == "infeasible"))
       continue;
     if (!error.empty())
@@ -270,6 +275,7 @@ Result solveMip(const Problem &problem, const MipOptions &options) {
     if (plan.fits(problem)) {
       Result result;
       result.plan = std::move(plan);
+      result.optimal = optimal;
       return result;
     }
     for (size_t m = 0; m < problem.memories.size(); ++m)
@@ -281,11 +287,15 @@ Result solveMip(const Problem &problem, const MipOptions &options) {
                            "than its feasibility tolerance");
   Model overflow(problem, Goal::Overflow);
   std::vector<int> closest;
-  if (std::string error = overflow.solve(options, closest); !error.empty())
+  bool optimal = true;
+  if (std::string error = overflow.solve(options, closest, optimal);
+      !error.empty())
     return detail::failure("no placement fits the memory limits, and GLPK "
                            "could not find the closest one: " +
                            error);
-  return detail::infeasible(problem, std::move(closest));
+  Result result = detail::infeasible(problem, std::move(closest));
+  result.optimal = optimal;
+  return result;
 }
 
 } // namespace hetc::partition

@@ -100,9 +100,10 @@ std::string describe(const Problem &problem, const Shortfall &shortfall) {
   for (size_t m = 0; m < problem.memories.size(); ++m)
     if (shortfall.closest.overflowBytes(problem, m) > 0)
       over.push_back(m);
-  std::stable_sort(over.begin(), over.end(), [&](size_t a, size_t b) {
-    return shortfall.closest.overflowBytes(problem, a) >
-           shortfall.closest.overflowBytes(problem, b);
+  std::sort(over.begin(), over.end(), [&](size_t a, size_t b) {
+    uint64_t overA = shortfall.closest.overflowBytes(problem, a);
+    uint64_t overB = shortfall.closest.overflowBytes(problem, b);
+    return overA != overB ? overA > overB : a < b;
   });
   std::string text = "no placement fits the memory limits: the closest one "
                      "needs ";
@@ -116,7 +117,8 @@ std::string describe(const Problem &problem, const Shortfall &shortfall) {
             std::to_string(memory.capacityBytes) + ")";
   }
   if (over.size() > 1)
-    text += "; " + std::to_string(shortfall.totalBytes) + " bytes short in total";
+    text +=
+        "; " + std::to_string(shortfall.totalBytes) + " bytes short in total";
   return text;
 }
 

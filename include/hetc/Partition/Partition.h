@@ -131,6 +131,9 @@ struct Result {
   /// solver, solver failure, or the shortfall in words naming the memories
   /// and bytes.
   std::string error;
+  /// False when the solver stopped at a limit (MipOptions::timeLimitSeconds)
+  /// with `plan` the best found so far, not proven optimal.
+  bool optimal = true;
 
   explicit operator bool() const { return plan.has_value(); }
 };
@@ -170,7 +173,9 @@ Result solveExhaustive(const Problem &problem,
                        const ExhaustiveOptions &options = {});
 
 struct MipOptions {
-  /// GLPK's branch-and-bound time limit; 0 means none.
+  /// GLPK's branch-and-bound time limit; 0 means none. When it is reached
+  /// with a plan found, the Result holds that plan with `optimal` false;
+  /// without one, an error.
   double timeLimitSeconds = 0;
 };
 
