@@ -6,6 +6,7 @@
 #include "hetc/Cost/CostModel.h"
 #include "hetc/Cost/ModelShape.h"
 #include "hetc/Hardware/Catalog.h"
+#include "hetc/Partition/ModelPlan.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -130,16 +131,6 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
   return plan;
 }
 
-double score(const DevicePlan &plan, const std::string &objective) {
-  if (objective == "throughput")
-    return -plan.decodeTokensPerS;
-  if (objective == "cost")
-    return plan.usdPerMillionTokens;
-  if (objective == "energy")
-    return plan.joulesPerToken;
-  return 1.0 / plan.decodeTokensPerS; // latency
-}
-
 } // namespace
 
 Action registerPlanCommand(CLI::App &app) {
@@ -199,64 +190,76 @@ Action registerPlanCommand(CLI::App &app) {
     std::vector<DevicePlan> plans;
     for (const hardware::SystemDevice &entry : system->devices)
       plans.push_back(planOn(entry.id, entry.device, *shape, workload));
-    const DevicePlan *best = nullptr;
-    for (const DevicePlan &plan : plans)
-      if (plan.fits && (!best || score(plan, flags->objective) < score(*best, flags->objective)))
-        best = &plan;
-    if (!best) {
-      const DevicePlan *closest = &plans.front();
-      for (const DevicePlan &plan : plans)
-        if (plan.shortfallBytes < closest->shortfallBytes)
-          closest = &plan;
-      std::cerr << "hetc plan: " << flags->model << " fits on no device of "
-                << system->name << ": on " << closest->id << " ("
-                << closest->device->name << ") it needs "
-                << closest->weightBytes + closest->kvBytes << " bytes ("
-                << closest->weightBytes << " of weights, " << closest->kvBytes
-                << " of KV cache for batch " << flags->batch << " × "
-                << flags->context + flags->promptTokens
-                << " tokens), " << closest->shortfallBytes
-                << " bytes more than its memory holds ("
-                << closest->capacityBytes
-                << "); use a smaller weight type, batch or context\n";
+    partition::PlanRequest request;
+    request.workload = workload;
+    request.objective = *partition::parseObjective(flags->objective);
+    std::optional<partition::ModelPlan> placed =
+        partition::planModel(*shape, *system, request, error);
+    if (!placed) {
+      std::cerr << "hetc plan: " << error << "\n";
       return 3;
     }
+    const partition::ModelPlan &plan = *placed;
+    auto memoryName = [&](int memory) { return plan.memories[memory].name; };
 
     if (flags->json) {
-      nlohmann::json devices = nlohmann::json::array();
-      for (const DevicePlan &plan : plans) {
-        nlohmann::json entry = {{"id", plan.id},
-                                {"device", plan.device->name},
-                                {"weight_bytes", plan.weightBytes},
-                                {"kv_bytes", plan.kvBytes},
-                                {"capacity_bytes", plan.capacityBytes},
-                                {"fits", plan.fits}};
-        if (plan.fits) {
-          entry["prefill_tokens_per_s"] = plan.prefillTokensPerS;
-          entry["decode_tokens_per_s"] = plan.decodeTokensPerS;
-          entry["joules_per_token"] = plan.joulesPerToken;
-          entry["usd_per_million_tokens"] = plan.usdPerMillionTokens;
+      nlohmann::json alone = nlohmann::json::array();
+      for (const DevicePlan &single : plans) {
+        nlohmann::json entry = {{"id", single.id},
+                                {"device", single.device->name},
+                                {"fits", single.fits},
+                                {"limit", single.limit}};
+        if (single.fits) {
+          entry["prefill_tokens_per_s"] = single.prefillTokensPerS;
+          entry["decode_tokens_per_s"] = single.decodeTokensPerS;
         } else {
-          entry["shortfall_bytes"] = plan.shortfallBytes;
+          entry["shortfall_bytes"] = single.shortfallBytes;
         }
-        entry["limit"] = plan.limit;
-        devices.push_back(entry);
+        alone.push_back(entry);
       }
-      double kvElement = best->device->kind == hardware::DeviceKind::Cpu ? 4 : 2;
-      std::vector<cost::Unit> units = cost::unitsOf(*shape, kvElement);
+      nlohmann::json devices = nlohmann::json::array();
+      for (size_t d = 0; d < plan.devices.size(); ++d) {
+        const partition::DeviceUse &device = plan.devices[d];
+        nlohmann::json memories = nlohmann::json::array();
+        uint64_t held = 0, capacity = 0;
+        for (const partition::MemoryUse &memory : plan.memories) {
+          if (memory.device != static_cast<int>(d))
+            continue;
+          held += memory.weightBytes + memory.kvBytes;
+          capacity += memory.capacityBytes;
+          memories.push_back({{"name", memory.name},
+                              {"weight_bytes", memory.weightBytes},
+                              {"kv_bytes", memory.kvBytes},
+                              {"capacity_bytes", memory.capacityBytes}});
+        }
+        devices.push_back({{"id", device.id},
+                           {"device", device.device->name},
+                           {"units", device.units},
+                           {"bytes_held", held},
+                           {"capacity_bytes", capacity},
+                           {"memories", memories},
+                           {"decode_seconds_per_step", device.decodeSeconds},
+                           {"prefill_seconds", device.prefillSeconds},
+                           {"utilization", device.utilization}});
+      }
       nlohmann::json ops = nlohmann::json::array();
       nlohmann::json weights = nlohmann::json::array();
-      for (size_t i = 0; i < units.size(); ++i) {
-        ops.push_back({{"unit", units[i].name}, {"device", best->id}});
-        weights.push_back(
-            {{"unit", units[i].name},
-             {"bytes", units[i].weightBytes},
-             {"residency", "resident"},
-             {"memory", best->id + "." +
-                            best->device->memory[best->weightTier[i]].name}});
+      nlohmann::json kv = nlohmann::json::array();
+      for (const partition::PlacedUnit &unit : plan.units) {
+        ops.push_back({{"unit", unit.unit.name},
+                       {"device", plan.devices[unit.device].id},
+                       {"decode_seconds", unit.decodeSeconds},
+                       {"prefill_seconds", unit.prefillSeconds}});
+        weights.push_back({{"unit", unit.unit.name},
+                           {"bytes", unit.unit.weightBytes},
+                           {"residency", unit.streamed ? "streamed" : "resident"},
+                           {"memory", memoryName(unit.weightMemory)}});
+        if (unit.kvMemory >= 0)
+          kv.push_back({{"unit", unit.unit.name},
+                        {"memory", memoryName(unit.kvMemory)}});
       }
       nlohmann::json out = {
-          {"schema", "hetc.plan/1"},
+          {"schema", "hetc.plan/2"},
           {"model", {{"path", flags->model},
                      {"architecture", shape->architecture},
                      {"layers", shape->numLayers},
@@ -267,15 +270,15 @@ Action registerPlanCommand(CLI::App &app) {
                         {"context", workload.context},
                         {"prompt_tokens", workload.promptTokens}}},
           {"devices", devices},
-          {"placement", {{"device", best->id},
-                         {"ops", ops},
-                         {"weights", weights},
-                         {"kv_cache", best->id + "." + best->device->memory[best->kvTier].name}}},
-          {"predicted", {{"prefill_tokens_per_s", best->prefillTokensPerS},
-                         {"decode_tokens_per_s", best->decodeTokensPerS},
-                         {"joules_per_token", best->joulesPerToken},
-                         {"usd_per_million_tokens", best->usdPerMillionTokens},
-                         {"limit", best->limit}}}};
+          {"placement", {{"ops", ops}, {"weights", weights}, {"kv_cache", kv}}},
+          {"each_device_alone", alone},
+          {"predicted", {{"prefill_tokens_per_s", plan.prefillTokensPerS},
+                         {"decode_tokens_per_s", plan.decodeTokensPerS},
+                         {"decode_seconds_per_step", plan.decodeStepSeconds},
+                         {"transfer_seconds_per_step", plan.transferSeconds},
+                         {"joules_per_token", plan.joulesPerToken},
+                         {"usd_per_million_tokens", plan.usdPerMillionTokens},
+                         {"limit", plan.limit}}}};
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -287,30 +290,56 @@ Action registerPlanCommand(CLI::App &app) {
                 system->name.c_str(), static_cast<long long>(workload.batch),
                 static_cast<long long>(workload.context),
                 static_cast<long long>(workload.promptTokens), flags->objective.c_str());
+    std::printf("each device alone:\n");
     std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", "id", "device",
                 "weights+KV", "capacity", "prefill/s", "decode/s", "J/token",
                 "$/Mtok", "limited by");
-    for (const DevicePlan &plan : plans) {
-      if (plan.fits)
+    for (const DevicePlan &single : plans) {
+      if (single.fits)
         std::printf("%-6s %-22s %12s %12s %10.1f %11.2f %9.3f %9.3f  %s\n",
-                    plan.id.c_str(), plan.device->name.c_str(),
-                    gib(plan.weightBytes + plan.kvBytes).c_str(),
-                    gib(plan.capacityBytes).c_str(), plan.prefillTokensPerS,
-                    plan.decodeTokensPerS, plan.joulesPerToken,
-                    plan.usdPerMillionTokens, plan.limit.c_str());
+                    single.id.c_str(), single.device->name.c_str(),
+                    gib(single.weightBytes + single.kvBytes).c_str(),
+                    gib(single.capacityBytes).c_str(), single.prefillTokensPerS,
+                    single.decodeTokensPerS, single.joulesPerToken,
+                    single.usdPerMillionTokens, single.limit.c_str());
       else
-        std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", plan.id.c_str(),
-                    plan.device->name.c_str(),
-                    gib(plan.weightBytes + plan.kvBytes).c_str(),
-                    gib(plan.capacityBytes).c_str(), "-", "-", "-", "-",
-                    plan.limit.c_str());
+        std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", single.id.c_str(),
+                    single.device->name.c_str(),
+                    gib(single.weightBytes + single.kvBytes).c_str(),
+                    gib(single.capacityBytes).c_str(), "-", "-", "-", "-",
+                    single.limit.c_str());
     }
-    std::printf("\nplan: every op on %s (%s); predicted %.1f prefill and %.2f "
-                "decode tokens/s, limited by %s\n",
-                best->id.c_str(), best->device->name.c_str(), best->prefillTokensPerS,
-                best->decodeTokensPerS, best->limit.c_str());
-    std::printf("(each device is costed alone; splitting a model across devices "
-                "is the partitioner's job and is not part of this plan yet)\n");
+    std::printf("\npartitioned plan (units placed jointly across the system):\n");
+    std::printf("%-6s %-22s %6s %12s %12s %14s %8s\n", "id", "device", "units",
+                "weights", "KV cache", "decode ms/step", "busy");
+    for (size_t d = 0; d < plan.devices.size(); ++d) {
+      const partition::DeviceUse &device = plan.devices[d];
+      uint64_t weightBytes = 0, kvBytes = 0;
+      for (const partition::MemoryUse &memory : plan.memories)
+        if (memory.device == static_cast<int>(d)) {
+          weightBytes += memory.weightBytes;
+          kvBytes += memory.kvBytes;
+        }
+      std::printf("%-6s %-22s %6d %12s %12s %14.3f %7.0f%%\n", device.id.c_str(),
+                  device.device->name.c_str(), device.units,
+                  gib(weightBytes).c_str(), gib(kvBytes).c_str(),
+                  device.decodeSeconds * 1e3, device.utilization * 100);
+    }
+    for (const partition::MemoryUse &memory : plan.memories)
+      if (memory.weightBytes + memory.kvBytes > 0)
+        std::printf("  %-20s %12s of %12s\n", memory.name.c_str(),
+                    gib(memory.weightBytes + memory.kvBytes).c_str(),
+                    gib(memory.capacityBytes).c_str());
+    int streamed = 0;
+    for (const partition::PlacedUnit &unit : plan.units)
+      streamed += unit.streamed ? 1 : 0;
+    std::printf("%d of %zu units stream their weights over a link; activation "
+                "transfers %.3f ms per step\n",
+                streamed, plan.units.size(), plan.transferSeconds * 1e3);
+    std::printf("predicted: %.1f prefill and %.2f decode tokens/s, %.3f J/token, "
+                "$%.3f per million tokens; limited by %s\n",
+                plan.prefillTokensPerS, plan.decodeTokensPerS, plan.joulesPerToken,
+                plan.usdPerMillionTokens, plan.limit.c_str());
     return 0;
   };
 }

@@ -1,0 +1,104 @@
+// A decoder model placed across the devices of a system: the partition
+// problem built from its shapes, the system's memories and links and the cost
+// model, solved exactly, and read back as a plan per unit and per device.
+#ifndef HETC_PARTITION_MODELPLAN_H
+#define HETC_PARTITION_MODELPLAN_H
+
+#include "hetc/Cost/CostModel.h"
+#include "hetc/Hardware/Catalog.h"
+#include "hetc/Partition/Partition.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetc::partition {
+
+/// What a plan minimizes. Each is a sum over the units' decode-step times,
+/// weighted per device: latency and throughput by 1 (at batch 1 and at the
+/// requested batch), energy by the device's active power plus every other
+/// device's idle power, cost by the price of the whole system.
+enum class Objective { Latency, Throughput, Cost, Energy };
+
+/// Parses "latency", "throughput", "cost" or "energy".
+std::optional<Objective> parseObjective(const std::string &name);
+
+struct PlanRequest {
+  cost::Workload workload;
+  Objective objective = Objective::Latency;
+};
+
+/// One decoder unit's placement.
+struct PlacedUnit {
+  cost::Unit unit;
+  int device = 0;
+  /// Indices into ModelPlan::memories.
+  int weightMemory = 0;
+  int kvMemory = -1;
+  /// True when the weights live in another device's memory and cross a link
+  /// on every use.
+  bool streamed = false;
+  double decodeSeconds = 0;
+  double prefillSeconds = 0;
+  /// Whether the unit's decode step is limited by reading memory.
+  bool memoryBound = false;
+};
+
+/// A memory of the system and what the plan keeps in it.
+struct MemoryUse {
+  std::string name;
+  int device = 0;
+  uint64_t capacityBytes = 0;
+  uint64_t weightBytes = 0;
+  uint64_t kvBytes = 0;
+};
+
+struct DeviceUse {
+  std::string id;
+  const hardware::Device *device = nullptr;
+  int units = 0;
+  double decodeSeconds = 0;
+  double prefillSeconds = 0;
+  /// Busy fraction of a decode step.
+  double utilization = 0;
+};
+
+struct ModelPlan {
+  std::vector<PlacedUnit> units;
+  std::vector<MemoryUse> memories;
+  std::vector<DeviceUse> devices;
+  /// Activations crossing between devices, per decode step and per prefill.
+  double transferSeconds = 0;
+  double prefillTransferSeconds = 0;
+  double decodeStepSeconds = 0;
+  double prefillSeconds = 0;
+  double decodeTokensPerS = 0;
+  double prefillTokensPerS = 0;
+  double joulesPerToken = 0;
+  double usdPerMillionTokens = 0;
+  /// What bounds the plan, in words.
+  std::string limit;
+};
+
+/// The placement problem for `shape` on `system`: one unit per decoder part
+/// (embedding, each layer's attention and FFN, output) in execution order,
+/// chained by the activations passed between them. A unit's options are a
+/// device and where its weights live — in one of that device's memories, or
+/// streamed over a link from another device's memory — and, for attention,
+/// which of the device's memories holds its KV cache. Options whose weights
+/// or cache could not fit even alone are left out.
+Problem buildProblem(const cost::ModelShape &shape,
+                     const hardware::System &system,
+                     const PlanRequest &request);
+
+/// Solves the problem exactly (the chain DP) and reads the plan back. When
+/// nothing fits, returns nothing and sets `error` to the memory that fails
+/// and by how many bytes.
+std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
+                                   const hardware::System &system,
+                                   const PlanRequest &request,
+                                   std::string &error);
+
+} // namespace hetc::partition
+
+#endif // HETC_PARTITION_MODELPLAN_H

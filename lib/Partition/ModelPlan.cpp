@@ -1,0 +1,393 @@
+// From a model's shapes and a system to a partition problem and back: the
+// options of each decoder unit costed by the roofline model, solved by the
+// exact chain DP.
+#include "hetc/Partition/ModelPlan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace hetc::partition {
+
+namespace {
+
+/// What one option of one unit means, beside its Option in the Problem.
+struct OptionMeaning {
+  int device = 0;
+  int weightMemory = 0;
+  int kvMemory = -1;
+  bool streamed = false;
+  cost::Estimate decode;
+  double prefillSeconds = 0;
+};
+
+struct Built {
+  Problem problem;
+  std::vector<cost::Unit> units;
+  std::vector<std::vector<OptionMeaning>> meanings;
+  std::vector<MemoryUse> memories;
+  /// Global memory index of (device, tier).
+  std::vector<std::vector<int>> memoryIndex;
+  /// Per ordered device pair: link seconds per byte and latency, or none.
+  std::vector<std::optional<std::pair<double, double>>> deviceLinks;
+  /// Weights of seconds in the objective, per device.
+  std::vector<double> weightOfSeconds;
+  uint64_t kvBytesPerUnit(const cost::Unit &unit,
+                          const cost::Workload &workload) const {
+    return static_cast<uint64_t>(
+        unit.kvBytesPerContext * static_cast<double>(workload.batch) *
+        static_cast<double>(workload.context + workload.promptTokens));
+  }
+};
+
+/// hetc's CPU code keeps an f32 cache; accelerators keep f16.
+double kvElementBytes(const hardware::Device &device) {
+  return device.kind == hardware::DeviceKind::Cpu ? 4 : 2;
+}
+
+/// The fastest link between any memory of `device` and memory `target`.
+const hardware::Link *linkTo(const hardware::System &system, int device,
+                             hardware::MemoryRef target) {
+  const hardware::Link *best = nullptr;
+  for (const hardware::SystemLink &link : system.links) {
+    bool forward = link.from.device == device &&
+                   link.to.device == target.device &&
+                   link.to.tier == target.tier;
+    bool backward = link.to.device == device &&
+                    link.from.device == target.device &&
+                    link.from.tier == target.tier;
+    if ((forward || backward) && (!best || link.link.gbPerS > best->gbPerS))
+      best = &link.link;
+  }
+  return best;
+}
+
+/// The fastest link between any memories of two devices.
+const hardware::Link *linkBetween(const hardware::System &system, int a,
+                                  int b) {
+  const hardware::Link *best = nullptr;
+  for (const hardware::SystemLink &link : system.links) {
+    bool joins = (link.from.device == a && link.to.device == b) ||
+                 (link.from.device == b && link.to.device == a);
+    if (joins && (!best || link.link.gbPerS > best->gbPerS))
+      best = &link.link;
+  }
+  return best;
+}
+
+Built build(const cost::ModelShape &shape, const hardware::System &system,
+            const PlanRequest &request) {
+  Built built;
+  const cost::Workload &workload = request.workload;
+  int numDevices = static_cast<int>(system.devices.size());
+  for (int d = 0; d < numDevices; ++d) {
+    const hardware::SystemDevice &entry = system.devices[d];
+    built.problem.devices.push_back(entry.id);
+    built.memoryIndex.emplace_back();
+    for (size_t t = 0; t < entry.device.memory.size(); ++t) {
+      const hardware::MemoryTier &tier = entry.device.memory[t];
+      built.memoryIndex.back().push_back(
+          static_cast<int>(built.problem.memories.size()));
+      std::string name = entry.id + "." + tier.name;
+      built.problem.memories.push_back({name, tier.capacityBytes});
+      built.memories.push_back({name, d, tier.capacityBytes, 0, 0});
+    }
+  }
+  double idleWatts = 0, usdPerSecond = 0;
+  for (const hardware::SystemDevice &entry : system.devices) {
+    idleWatts += entry.device.idleWatts;
+    usdPerSecond += entry.device.priceUsdPerHour / 3600;
+  }
+  for (const hardware::SystemDevice &entry : system.devices) {
+    double weight = 1;
+    if (request.objective == Objective::Energy)
+      weight = entry.device.activeWatts - entry.device.idleWatts + idleWatts;
+    else if (request.objective == Objective::Cost)
+      weight = usdPerSecond;
+    built.weightOfSeconds.push_back(weight);
+  }
+  built.deviceLinks.resize(static_cast<size_t>(numDevices * numDevices));
+  for (int a = 0; a < numDevices; ++a)
+    for (int b = 0; b < numDevices; ++b)
+      if (a != b)
+        if (const hardware::Link *link = linkBetween(system, a, b))
+          built.deviceLinks[a * numDevices + b] =
+              std::make_pair(1.0 / (link->gbPerS * 1e9), link->latencyUs * 1e-6);
+
+  cost::Efficiency efficiency;
+  // Units are the same on every device but for the KV element size.
+  std::vector<std::vector<cost::Unit>> unitsOn;
+  for (const hardware::SystemDevice &entry : system.devices)
+    unitsOn.push_back(cost::unitsOf(shape, kvElementBytes(entry.device)));
+  built.units = unitsOn.front();
+  size_t numMemories = built.problem.memories.size();
+  for (size_t u = 0; u < built.units.size(); ++u) {
+    Unit unit;
+    unit.name = built.units[u].name;
+    std::vector<OptionMeaning> meanings;
+    for (int d = 0; d < numDevices; ++d) {
+      const hardware::Device &device = system.devices[d].device;
+      const cost::Unit &costed = unitsOn[d][u];
+      uint64_t kvBytes = built.kvBytesPerUnit(costed, workload);
+      // Weight homes: the device's own memories, then others' over a link.
+      struct Home {
+        int memory;
+        hardware::MemoryTier tier;
+        bool streamed;
+      };
+      std::vector<Home> homes;
+      for (size_t t = 0; t < device.memory.size(); ++t)
+        homes.push_back({built.memoryIndex[d][t], device.memory[t], false});
+      for (int e = 0; e < numDevices; ++e) {
+        if (e == d)
+          continue;
+        const hardware::Device &other = system.devices[e].device;
+        for (size_t t = 0; t < other.memory.size(); ++t) {
+          // Streaming reads host memory (DRAM, CXL, disk) from an
+          // accelerator; another device's HBM is its own to compute in.
+          if (other.memory[t].space == "hbm")
+            continue;
+          const hardware::Link *link =
+              linkTo(system, d, {e, static_cast<int>(t)});
+          if (!link)
+            continue;
+          // Read at the slower of the link and the memory behind it.
+          hardware::MemoryTier remote = other.memory[t];
+          remote.readGBPerS = std::min(remote.readGBPerS, link->gbPerS);
+          remote.latencyNs += link->latencyUs * 1e3;
+          homes.push_back({built.memoryIndex[e][t], remote, true});
+        }
+      }
+      // The KV cache is read and written every step: it stays in the
+      // device's memories that are not disk.
+      std::vector<int> kvHomes = {-1};
+      if (kvBytes > 0) {
+        kvHomes.clear();
+        for (size_t t = 0; t < device.memory.size(); ++t)
+          if (device.memory[t].space != "disk")
+            kvHomes.push_back(static_cast<int>(t));
+      }
+      for (const Home &home : homes) {
+        if (costed.weightBytes > built.problem.memories[home.memory].capacityBytes)
+          continue;
+        for (int kvTier : kvHomes) {
+          int kvMemory = kvTier < 0 ? -1 : built.memoryIndex[d][kvTier];
+          if (kvMemory >= 0 &&
+              kvBytes > built.problem.memories[kvMemory].capacityBytes)
+            continue;
+          const hardware::MemoryTier &kv =
+              kvTier < 0 ? home.tier : device.memory[kvTier];
+          OptionMeaning meaning;
+          meaning.device = d;
+          meaning.weightMemory = home.memory;
+          meaning.kvMemory = kvMemory;
+          meaning.streamed = home.streamed;
+          meaning.decode = cost::decodeStep(costed, workload, device,
+                                            home.tier, kv, efficiency);
+          meaning.prefillSeconds =
+              cost::prefill(costed, workload, device, home.tier, kv, efficiency)
+                  .seconds();
+          Option option;
+          option.device = d;
+          option.value = meaning.decode.seconds() * built.weightOfSeconds[d];
+          option.bytes.assign(numMemories, 0);
+          option.bytes[home.memory] += costed.weightBytes;
+          if (kvMemory >= 0)
+            option.bytes[kvMemory] += kvBytes;
+          unit.options.push_back(std::move(option));
+          meanings.push_back(meaning);
+        }
+      }
+    }
+    built.problem.units.push_back(std::move(unit));
+    built.meanings.push_back(std::move(meanings));
+  }
+
+  // Consecutive units pass one activation row per sequence (f32).
+  double activationBytes =
+      static_cast<double>(workload.batch * shape.dim) * sizeof(float);
+  for (size_t u = 0; u + 1 < built.units.size(); ++u) {
+    Edge edge;
+    edge.from = static_cast<int>(u);
+    edge.to = static_cast<int>(u + 1);
+    edge.transfer.assign(static_cast<size_t>(numDevices * numDevices), 0);
+    for (int a = 0; a < numDevices; ++a)
+      for (int b = 0; b < numDevices; ++b) {
+        if (a == b)
+          continue;
+        const auto &link = built.deviceLinks[a * numDevices + b];
+        // Devices without a link cannot hand work to each other.
+        double seconds = link ? activationBytes * link->first + link->second
+                              : 1e30;
+        edge.transfer[a * numDevices + b] =
+            seconds * std::max(built.weightOfSeconds[a], built.weightOfSeconds[b]);
+      }
+    built.problem.edges.push_back(std::move(edge));
+  }
+  return built;
+}
+
+/// Bytes are rounded up to 1/1024 of the smallest memory that can run out
+/// (at least 1 MiB): with two or more such memories the exact frontier of
+/// byte sums grows too fast for 80-layer models. Plans still fit; at most a
+/// granule per unit of each memory is given up.
+ChainDpOptions dpOptions(const Problem &problem) {
+  uint64_t smallest = 0;
+  for (size_t m = 0; m < problem.memories.size(); ++m) {
+    uint64_t most = 0;
+    for (const Unit &unit : problem.units) {
+      uint64_t unitMost = 0;
+      for (const Option &option : unit.options)
+        unitMost = std::max(unitMost, option.bytesIn(m));
+      most += unitMost;
+    }
+    uint64_t capacity = problem.memories[m].capacityBytes;
+    if (most > capacity && (smallest == 0 || capacity < smallest))
+      smallest = capacity;
+  }
+  ChainDpOptions options;
+  options.byteGranularity = std::max<uint64_t>(1 << 20, smallest / 1024);
+  return options;
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB",
+                static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
+} // namespace
+
+std::optional<Objective> parseObjective(const std::string &name) {
+  if (name == "latency")
+    return Objective::Latency;
+  if (name == "throughput")
+    return Objective::Throughput;
+  if (name == "cost")
+    return Objective::Cost;
+  if (name == "energy")
+    return Objective::Energy;
+  return std::nullopt;
+}
+
+Problem buildProblem(const cost::ModelShape &shape,
+                     const hardware::System &system,
+                     const PlanRequest &request) {
+  return build(shape, system, request).problem;
+}
+
+std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
+                                   const hardware::System &system,
+                                   const PlanRequest &request,
+                                   std::string &error) {
+  if (system.devices.empty()) {
+    error = system.name + ": the system has no devices";
+    return std::nullopt;
+  }
+  Built built = build(shape, system, request);
+  for (size_t u = 0; u < built.problem.units.size(); ++u)
+    if (built.problem.units[u].options.empty()) {
+      error = shape.origin + ": unit " + built.units[u].name + " (" +
+              gib(built.units[u].weightBytes) +
+              " of weights) fits in no single memory of " + system.name +
+              "; use a smaller weight type";
+      return std::nullopt;
+    }
+  Result result = solveChainDp(built.problem, dpOptions(built.problem));
+  if (!result) {
+    error = result.shortfall
+                ? shape.origin + " does not fit " + system.name + ": " +
+                      describe(built.problem, *result.shortfall) +
+                      "; use a smaller weight type, batch or context, or a "
+                      "system with more memory"
+                : result.error;
+    return std::nullopt;
+  }
+
+  const cost::Workload &workload = request.workload;
+  ModelPlan plan;
+  plan.memories = built.memories;
+  for (const hardware::SystemDevice &entry : system.devices)
+    plan.devices.push_back({entry.id, &entry.device, 0, 0, 0, 0});
+  int numDevices = static_cast<int>(system.devices.size());
+  double activationBytes =
+      static_cast<double>(workload.batch * shape.dim) * sizeof(float);
+  for (size_t u = 0; u < built.units.size(); ++u) {
+    const OptionMeaning &meaning =
+        built.meanings[u][static_cast<size_t>(result.plan->option[u])];
+    PlacedUnit placed;
+    placed.unit = built.units[u];
+    placed.device = meaning.device;
+    placed.weightMemory = meaning.weightMemory;
+    placed.kvMemory = meaning.kvMemory;
+    placed.streamed = meaning.streamed;
+    placed.decodeSeconds = meaning.decode.seconds();
+    placed.prefillSeconds = meaning.prefillSeconds;
+    placed.memoryBound = meaning.decode.memoryBound();
+    plan.memories[meaning.weightMemory].weightBytes += placed.unit.weightBytes;
+    if (meaning.kvMemory >= 0)
+      plan.memories[meaning.kvMemory].kvBytes +=
+          built.kvBytesPerUnit(placed.unit, workload);
+    DeviceUse &device = plan.devices[meaning.device];
+    ++device.units;
+    device.decodeSeconds += placed.decodeSeconds;
+    device.prefillSeconds += placed.prefillSeconds;
+    if (u > 0 && plan.units.back().device != placed.device) {
+      const auto &link =
+          built.deviceLinks[plan.units.back().device * numDevices + placed.device];
+      plan.transferSeconds += activationBytes * link->first + link->second;
+      plan.prefillTransferSeconds +=
+          activationBytes * static_cast<double>(workload.promptTokens) *
+              link->first +
+          link->second;
+    }
+    plan.units.push_back(std::move(placed));
+  }
+  plan.decodeStepSeconds = plan.transferSeconds;
+  plan.prefillSeconds = plan.prefillTransferSeconds;
+  for (const DeviceUse &device : plan.devices) {
+    plan.decodeStepSeconds += device.decodeSeconds;
+    plan.prefillSeconds += device.prefillSeconds;
+  }
+  double batch = static_cast<double>(workload.batch);
+  plan.decodeTokensPerS = batch / plan.decodeStepSeconds;
+  plan.prefillTokensPerS =
+      batch * static_cast<double>(workload.promptTokens) / plan.prefillSeconds;
+  double joulesPerStep = 0, usdPerSecond = 0;
+  for (DeviceUse &device : plan.devices) {
+    device.utilization = device.decodeSeconds / plan.decodeStepSeconds;
+    joulesPerStep += device.device->activeWatts * device.decodeSeconds +
+                     device.device->idleWatts *
+                         (plan.decodeStepSeconds - device.decodeSeconds);
+    usdPerSecond += device.device->priceUsdPerHour / 3600;
+  }
+  plan.joulesPerToken = joulesPerStep / batch;
+  plan.usdPerMillionTokens = usdPerSecond * plan.decodeStepSeconds / batch * 1e6;
+
+  // The limit: the device that takes most of a step, and what bounds it there.
+  const DeviceUse *busiest = &plan.devices.front();
+  for (const DeviceUse &device : plan.devices)
+    if (device.decodeSeconds > busiest->decodeSeconds)
+      busiest = &device;
+  int busiestIndex = static_cast<int>(busiest - plan.devices.data());
+  double memoryBound = 0, computeBound = 0, streamed = 0;
+  for (const PlacedUnit &unit : plan.units) {
+    if (unit.device != busiestIndex)
+      continue;
+    (unit.memoryBound ? memoryBound : computeBound) += unit.decodeSeconds;
+    if (unit.streamed)
+      streamed += unit.decodeSeconds;
+  }
+  if (plan.transferSeconds > busiest->decodeSeconds)
+    plan.limit = "activation transfers between devices";
+  else if (streamed > 0.5 * busiest->decodeSeconds)
+    plan.limit = "weights streamed over links to " + busiest->id;
+  else if (memoryBound >= computeBound)
+    plan.limit = "memory bandwidth of " + busiest->id;
+  else
+    plan.limit = "compute of " + busiest->id;
+  return plan;
+}
+
+} // namespace hetc::partition

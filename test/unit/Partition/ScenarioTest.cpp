@@ -1,0 +1,192 @@
+// Placement scenarios on the catalog's systems: what a user expects of a plan
+// for real model shapes (Llama-2 7B and 70B configs), from staying on one GPU
+// to splitting across a consumer GPU and its host, and failing with the
+// shortfall when nothing holds the model.
+#include "hetc/Partition/ModelPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using namespace hetc;
+using namespace hetc::partition;
+
+/// A Hugging Face config.json of a Llama-2 shape, written to a temporary file.
+std::string writeConfig(const std::string &name, int dim, int layers, int heads,
+                        int kvHeads, int ffn) {
+  std::string path = ::testing::TempDir() + "/" + name + ".json";
+  std::ofstream(path) << "{\"model_type\": \"llama\", \"hidden_size\": " << dim
+                      << ", \"num_hidden_layers\": " << layers
+                      << ", \"num_attention_heads\": " << heads
+                      << ", \"num_key_value_heads\": " << kvHeads
+                      << ", \"intermediate_size\": " << ffn
+                      << ", \"vocab_size\": 32000}";
+  return path;
+}
+
+cost::ModelShape shape(const std::string &name, int dim, int layers, int heads,
+                       int kvHeads, int ffn, const std::string &type) {
+  std::string error;
+  std::optional<cost::ModelShape> loaded = cost::shapeFromHfConfig(
+      writeConfig(name, dim, layers, heads, kvHeads, ffn), type, error);
+  EXPECT_TRUE(loaded) << error;
+  return loaded ? *loaded : cost::ModelShape{};
+}
+
+cost::ModelShape llama7b(const std::string &type) {
+  return shape("llama-7b", 4096, 32, 32, 32, 11008, type);
+}
+cost::ModelShape llama70b(const std::string &type) {
+  return shape("llama-70b", 8192, 80, 64, 8, 28672, type);
+}
+
+hardware::System system(const std::string &name) {
+  std::string error;
+  std::optional<hardware::System> found =
+      hardware::findSystem(name, hardware::defaultCatalogDir(), error);
+  EXPECT_TRUE(found) << error;
+  return found ? *found : hardware::System{};
+}
+
+ModelPlan plan(const cost::ModelShape &model, const hardware::System &sys,
+               Objective objective = Objective::Latency, int64_t batch = 1) {
+  PlanRequest request;
+  request.objective = objective;
+  request.workload.batch = batch;
+  std::string error;
+  std::optional<ModelPlan> result = planModel(model, sys, request, error);
+  EXPECT_TRUE(result) << error;
+  return result ? *result : ModelPlan{};
+}
+
+int deviceIndex(const ModelPlan &plan, const std::string &id) {
+  for (size_t d = 0; d < plan.devices.size(); ++d)
+    if (plan.devices[d].id == id)
+      return static_cast<int>(d);
+  return -1;
+}
+
+uint64_t bytesOn(const ModelPlan &plan, int device) {
+  uint64_t bytes = 0;
+  for (const MemoryUse &memory : plan.memories)
+    if (memory.device == device)
+      bytes += memory.weightBytes + memory.kvBytes;
+  return bytes;
+}
+
+uint64_t streamedBytes(const ModelPlan &plan) {
+  uint64_t bytes = 0;
+  for (const PlacedUnit &unit : plan.units)
+    if (unit.streamed)
+      bytes += unit.unit.weightBytes;
+  return bytes;
+}
+
+void expectWithinCapacities(const ModelPlan &plan) {
+  for (const MemoryUse &memory : plan.memories)
+    EXPECT_LE(memory.weightBytes + memory.kvBytes, memory.capacityBytes)
+        << memory.name;
+}
+
+// A 7B F16 model (13 GB) fits one H100's 80 GB: every unit stays on a GPU,
+// with its weights in HBM, nothing streamed and nothing on the CPU.
+TEST(Scenario, SevenBillionStaysOnOneH100) {
+  ModelPlan placed = plan(llama7b("f16"), system("h100-epyc-pcie5"));
+  ASSERT_FALSE(placed.units.empty());
+  int gpu = placed.units.front().device;
+  EXPECT_EQ(placed.devices[gpu].device->kind, hardware::DeviceKind::Cuda);
+  for (const PlacedUnit &unit : placed.units) {
+    EXPECT_EQ(unit.device, gpu) << unit.unit.name;
+    EXPECT_FALSE(unit.streamed) << unit.unit.name;
+    EXPECT_EQ(placed.memories[unit.weightMemory].device, gpu) << unit.unit.name;
+  }
+  EXPECT_EQ(placed.transferSeconds, 0);
+  expectWithinCapacities(placed);
+}
+
+// A 70B Q4_0 model (about 39 GB) on a 24 GB consumer GPU and a desktop CPU:
+// the GPU's memory is filled, the rest of the model runs from host memory,
+// and the plan beats the CPU alone. (llama.cpp's -ngl would put whole layers
+// on the GPU until it is full and leave the rest on the CPU; here the
+// partitioner decides unit by unit, and may split a layer's attention and FFN.)
+TEST(Scenario, SeventyBillionQ4SplitsAcrossConsumerGpuAndCpu) {
+  hardware::System desktop = system("rtx4090-ryzen");
+  cost::ModelShape model = llama70b("q4_0");
+  ModelPlan placed = plan(model, desktop);
+  int gpu = deviceIndex(placed, "gpu0");
+  int cpu = deviceIndex(placed, "cpu0");
+  ASSERT_GE(gpu, 0);
+  ASSERT_GE(cpu, 0);
+  uint64_t gpuMemory = 0;
+  for (const MemoryUse &memory : placed.memories)
+    if (memory.device == gpu)
+      gpuMemory += memory.capacityBytes;
+  EXPECT_GT(bytesOn(placed, gpu), gpuMemory * 9 / 10);
+  EXPECT_GT(placed.devices[gpu].units, 0);
+  EXPECT_GT(placed.devices[cpu].units, 0);
+  EXPECT_GT(bytesOn(placed, cpu), model.totalWeightBytes() / 4);
+  expectWithinCapacities(placed);
+
+  hardware::System cpuOnly = desktop;
+  cpuOnly.devices.erase(cpuOnly.devices.begin() + gpu);
+  cpuOnly.links.clear();
+  ModelPlan alone = plan(model, cpuOnly);
+  EXPECT_GT(placed.decodeTokensPerS, alone.decodeTokensPerS);
+}
+
+// Serving 32 sequences at once, the layers that do not fit HBM are compute-
+// bound on a CPU. On GH200 the GPU reads host memory over NVLink-C2C
+// (900 GB/s), so those weights are streamed to the GPU rather than computed
+// on the Grace CPU; over PCIe (H100 + EPYC, 64 GB/s) streaming pays far less
+// and less is streamed.
+TEST(Scenario, NvlinkC2cStreamsMoreWeightsThanPcie) {
+  cost::ModelShape model = llama70b("f16"); // 138 GB: more than one GPU holds
+  ModelPlan grace = plan(model, system("gh200"), Objective::Throughput, 32);
+  hardware::System pcie = system("h100-epyc-pcie5");
+  // One GPU and the host, as GH200 has.
+  int second = pcie.deviceIndex("gpu1");
+  ASSERT_GE(second, 0);
+  pcie.devices.erase(pcie.devices.begin() + second);
+  std::vector<hardware::SystemLink> links;
+  for (hardware::SystemLink link : pcie.links) {
+    if (link.from.device == second || link.to.device == second)
+      continue;
+    for (hardware::MemoryRef *end : {&link.from, &link.to})
+      if (end->device > second)
+        --end->device;
+    links.push_back(link);
+  }
+  pcie.links = links;
+  ModelPlan host = plan(model, pcie, Objective::Throughput, 32);
+  expectWithinCapacities(grace);
+  expectWithinCapacities(host);
+  EXPECT_GT(streamedBytes(grace), 0u);
+  EXPECT_GT(streamedBytes(grace), streamedBytes(host));
+  std::printf("70B F16 streamed to the GPU: GH200 %.1f GB, H100 + EPYC over "
+              "PCIe %.1f GB\n",
+              streamedBytes(grace) / 1e9, streamedBytes(host) / 1e9);
+}
+
+// A KV cache for 64 sequences of 32k tokens (about 690 GB beside the
+// weights) fits in no memory of the desktop that may hold a KV cache: the
+// error names a memory and the shortfall in bytes.
+TEST(Scenario, RequestThatFitsNowhereFailsWithTheShortfall) {
+  PlanRequest request;
+  request.workload.batch = 64;
+  request.workload.context = 32768;
+  std::string error;
+  std::optional<ModelPlan> placed =
+      planModel(llama70b("q4_0"), system("rtx4090-ryzen"), request, error);
+  EXPECT_FALSE(placed);
+  EXPECT_NE(error.find("does not fit rtx4090-ryzen"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("bytes more than"), std::string::npos) << error;
+  std::printf("%s\n", error.c_str());
+}
+
+} // namespace
