@@ -189,4 +189,37 @@ TEST(Scenario, RequestThatFitsNowhereFailsWithTheShortfall) {
   std::printf("%s\n", error.c_str());
 }
 
+// A consumer GPU beside a low-power NPU, both able to hold a 7B Q4_0 model:
+// latency puts it on the GPU (1008 GB/s), energy on the NPU (136 GB/s at
+// 8 W against 450 W; the catalog's figures), idle power of the other device
+// included.
+TEST(Scenario, EnergyObjectiveMovesWorkToTheEfficientDevice) {
+  std::string dir = hardware::defaultCatalogDir(), error;
+  std::optional<hardware::Device> gpu =
+      hardware::loadDevice(dir + "/devices/nvidia-rtx-4090.json", error);
+  ASSERT_TRUE(gpu) << error;
+  std::optional<hardware::Device> npu =
+      hardware::loadDevice(dir + "/devices/generic-spirv-npu.json", error);
+  ASSERT_TRUE(npu) << error;
+  std::optional<hardware::Link> pcie =
+      hardware::loadLink(dir + "/links/pcie4-x16.json", error);
+  ASSERT_TRUE(pcie) << error;
+  hardware::System pair;
+  pair.name = "gpu-and-npu";
+  pair.devices = {{"gpu0", *gpu}, {"npu0", *npu}};
+  pair.links = {{{0, 0}, {1, 0}, *pcie}};
+  cost::ModelShape model = llama7b("q4_0");
+
+  ModelPlan fast = plan(model, pair, Objective::Latency);
+  ModelPlan frugal = plan(model, pair, Objective::Energy);
+  EXPECT_EQ(fast.devices[0].units, static_cast<int>(fast.units.size()));
+  EXPECT_GT(frugal.devices[1].units, static_cast<int>(frugal.units.size()) / 2);
+  EXPECT_LT(frugal.joulesPerToken, fast.joulesPerToken);
+  EXPECT_GT(fast.decodeTokensPerS, frugal.decodeTokensPerS);
+  std::printf("7B Q4_0 latency plan: %.1f tokens/s, %.3f J/token; energy plan: "
+              "%.1f tokens/s, %.3f J/token\n",
+              fast.decodeTokensPerS, fast.joulesPerToken,
+              frugal.decodeTokensPerS, frugal.joulesPerToken);
+}
+
 } // namespace
