@@ -336,6 +336,16 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     if (u > 0 && plan.units.back().device != placed.device) {
       const auto &link =
           built.deviceLinks[plan.units.back().device * numDevices + placed.device];
+      if (!link) {
+        // Only chosen when nothing else fits: the hand-over is impossible.
+        error = shape.origin + " fits " + system.name + " only by handing " +
+                placed.unit.name + " from " +
+                plan.devices[plan.units.back().device].id + " to " +
+                plan.devices[placed.device].id +
+                ", and the system has no link between them; add the link to "
+                "the system JSON";
+        return std::nullopt;
+      }
       plan.transferSeconds += activationBytes * link->first + link->second;
       plan.prefillTransferSeconds +=
           activationBytes * static_cast<double>(workload.promptTokens) *

@@ -222,4 +222,24 @@ TEST(Scenario, EnergyObjectiveMovesWorkToTheEfficientDevice) {
               frugal.decodeTokensPerS, frugal.joulesPerToken);
 }
 
+// Two devices that together hold a 70B Q4_0 model but share no link: the
+// plan cannot hand activations from one to the other, and says so.
+TEST(Scenario, DevicesWithoutALinkCannotSplitAModel) {
+  std::string dir = hardware::defaultCatalogDir(), error;
+  std::optional<hardware::Device> gpu =
+      hardware::loadDevice(dir + "/devices/nvidia-rtx-4090.json", error);
+  ASSERT_TRUE(gpu) << error;
+  std::optional<hardware::Device> npu =
+      hardware::loadDevice(dir + "/devices/generic-spirv-npu.json", error);
+  ASSERT_TRUE(npu) << error;
+  hardware::System apart;
+  apart.name = "unlinked";
+  apart.devices = {{"gpu0", *gpu}, {"npu0", *npu}};
+  PlanRequest request;
+  std::optional<ModelPlan> placed =
+      planModel(llama70b("q4_0"), apart, request, error);
+  EXPECT_FALSE(placed);
+  EXPECT_NE(error.find("no link between them"), std::string::npos) << error;
+}
+
 } // namespace
