@@ -130,14 +130,22 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
       const cost::Unit &costed = unitsOn[d][u];
       uint64_t kvBytes = built.kvBytesPerUnit(costed, workload);
       // Weight homes: the device's own memories, then others' over a link.
+      // A resident home refers to the device's own tier (the cost model
+      // applies the device's calibration to it); a streamed one to a copy
+      // of the remote tier read at link speed.
       struct Home {
         int memory;
-        hardware::MemoryTier tier;
+        const hardware::MemoryTier *tier;
         bool streamed;
+        hardware::MemoryTier remote;
+        const hardware::MemoryTier &read() const {
+          return streamed ? remote : *tier;
+        }
       };
       std::vector<Home> homes;
       for (size_t t = 0; t < device.memory.size(); ++t)
-        homes.push_back({built.memoryIndex[d][t], device.memory[t], false});
+        homes.push_back(
+            {built.memoryIndex[d][t], &device.memory[t], false, {}});
       for (int e = 0; e < numDevices; ++e) {
         if (e == d)
           continue;
@@ -155,7 +163,7 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
           hardware::MemoryTier remote = other.memory[t];
           remote.readGBPerS = std::min(remote.readGBPerS, link->gbPerS);
           remote.latencyNs += link->latencyUs * 1e3;
-          homes.push_back({built.memoryIndex[e][t], remote, true});
+          homes.push_back({built.memoryIndex[e][t], nullptr, true, remote});
         }
       }
       // The KV cache is read and written every step: it stays in the
@@ -176,16 +184,17 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
               kvBytes > built.problem.memories[kvMemory].capacityBytes)
             continue;
           const hardware::MemoryTier &kv =
-              kvTier < 0 ? home.tier : device.memory[kvTier];
+              kvTier < 0 ? home.read() : device.memory[kvTier];
           OptionMeaning meaning;
           meaning.device = d;
           meaning.weightMemory = home.memory;
           meaning.kvMemory = kvMemory;
           meaning.streamed = home.streamed;
           meaning.decode = cost::decodeStep(costed, workload, device,
-                                            home.tier, kv, efficiency);
+                                            home.read(), kv, efficiency);
           meaning.prefillSeconds =
-              cost::prefill(costed, workload, device, home.tier, kv, efficiency)
+              cost::prefill(costed, workload, device, home.read(), kv,
+                            efficiency)
                   .seconds();
           Option option;
           option.device = d;
