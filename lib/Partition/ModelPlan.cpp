@@ -17,6 +17,8 @@ struct OptionMeaning {
   int weightMemory = 0;
   int kvMemory = -1;
   bool streamed = false;
+  /// The cache's bytes at this device's KV element size.
+  uint64_t kvBytes = 0;
   cost::Estimate decode;
   double prefillSeconds = 0;
 };
@@ -190,6 +192,7 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
           meaning.weightMemory = home.memory;
           meaning.kvMemory = kvMemory;
           meaning.streamed = home.streamed;
+          meaning.kvBytes = kvMemory >= 0 ? kvBytes : 0;
           meaning.decode = cost::decodeStep(costed, workload, device,
                                             home.read(), kv, efficiency);
           meaning.prefillSeconds =
@@ -336,8 +339,7 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     placed.memoryBound = meaning.decode.memoryBound();
     plan.memories[meaning.weightMemory].weightBytes += placed.unit.weightBytes;
     if (meaning.kvMemory >= 0)
-      plan.memories[meaning.kvMemory].kvBytes +=
-          built.kvBytesPerUnit(placed.unit, workload);
+      plan.memories[meaning.kvMemory].kvBytes += meaning.kvBytes;
     DeviceUse &device = plan.devices[meaning.device];
     ++device.units;
     device.decodeSeconds += placed.decodeSeconds;
