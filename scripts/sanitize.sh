@@ -2,7 +2,8 @@
 # Builds the runtime's unit tests and C API client with AddressSanitizer and
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
 # quantizers, tokenizer, and a whole generation through libhetrt on
-# stories260K (packed by the regular build's hetc).
+# stories260K (packed by the regular build's hetc), and the planner's solver
+# and scenario tests.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HETC_BUILD_DIR:-$repo/build}"
@@ -20,12 +21,16 @@ if [ ! -f "$asan/build.ninja" ]; then
     "-DCMAKE_EXE_LINKER_FLAGS=$links" "-DCMAKE_SHARED_LINKER_FLAGS=$links"
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
-  HetrtQuantizeTests HetrtCoreTests hetrt-capi-generate
+  HetrtQuantizeTests HetrtCoreTests HetcPartitionTests hetrt-capi-generate
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests; do
   "$asan/bin/$test"
 done
+# The planner's solvers and scenarios; the 80-layer chains are left to the
+# regular build (minutes under the sanitizers, nothing they do not cover).
+"$asan/bin/HetcPartitionTests" --gtest_filter='-Systems/LargeChain.*'
+
 pack="$asan/stories260K.hetpack"
 "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$pack" \
   --cpu-variants host -q

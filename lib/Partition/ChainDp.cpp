@@ -298,7 +298,7 @@ Frontier prune(const Frontier &candidates, size_t numMemories,
       leastUse = std::numeric_limits<uint64_t>::max();
       staircase.clear();
     }
-    const uint64_t *use = &candidates.use[s * numMemories];
+    const uint64_t *use = candidates.use.data() + s * numMemories;
     bool dominated = false;
     if (numMemories == 0) {
       dominated = kept.size() > groupStart;
@@ -321,7 +321,7 @@ Frontier prune(const Frontier &candidates, size_t numMemories,
       }
     } else {
       for (size_t k = groupStart; k < kept.size() && !dominated; ++k) {
-        const uint64_t *other = &kept.use[k * numMemories];
+        const uint64_t *other = kept.use.data() + k * numMemories;
         size_t m = 0;
         while (m < numMemories && other[m] <= use[m])
           ++m;
@@ -363,10 +363,10 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
     Frontier candidates;
     const std::vector<ScaledOption> &unitOptions = scaled.options[u];
     for (size_t s = 0; s < current.size(); ++s) {
-      const uint64_t *use = &current.use[s * numMemories];
+      const uint64_t *use = current.use.data() + s * numMemories;
       for (size_t o = 0; o < unitOptions.size(); ++o) {
         const ScaledOption &option = unitOptions[o];
-        const uint64_t *bytes = &scaled.bytes[u][o * numMemories];
+        const uint64_t *bytes = scaled.bytes[u].data() + o * numMemories;
         double cost = current.cost[s] + option.value;
         bool fits = true;
         for (size_t m = 0; m < numMemories; ++m) {

@@ -20,6 +20,7 @@ struct OptionMeaning {
   /// The cache's bytes at this device's KV element size.
   uint64_t kvBytes = 0;
   cost::Estimate decode;
+  double emptyCacheDecodeSeconds = 0;
   double prefillSeconds = 0;
 };
 
@@ -195,6 +196,12 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
           meaning.kvBytes = kvMemory >= 0 ? kvBytes : 0;
           meaning.decode = cost::decodeStep(costed, workload, device,
                                             home.read(), kv, efficiency);
+          cost::Workload empty = workload;
+          empty.context = 0;
+          meaning.emptyCacheDecodeSeconds =
+              cost::decodeStep(costed, empty, device, home.read(), kv,
+                               efficiency)
+                  .seconds();
           meaning.prefillSeconds =
               cost::prefill(costed, workload, device, home.read(), kv,
                             efficiency)
@@ -335,6 +342,7 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     placed.kvMemory = meaning.kvMemory;
     placed.streamed = meaning.streamed;
     placed.decodeSeconds = meaning.decode.seconds();
+    placed.emptyCacheDecodeSeconds = meaning.emptyCacheDecodeSeconds;
     placed.prefillSeconds = meaning.prefillSeconds;
     placed.memoryBound = meaning.decode.memoryBound();
     plan.memories[meaning.weightMemory].weightBytes += placed.unit.weightBytes;
@@ -357,11 +365,13 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
                 "the system JSON";
         return std::nullopt;
       }
-      plan.transferSeconds += activationBytes * link->first + link->second;
-      plan.prefillTransferSeconds +=
+      placed.handOverSeconds = activationBytes * link->first + link->second;
+      placed.prefillHandOverSeconds =
           activationBytes * static_cast<double>(workload.promptTokens) *
               link->first +
           link->second;
+      plan.transferSeconds += placed.handOverSeconds;
+      plan.prefillTransferSeconds += placed.prefillHandOverSeconds;
     }
     plan.units.push_back(std::move(placed));
   }

@@ -28,6 +28,8 @@ Action registerSynthCommand(CLI::App &app);
 Action registerCalibrateCommand(CLI::App &app);
 /// `hetc plan MODEL --system SYS`: predicts where and how fast a model runs.
 Action registerPlanCommand(CLI::App &app);
+/// `hetc simulate`: a request played through the plan, as a timeline.
+Action registerSimulateCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

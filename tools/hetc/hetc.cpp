@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
       hetc::cli::registerBenchCommand(app),
       hetc::cli::registerCalibrateCommand(app),
       hetc::cli::registerPlanCommand(app),
+      hetc::cli::registerSimulateCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const hetc::cli::Action &action : actions) {

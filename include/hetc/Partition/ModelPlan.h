@@ -38,10 +38,27 @@ struct PlacedUnit {
   /// True when the weights live in another device's memory and cross a link
   /// on every use.
   bool streamed = false;
+  /// Decode step at the request's context, and with an empty cache: a step
+  /// at another context is interpolated between them.
   double decodeSeconds = 0;
+  double emptyCacheDecodeSeconds = 0;
   double prefillSeconds = 0;
+  /// Handing the activations over from the previous unit's device (0 on the
+  /// same device), per decode step and for a prefill.
+  double handOverSeconds = 0;
+  double prefillHandOverSeconds = 0;
   /// Whether the unit's decode step is limited by reading memory.
   bool memoryBound = false;
+
+  /// The unit's decode step with `context` tokens in the cache.
+  double decodeSecondsAt(int64_t context, int64_t plannedContext) const {
+    if (plannedContext <= 0)
+      return decodeSeconds;
+    return emptyCacheDecodeSeconds +
+           (decodeSeconds - emptyCacheDecodeSeconds) *
+               static_cast<double>(context) /
+               static_cast<double>(plannedContext);
+  }
 };
 
 /// A memory of the system and what the plan keeps in it.
@@ -91,7 +108,8 @@ Problem buildProblem(const cost::ModelShape &shape,
                      const hardware::System &system,
                      const PlanRequest &request);
 
-/// Solves the problem exactly (the chain DP) and reads the plan back. When
+/// Solves the problem exactly (the chain DP) and reads the plan back. The
+/// plan refers to `system`'s devices, so `system` must outlive it. When
 /// nothing fits, returns nothing and sets `error` to the memory that fails
 /// and by how many bytes.
 std::optional<ModelPlan> planModel(const cost::ModelShape &shape,

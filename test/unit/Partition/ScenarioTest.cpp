@@ -3,6 +3,7 @@
 // to splitting across a consumer GPU and its host, and failing with the
 // shortfall when nothing holds the model.
 #include "hetc/Partition/ModelPlan.h"
+#include "hetc/Partition/Simulate.h"
 
 #include <gtest/gtest.h>
 
@@ -96,7 +97,8 @@ void expectWithinCapacities(const ModelPlan &plan) {
 // A 7B F16 model (13 GB) fits one H100's 80 GB: every unit stays on a GPU,
 // with its weights in HBM, nothing streamed and nothing on the CPU.
 TEST(Scenario, SevenBillionStaysOnOneH100) {
-  ModelPlan placed = plan(llama7b("f16"), system("h100-epyc-pcie5"));
+  hardware::System server = system("h100-epyc-pcie5");
+  ModelPlan placed = plan(llama7b("f16"), server);
   ASSERT_FALSE(placed.units.empty());
   int gpu = placed.units.front().device;
   EXPECT_EQ(placed.devices[gpu].device->kind, hardware::DeviceKind::Cuda);
@@ -146,7 +148,8 @@ TEST(Scenario, SeventyBillionQ4SplitsAcrossConsumerGpuAndCpu) {
 // and less is streamed.
 TEST(Scenario, NvlinkC2cStreamsMoreWeightsThanPcie) {
   cost::ModelShape model = llama70b("f16"); // 138 GB: more than one GPU holds
-  ModelPlan grace = plan(model, system("gh200"), Objective::Throughput, 32);
+  hardware::System gh200 = system("gh200");
+  ModelPlan grace = plan(model, gh200, Objective::Throughput, 32);
   hardware::System pcie = system("h100-epyc-pcie5");
   // One GPU and the host, as GH200 has.
   int second = pcie.deviceIndex("gpu1");
@@ -240,6 +243,44 @@ TEST(Scenario, DevicesWithoutALinkCannotSplitAModel) {
       planModel(llama70b("q4_0"), apart, request, error);
   EXPECT_FALSE(placed);
   EXPECT_NE(error.find("no link between them"), std::string::npos) << error;
+}
+
+// A request played through the desktop's 70B plan: each decode step costs
+// at least the one before (the KV cache grows), a step at the planned
+// context costs what the plan predicts, and the devices' busy time plus the
+// hand-overs is the whole request (the chain runs one unit at a time).
+TEST(Scenario, SimulatedRequestFollowsThePlan) {
+  PlanRequest request;
+  request.workload = {1, 128 + 64, 128};
+  std::string error;
+  hardware::System desktop = system("rtx4090-ryzen");
+  std::optional<ModelPlan> placed =
+      planModel(llama70b("q4_0"), desktop, request, error);
+  ASSERT_TRUE(placed) << error;
+  Timeline timeline = simulate(*placed, request.workload, 192, 64);
+  std::vector<double> stepSeconds(65, 0);
+  for (const TimelineEvent &event : timeline.events)
+    if (event.phase != "prefill")
+      stepSeconds[std::stoi(event.phase.substr(7))] += event.end - event.start;
+  for (int step = 2; step <= 64; ++step)
+    EXPECT_GE(stepSeconds[step], stepSeconds[step - 1] * (1 - 1e-12)) << step;
+  // Step 65 would read 192 cached tokens: the planned context.
+  Timeline longer = simulate(*placed, request.workload, 192, 65);
+  double lastStep = longer.totalSeconds - timeline.totalSeconds;
+  EXPECT_NEAR(lastStep, placed->decodeStepSeconds, 1e-9 * lastStep);
+  double busy = timeline.linkSeconds;
+  for (double seconds : timeline.busySeconds)
+    busy += seconds;
+  EXPECT_NEAR(busy, timeline.totalSeconds, 1e-9 * timeline.totalSeconds);
+  EXPECT_NEAR(timeline.prefillSeconds, placed->prefillSeconds,
+              1e-9 * placed->prefillSeconds);
+  std::string svg = timelineSvg(*placed, timeline, "70B <Q4_0> & co");
+  EXPECT_NE(svg.find("70B &lt;Q4_0&gt; &amp; co"), std::string::npos);
+  size_t bars = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos;
+       at = svg.find("<rect", at + 1))
+    ++bars;
+  EXPECT_EQ(bars, timeline.events.size());
 }
 
 } // namespace

@@ -1,0 +1,167 @@
+// `hetc simulate MODEL --system SYS`: plays a request (a prefill and N decode
+// steps) through the plan `hetc plan` makes, and reports each device's busy
+// time and utilization over it, optionally as an SVG Gantt chart.
+#include "Commands.h"
+
+#include "hetc/Cost/ModelShape.h"
+#include "hetc/Hardware/Catalog.h"
+#include "hetc/Partition/ModelPlan.h"
+#include "hetc/Partition/Simulate.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace hetc::cli {
+
+namespace {
+struct SimulateFlags {
+  std::string model;
+  std::string system;
+  std::string catalog;
+  std::string weightType = "f16";
+  std::string objective = "latency";
+  int64_t batch = 1;
+  int64_t promptTokens = 128;
+  int64_t decodeTokens = 32;
+  std::string svg;
+  bool json = false;
+};
+} // namespace
+
+Action registerSimulateCommand(CLI::App &app) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App *command = app.add_subcommand(
+      "simulate", "Play a request (prefill and decode steps) through the plan "
+                  "and report each device's timeline and utilization");
+  command->add_option("model", flags->model, "A .gguf file or a config.json")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--system", flags->system,
+                      "A system JSON, or the name of one in the catalog")
+      ->required();
+  command->add_option("--catalog", flags->catalog,
+                      "The hardware catalog directory (default: hetc's own)");
+  command->add_option("--weight-type", flags->weightType,
+                      "Weight type to plan a config.json with")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+      ->capture_default_str();
+  command->add_option("--objective", flags->objective, "What the plan optimizes")
+      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
+      ->capture_default_str();
+  command->add_option("--batch", flags->batch, "Sequences decoded together")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--prompt-tokens", flags->promptTokens, "Prompt length")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("-n,--decode-tokens", flags->decodeTokens,
+                      "Decode steps after the prefill")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
+  command->add_flag("--json", flags->json,
+                    "Print the per-device summary and every event as JSON");
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
+    std::string error;
+    std::string catalog =
+        flags->catalog.empty() ? hardware::defaultCatalogDir() : flags->catalog;
+    std::optional<hardware::System> system =
+        hardware::findSystem(flags->system, catalog, error);
+    if (!system) {
+      std::cerr << "hetc simulate: " << error << "\n";
+      return 1;
+    }
+    std::optional<cost::ModelShape> shape =
+        cost::loadModelShape(flags->model, flags->weightType, error);
+    if (!shape) {
+      std::cerr << "hetc simulate: " << error << "\n";
+      return 1;
+    }
+    // The plan holds the cache of the whole request.
+    partition::PlanRequest request;
+    request.workload = {flags->batch, flags->promptTokens + flags->decodeTokens,
+                        flags->promptTokens};
+    request.objective = *partition::parseObjective(flags->objective);
+    std::optional<partition::ModelPlan> plan =
+        partition::planModel(*shape, *system, request, error);
+    if (!plan) {
+      std::cerr << "hetc simulate: " << error << "\n";
+      return 3;
+    }
+    partition::Timeline timeline = partition::simulate(
+        *plan, request.workload, request.workload.context, flags->decodeTokens);
+    if (!flags->svg.empty()) {
+      std::ofstream out(flags->svg);
+      out << partition::timelineSvg(*plan, timeline,
+                                    flags->model + " on " + system->name);
+      if (!out) {
+        std::cerr << "hetc simulate: " << flags->svg << ": cannot write the "
+                  << "chart; check the directory exists and is writable\n";
+        return 1;
+      }
+    }
+    if (flags->json) {
+      nlohmann::json devices = nlohmann::json::array();
+      for (size_t d = 0; d < plan->devices.size(); ++d)
+        devices.push_back(
+            {{"id", plan->devices[d].id},
+             {"busy_seconds", timeline.busySeconds[d]},
+             {"utilization", timeline.totalSeconds > 0
+                                 ? timeline.busySeconds[d] / timeline.totalSeconds
+                                 : 0}});
+      nlohmann::json events = nlohmann::json::array();
+      for (const partition::TimelineEvent &event : timeline.events)
+        events.push_back(
+            {{"device", event.device >= 0 ? plan->devices[event.device].id
+                                          : std::string("link")},
+             {"unit", event.unit},
+             {"phase", event.phase},
+             {"start", event.start},
+             {"end", event.end}});
+      nlohmann::json out = {{"schema", "hetc.simulate/1"},
+                            {"system", system->name},
+                            {"prefill_seconds", timeline.prefillSeconds},
+                            {"total_seconds", timeline.totalSeconds},
+                            {"decode_steps", timeline.decodeSteps},
+                            {"decode_tokens_per_s", timeline.decodeTokensPerS},
+                            {"link_seconds", timeline.linkSeconds},
+                            {"devices", devices},
+                            {"events", events}};
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("request: prefill of %lld tokens, then %lld decode steps "
+                "(batch %lld) on %s\n",
+                static_cast<long long>(flags->promptTokens),
+                static_cast<long long>(flags->decodeTokens),
+                static_cast<long long>(flags->batch), system->name.c_str());
+    std::printf("prefill %.3f ms, whole request %.3f ms; decode %.2f tokens/s\n",
+                timeline.prefillSeconds * 1e3, timeline.totalSeconds * 1e3,
+                timeline.decodeTokensPerS);
+    std::printf("%-6s %-22s %12s %8s\n", "id", "device", "busy ms", "busy");
+    for (size_t d = 0; d < plan->devices.size(); ++d)
+      std::printf("%-6s %-22s %12.3f %7.1f%%\n", plan->devices[d].id.c_str(),
+                  plan->devices[d].device->name.c_str(),
+                  timeline.busySeconds[d] * 1e3,
+                  timeline.totalSeconds > 0
+                      ? 100 * timeline.busySeconds[d] / timeline.totalSeconds
+                      : 0.0);
+    std::printf("%-6s %-22s %12.3f %7.1f%%\n", "links", "activation hand-overs",
+                timeline.linkSeconds * 1e3,
+                timeline.totalSeconds > 0
+                    ? 100 * timeline.linkSeconds / timeline.totalSeconds
+                    : 0.0);
+    if (!flags->svg.empty())
+      std::printf("timeline: %s (%zu intervals)\n", flags->svg.c_str(),
+                  timeline.events.size());
+    return 0;
+  };
+}
+
+} // namespace hetc::cli
