@@ -2,6 +2,7 @@
 // each device of a system — memory held, prefill and decode speed, energy and
 // price per token, and what limits each — from the model's shapes alone.
 #include "Commands.h"
+#include "PlanningOptions.h"
 
 #include "hetc/Cost/CostModel.h"
 #include "hetc/Cost/ModelShape.h"
@@ -18,15 +19,8 @@ namespace hetc::cli {
 
 namespace {
 
-struct PlanFlags {
-  std::string model;
-  std::string system;
-  std::string catalog;
-  std::string weightType = "f16";
-  std::string objective = "latency";
-  int64_t batch = 1;
+struct PlanFlags : PlanningFlags {
   int64_t context = 512;
-  int64_t promptTokens = 128;
   bool json = false;
 };
 
@@ -138,33 +132,10 @@ Action registerPlanCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "plan", "Predict where and how fast a model runs on a system, from its "
               "shapes alone (a GGUF header or a Hugging Face config.json)");
-  command->add_option("model", flags->model, "A .gguf file or a config.json")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command->add_option("--system", flags->system,
-                      "A system JSON, or the name of one in the catalog "
-                      "(e.g. rtx4090-ryzen; `hetc calibrate` writes one for this "
-                      "machine)")
-      ->required();
-  command->add_option("--catalog", flags->catalog,
-                      "The hardware catalog directory (default: hetc's own)");
-  command->add_option("--weight-type", flags->weightType,
-                      "Weight type to plan a config.json with")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
-      ->capture_default_str();
-  command->add_option("--objective", flags->objective, "What the plan optimizes")
-      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
-      ->capture_default_str();
-  command->add_option("--batch", flags->batch, "Sequences decoded together")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  addPlanningOptions(*command, *flags);
   command->add_option("--context", flags->context,
                       "Tokens in the KV cache at the decode step predicted")
       ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  command->add_option("--prompt-tokens", flags->promptTokens,
-                      "Prompt length of the prefill predicted")
-      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_flag("--json", flags->json,
                     "Print the plan as JSON (schema in docs/planning.md)");
@@ -172,27 +143,20 @@ Action registerPlanCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
-    std::string catalog =
-        flags->catalog.empty() ? hardware::defaultCatalogDir() : flags->catalog;
-    std::optional<hardware::System> system =
-        hardware::findSystem(flags->system, catalog, error);
-    if (!system) {
+    std::optional<PlanningInputs> inputs = loadPlanningInputs(*flags, error);
+    if (!inputs) {
       std::cerr << "hetc plan: " << error << "\n";
       return 1;
     }
-    std::optional<cost::ModelShape> shape =
-        cost::loadModelShape(flags->model, flags->weightType, error);
-    if (!shape) {
-      std::cerr << "hetc plan: " << error << "\n";
-      return 1;
-    }
+    const hardware::System *system = &inputs->system;
+    const cost::ModelShape *shape = &inputs->shape;
     cost::Workload workload{flags->batch, flags->context, flags->promptTokens};
     std::vector<DevicePlan> plans;
     for (const hardware::SystemDevice &entry : system->devices)
       plans.push_back(planOn(entry.id, entry.device, *shape, workload));
     partition::PlanRequest request;
     request.workload = workload;
-    request.objective = *partition::parseObjective(flags->objective);
+    request.objective = inputs->objective;
     std::optional<partition::ModelPlan> placed =
         partition::planModel(*shape, *system, request, error);
     if (!placed) {

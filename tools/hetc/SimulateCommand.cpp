@@ -2,6 +2,7 @@
 // steps) through the plan `hetc plan` makes, and reports each device's busy
 // time and utilization over it, optionally as an SVG Gantt chart.
 #include "Commands.h"
+#include "PlanningOptions.h"
 
 #include "hetc/Cost/ModelShape.h"
 #include "hetc/Hardware/Catalog.h"
@@ -18,14 +19,7 @@
 namespace hetc::cli {
 
 namespace {
-struct SimulateFlags {
-  std::string model;
-  std::string system;
-  std::string catalog;
-  std::string weightType = "f16";
-  std::string objective = "latency";
-  int64_t batch = 1;
-  int64_t promptTokens = 128;
+struct SimulateFlags : PlanningFlags {
   int64_t decodeTokens = 32;
   std::string svg;
   bool json = false;
@@ -37,27 +31,7 @@ Action registerSimulateCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "simulate", "Play a request (prefill and decode steps) through the plan "
                   "and report each device's timeline and utilization");
-  command->add_option("model", flags->model, "A .gguf file or a config.json")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command->add_option("--system", flags->system,
-                      "A system JSON, or the name of one in the catalog")
-      ->required();
-  command->add_option("--catalog", flags->catalog,
-                      "The hardware catalog directory (default: hetc's own)");
-  command->add_option("--weight-type", flags->weightType,
-                      "Weight type to plan a config.json with")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
-      ->capture_default_str();
-  command->add_option("--objective", flags->objective, "What the plan optimizes")
-      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
-      ->capture_default_str();
-  command->add_option("--batch", flags->batch, "Sequences decoded together")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command->add_option("--prompt-tokens", flags->promptTokens, "Prompt length")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  addPlanningOptions(*command, *flags);
   command->add_option("-n,--decode-tokens", flags->decodeTokens,
                       "Decode steps after the prefill")
       ->check(CLI::NonNegativeNumber)
@@ -69,25 +43,18 @@ Action registerSimulateCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
-    std::string catalog =
-        flags->catalog.empty() ? hardware::defaultCatalogDir() : flags->catalog;
-    std::optional<hardware::System> system =
-        hardware::findSystem(flags->system, catalog, error);
-    if (!system) {
+    std::optional<PlanningInputs> inputs = loadPlanningInputs(*flags, error);
+    if (!inputs) {
       std::cerr << "hetc simulate: " << error << "\n";
       return 1;
     }
-    std::optional<cost::ModelShape> shape =
-        cost::loadModelShape(flags->model, flags->weightType, error);
-    if (!shape) {
-      std::cerr << "hetc simulate: " << error << "\n";
-      return 1;
-    }
+    const hardware::System *system = &inputs->system;
+    const cost::ModelShape *shape = &inputs->shape;
     // The plan holds the cache of the whole request.
     partition::PlanRequest request;
     request.workload = {flags->batch, flags->promptTokens + flags->decodeTokens,
                         flags->promptTokens};
-    request.objective = *partition::parseObjective(flags->objective);
+    request.objective = inputs->objective;
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *system, request, error);
     if (!plan) {

@@ -54,6 +54,15 @@ hardware::System system(const std::string &name) {
   return found ? *found : hardware::System{};
 }
 
+/// A device of the catalog by file name (without .json).
+hardware::Device catalogDevice(const std::string &name) {
+  std::string error;
+  std::optional<hardware::Device> device = hardware::loadDevice(
+      hardware::defaultCatalogDir() + "/devices/" + name + ".json", error);
+  EXPECT_TRUE(device) << error;
+  return device ? *device : hardware::Device{};
+}
+
 ModelPlan plan(const cost::ModelShape &model, const hardware::System &sys,
                Objective objective = Objective::Latency, int64_t batch = 1) {
   PlanRequest request;
@@ -197,19 +206,14 @@ TEST(Scenario, RequestThatFitsNowhereFailsWithTheShortfall) {
 // 8 W against 450 W; the catalog's figures), idle power of the other device
 // included.
 TEST(Scenario, EnergyObjectiveMovesWorkToTheEfficientDevice) {
-  std::string dir = hardware::defaultCatalogDir(), error;
-  std::optional<hardware::Device> gpu =
-      hardware::loadDevice(dir + "/devices/nvidia-rtx-4090.json", error);
-  ASSERT_TRUE(gpu) << error;
-  std::optional<hardware::Device> npu =
-      hardware::loadDevice(dir + "/devices/generic-spirv-npu.json", error);
-  ASSERT_TRUE(npu) << error;
-  std::optional<hardware::Link> pcie =
-      hardware::loadLink(dir + "/links/pcie4-x16.json", error);
+  std::string error;
+  std::optional<hardware::Link> pcie = hardware::loadLink(
+      hardware::defaultCatalogDir() + "/links/pcie4-x16.json", error);
   ASSERT_TRUE(pcie) << error;
   hardware::System pair;
   pair.name = "gpu-and-npu";
-  pair.devices = {{"gpu0", *gpu}, {"npu0", *npu}};
+  pair.devices = {{"gpu0", catalogDevice("nvidia-rtx-4090")},
+                  {"npu0", catalogDevice("generic-spirv-npu")}};
   pair.links = {{{0, 0}, {1, 0}, *pcie}};
   cost::ModelShape model = llama7b("q4_0");
 
@@ -228,16 +232,11 @@ TEST(Scenario, EnergyObjectiveMovesWorkToTheEfficientDevice) {
 // Two devices that together hold a 70B Q4_0 model but share no link: the
 // plan cannot hand activations from one to the other, and says so.
 TEST(Scenario, DevicesWithoutALinkCannotSplitAModel) {
-  std::string dir = hardware::defaultCatalogDir(), error;
-  std::optional<hardware::Device> gpu =
-      hardware::loadDevice(dir + "/devices/nvidia-rtx-4090.json", error);
-  ASSERT_TRUE(gpu) << error;
-  std::optional<hardware::Device> npu =
-      hardware::loadDevice(dir + "/devices/generic-spirv-npu.json", error);
-  ASSERT_TRUE(npu) << error;
+  std::string error;
   hardware::System apart;
   apart.name = "unlinked";
-  apart.devices = {{"gpu0", *gpu}, {"npu0", *npu}};
+  apart.devices = {{"gpu0", catalogDevice("nvidia-rtx-4090")},
+                   {"npu0", catalogDevice("generic-spirv-npu")}};
   PlanRequest request;
   std::optional<ModelPlan> placed =
       planModel(llama70b("q4_0"), apart, request, error);

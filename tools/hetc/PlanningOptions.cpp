@@ -1,0 +1,52 @@
+// The options `hetc plan` and `hetc simulate` share, and their loading.
+#include "PlanningOptions.h"
+
+namespace hetc::cli {
+
+void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
+  command.add_option("model", flags.model, "A .gguf file or a config.json")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      .add_option("--system", flags.system,
+                  "A system JSON, or the name of one in the catalog "
+                  "(e.g. rtx4090-ryzen; `hetc calibrate` writes one for this "
+                  "machine)")
+      ->required();
+  command.add_option("--catalog", flags.catalog,
+                     "The hardware catalog directory (default: hetc's own)");
+  command
+      .add_option("--weight-type", flags.weightType,
+                  "Weight type to plan a config.json with")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+      ->capture_default_str();
+  command.add_option("--objective", flags.objective, "What the plan optimizes")
+      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
+      ->capture_default_str();
+  command.add_option("--batch", flags.batch, "Sequences decoded together")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--prompt-tokens", flags.promptTokens,
+                     "Prompt length of the prefill")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
+                                                 std::string &error) {
+  std::string catalog =
+      flags.catalog.empty() ? hardware::defaultCatalogDir() : flags.catalog;
+  std::optional<hardware::System> system =
+      hardware::findSystem(flags.system, catalog, error);
+  if (!system)
+    return std::nullopt;
+  std::optional<cost::ModelShape> shape =
+      cost::loadModelShape(flags.model, flags.weightType, error);
+  if (!shape)
+    return std::nullopt;
+  // The option's check admits only names parseObjective knows.
+  return PlanningInputs{std::move(*system), std::move(*shape),
+                        *partition::parseObjective(flags.objective)};
+}
+
+} // namespace hetc::cli

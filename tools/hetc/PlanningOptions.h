@@ -1,0 +1,45 @@
+// The options `hetc plan` and `hetc simulate` share (a model's shapes, a
+// system, an objective and a request's size) and the loading of what they
+// name.
+#ifndef HETC_TOOLS_HETC_PLANNINGOPTIONS_H
+#define HETC_TOOLS_HETC_PLANNINGOPTIONS_H
+
+#include "hetc/Cost/ModelShape.h"
+#include "hetc/Hardware/Catalog.h"
+#include "hetc/Partition/ModelPlan.h"
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+namespace hetc::cli {
+
+struct PlanningFlags {
+  std::string model;
+  std::string system;
+  std::string catalog;
+  std::string weightType = "f16";
+  std::string objective = "latency";
+  int64_t batch = 1;
+  int64_t promptTokens = 128;
+};
+
+/// Adds the model positional and --system, --catalog, --weight-type,
+/// --objective, --batch and --prompt-tokens to `command`, bound to `flags`.
+void addPlanningOptions(CLI::App &command, PlanningFlags &flags);
+
+struct PlanningInputs {
+  hardware::System system;
+  cost::ModelShape shape;
+  partition::Objective objective = partition::Objective::Latency;
+};
+
+/// Loads the system and the model's shapes `flags` name; on failure returns
+/// nothing and sets `error` to a message naming the file, field and fix.
+std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
+                                                 std::string &error);
+
+} // namespace hetc::cli
+
+#endif // HETC_TOOLS_HETC_PLANNINGOPTIONS_H
