@@ -5,8 +5,10 @@
 #include "dialects/llm/LLMDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Regex.h"
 
@@ -22,7 +24,37 @@ using namespace hetc::het;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/het/HetTypes.cpp.inc"
 
+namespace {
+
+/// Prints devices and memory spaces by short aliases (`#gpu0`,
+/// `#gpu0_hbm`), so a partitioned module reads as what runs where.
+struct HetOpAsmInterface : OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+
+  AliasResult getAlias(Attribute attr, llvm::raw_ostream &os) const override {
+    auto identifier = [&](StringRef name) {
+      if (name.empty() || llvm::isDigit(name.front()))
+        os << "dev_";
+      for (char c : name)
+        os << (llvm::isAlnum(c) || c == '_' ? c : '_');
+    };
+    if (auto device = dyn_cast<DeviceAttr>(attr)) {
+      identifier(device.getName());
+      return AliasResult::FinalAlias;
+    }
+    if (auto space = dyn_cast<MemorySpaceAttr>(attr)) {
+      identifier(space.getOwner());
+      os << "_" << stringifyMemoryKind(space.getKind());
+      return AliasResult::FinalAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+
+} // namespace
+
 void HetDialect::initialize() {
+  addInterfaces<HetOpAsmInterface>();
   registerAttributes();
   registerTypes();
   addOperations<
@@ -67,10 +99,67 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
              << "' but no results to place in that memory space";
     return success();
   }
+  if (name == kPlanAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
+      return op->emitOpError()
+             << "expects '" << kPlanAttrName
+             << "' only on a module, as a dictionary (het-partition writes it)";
+    return success();
+  }
   return op->emitOpError() << "has unknown het attribute '" << name
                            << "'; the het dialect defines '"
-                           << kPlacementAttrName << "' and '"
-                           << kMemorySpaceAttrName << "'";
+                           << kPlacementAttrName << "', '"
+                           << kMemorySpaceAttrName << "' and '" << kPlanAttrName
+                           << "' on ops, and '" << kMemorySpaceAttrName
+                           << "' and '" << kKVCacheAttrName
+                           << "' on function arguments";
+}
+
+LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || argIndex >= region.front().getNumArguments())
+    return op->emitOpError() << "has '" << name << "' on argument #"
+                             << argIndex << ", which does not exist";
+  Type type = region.front().getArgument(argIndex).getType();
+  if (name == kMemorySpaceAttrName) {
+    if (!isa<MemorySpaceAttr>(attribute.getValue()))
+      return op->emitOpError()
+             << "expects '" << kMemorySpaceAttrName << "' of argument #"
+             << argIndex << " to be a #het.memory_space attribute, got "
+             << attribute.getValue();
+    return success();
+  }
+  if (name == kKVCacheAttrName) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(attribute.getValue());
+    if (!ref)
+      return op->emitOpError()
+             << "expects '" << kKVCacheAttrName << "' of argument #"
+             << argIndex << " to name a het.kv_tiers symbol, got "
+             << attribute.getValue();
+    if (!isa<hetc::llm::KVCacheType>(type))
+      return op->emitOpError()
+             << "has '" << kKVCacheAttrName << "' on argument #" << argIndex
+             << " of type " << type << ", which is not a !llm.kv_cache";
+    auto tiers = dyn_cast_or_null<KVTiersOp>(
+        SymbolTable::lookupNearestSymbolFrom(op, ref.getAttr()));
+    if (!tiers)
+      return op->emitOpError()
+             << "stores argument #" << argIndex << " in " << ref
+             << ", which is not a het.kv_tiers in scope; declare it";
+    if (tiers.getCacheType() != type)
+      return op->emitOpError()
+             << "stores argument #" << argIndex << " of type " << type << " in "
+             << ref << ", which is declared for " << tiers.getCacheType();
+    return success();
+  }
+  return op->emitOpError() << "has unknown het argument attribute '" << name
+                           << "' on argument #" << argIndex << "; the het "
+                           << "dialect defines '" << kMemorySpaceAttrName
+                           << "' and '" << kKVCacheAttrName << "'";
 }
 
 //===----------------------------------------------------------------------===//

@@ -23,6 +23,7 @@ def Het_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerTypes();
     void registerAttributes();
@@ -32,6 +33,11 @@ def Het_Dialect : Dialect {
     /// Discardable attribute naming the memory space of an op's results.
     static constexpr ::llvm::StringLiteral kMemorySpaceAttrName =
         "het.memory_space";
+    /// Argument attribute naming the het.kv_tiers a KV-cache argument is
+    /// stored in.
+    static constexpr ::llvm::StringLiteral kKVCacheAttrName = "het.kv_cache";
+    /// Module attribute summarizing the plan het-partition wrote.
+    static constexpr ::llvm::StringLiteral kPlanAttrName = "het.plan";
   }];
 }
 

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -26,6 +27,11 @@ MemorySpaceAttr getKnownMemorySpace(Value value) {
     Operation *parent = value.getParentRegion()->getParentOp();
     if (auto segment = dyn_cast_or_null<SegmentOp>(parent))
       return segment.getHomeMemorySpace();
+    auto function = dyn_cast_or_null<FunctionOpInterface>(parent);
+    auto argument = cast<BlockArgument>(value);
+    if (function && argument.getOwner()->isEntryBlock())
+      return function.getArgAttrOfType<MemorySpaceAttr>(
+          argument.getArgNumber(), HetDialect::kMemorySpaceAttrName);
     return {};
   }
   if (auto transfer = dyn_cast<TransferOp>(def))

@@ -24,7 +24,9 @@ MemorySpaceAttr getHomeMemorySpace(DeviceAttr device);
 /// The memory space `value` is known to live in, or null when the IR does not
 /// say: a transfer result lives in its destination; a result of an op with a
 /// `het.memory_space` attribute in that space; a result of a segment, of an op
-/// inside one, or of an op with `het.placement`, in that device's home memory.
+/// inside one, or of an op with `het.placement`, in that device's home memory;
+/// a function argument in the space its `het.memory_space` argument attribute
+/// names.
 MemorySpaceAttr getKnownMemorySpace(mlir::Value value);
 
 } // namespace hetc::het

@@ -9,6 +9,27 @@ namespace hetc::cost {
 using hardware::DataType;
 using hetrt::format::BlockFormat;
 
+size_t unitIndexOf(const WeightInfo &weight, size_t numUnits) {
+  size_t layer = static_cast<size_t>(std::max(weight.layer, 0));
+  switch (weight.role) {
+  case WeightRole::Embedding:
+    return 0;
+  case WeightRole::Output:
+    return numUnits - 1;
+  case WeightRole::Attention:
+    return 1 + 2 * layer;
+  case WeightRole::Ffn:
+  case WeightRole::Experts:
+    return 2 + 2 * layer;
+  case WeightRole::Norm:
+    if (weight.layer < 0)
+      return numUnits - 1;
+    return weight.name.find("ffn_norm") != std::string::npos ? 2 + 2 * layer
+                                                             : 1 + 2 * layer;
+  }
+  return 0;
+}
+
 std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
   std::vector<Unit> units;
   Unit embedding;
@@ -44,28 +65,8 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
 
   // Bytes per format of each unit, to name its dominant storage.
   std::vector<std::map<BlockFormat, uint64_t>> formats(units.size());
-  auto unitIndex = [&](const WeightInfo &weight) -> size_t {
-    switch (weight.role) {
-    case WeightRole::Embedding:
-      return 0;
-    case WeightRole::Output:
-      return units.size() - 1;
-    case WeightRole::Attention:
-      return 1 + 2 * static_cast<size_t>(weight.layer);
-    case WeightRole::Ffn:
-    case WeightRole::Experts:
-      return 2 + 2 * static_cast<size_t>(weight.layer);
-    case WeightRole::Norm:
-      if (weight.layer < 0)
-        return units.size() - 1;
-      return weight.name.find("ffn_norm") != std::string::npos
-                 ? 2 + 2 * static_cast<size_t>(weight.layer)
-                 : 1 + 2 * static_cast<size_t>(weight.layer);
-    }
-    return 0;
-  };
   for (const WeightInfo &weight : shape.weights) {
-    Unit &unit = units[unitIndex(weight)];
+    Unit &unit = units[unitIndexOf(weight, units.size())];
     unit.weightBytes += weight.bytes;
     formats[&unit - units.data()][weight.format] += weight.bytes;
     double elements = static_cast<double>(weight.elements);

@@ -20,10 +20,7 @@ uint64_t ModelShape::totalWeightBytes() const {
   return total;
 }
 
-namespace {
-
-/// Layer and role of a GGUF tensor name.
-void classify(WeightInfo &weight) {
+void classifyWeight(WeightInfo &weight) {
   const std::string &name = weight.name;
   if (name.rfind("blk.", 0) == 0) {
     size_t dot = name.find('.', 4);
@@ -47,6 +44,8 @@ void classify(WeightInfo &weight) {
   else
     weight.role = WeightRole::Norm;
 }
+
+namespace {
 
 std::optional<BlockFormat> formatFor(const std::string &type,
                                      const std::string &name) {
@@ -106,7 +105,7 @@ std::optional<ModelShape> shapeFromGguf(const std::string &path,
     weight.elements = tensor.numElements();
     weight.format = tensor.format;
     weight.bytes = tensor.sizeBytes;
-    classify(weight);
+    classifyWeight(weight);
     if (weight.layer >= shape.numLayers) {
       error = path + ": tensor \"" + tensor.name + "\" belongs to layer " +
               std::to_string(weight.layer) + " but the model has " +
@@ -218,7 +217,7 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
     // Norms stay f32 in every quantized file.
     weight.format = isNorm ? BlockFormat::F32 : *formatFor(weightType, name);
     weight.bytes = storage(weight.format, elements);
-    classify(weight);
+    classifyWeight(weight);
     shape.weights.push_back(weight);
   };
   int64_t qDim = shape.numHeads * shape.headDim;

@@ -93,7 +93,8 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
           static_cast<int>(built.problem.memories.size()));
       std::string name = entry.id + "." + tier.name;
       built.problem.memories.push_back({name, tier.capacityBytes});
-      built.memories.push_back({name, d, tier.capacityBytes, 0, 0});
+      built.memories.push_back(
+          {name, d, tier.capacityBytes, 0, 0, static_cast<int>(t)});
     }
   }
   double idleWatts = 0, usdPerSecond = 0;
@@ -247,7 +248,7 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
 }
 
 /// Bytes are rounded up to 1/1024 of the smallest memory that can run out
-/// (at least 1 MiB): with two or more such memories the exact frontier of
+/// (at least a byte): with two or more such memories the exact frontier of
 /// byte sums grows too fast for 80-layer models. Plans still fit; at most a
 /// granule per unit of each memory is given up.
 ChainDpOptions dpOptions(const Problem &problem) {
@@ -265,7 +266,7 @@ ChainDpOptions dpOptions(const Problem &problem) {
       smallest = capacity;
   }
   ChainDpOptions options;
-  options.byteGranularity = std::max<uint64_t>(1 << 20, smallest / 1024);
+  options.byteGranularity = std::max<uint64_t>(1, smallest / 1024);
   return options;
 }
 

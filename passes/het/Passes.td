@@ -5,6 +5,81 @@
 
 include "mlir/Pass/PassBase.td"
 
+def HetPartitionPass : Pass<"het-partition", "mlir::ModuleOp"> {
+  let summary = "Places every op, weight and KV cache of an imported model "
+                "on a device of a system, by the cost model";
+  let description = [{
+    Reads the model's shapes from the module (its `llm.model` attribute and
+    `llm.weight` declarations, as `hetc import` writes them), plans it on
+    `system` exactly as `hetc plan` does, and writes the plan into the IR:
+
+    - every op that computes gets `het.placement`, the `#het.device` of the
+      decoder unit it belongs to (the embedding, a layer's attention or FFN,
+      the output); an op belongs to the latest unit among its operands and
+      the weights it reads, so a residual add stays with the part it ends;
+    - every `llm.get_weight` gets `het.memory_space`, the memory its weight
+      lives in: the device's own, or another device's when the plan streams it;
+    - every KV-cache argument gets `het.memory_space` and `het.kv_cache`,
+      naming a `het.kv_tiers` declaration of the memory that holds it;
+    - the module gets `het.plan`: the system, objective, request size and
+      predicted decode and prefill tokens/s, J/token and what limits the plan.
+
+    Shape bookkeeping that yields no tensor (`tensor.dim`, constants) stays
+    unplaced; `het-outline` leaves it outside the segments.
+    The pass fails, naming the fix, when the module has no `llm.model`, the
+    system cannot be read, or the model fits no memory of the system.
+
+    ```mlir
+    %w = llm.get_weight @blk.0.attn_q.weight {het.memory_space = #het.memory_space<dram, "cpu0">} : tensor<64x64xf32>
+    %q = llm.matmul %xn, %w {het.placement = #het.device<"gpu0", cuda, "sm_89", memory = 25769803776>} : ...
+    ```
+  }];
+  let options = [
+    Option<"system", "system", "std::string", /*default=*/"\"\"",
+           "A system JSON file, or the name of a system in the catalog">,
+    Option<"catalog", "catalog", "std::string", /*default=*/"\"\"",
+           "The hardware catalog directory (default: hetc's own)">,
+    Option<"objective", "objective", "std::string", /*default=*/"\"latency\"",
+           "latency, throughput, cost or energy">,
+    Option<"batch", "batch", "int64_t", /*default=*/"1",
+           "Sequences decoded together">,
+    Option<"promptTokens", "prompt-tokens", "int64_t", /*default=*/"0",
+           "Tokens of the prompt a prefill processes (default: 128, or half "
+           "of a smaller KV cache)">,
+  ];
+  let dependentDialects = ["::hetc::het::HetDialect"];
+}
+
+def HetOutlinePass : Pass<"het-outline", "mlir::ModuleOp"> {
+  let summary = "Groups each run of ops on one device into a het.segment, "
+                "with explicit transfers between memory spaces";
+  let description = [{
+    In every function, each maximal run of consecutive ops placed on the same
+    device becomes one `het.segment` on that device; the ops lose their
+    `het.placement`, which the segment now says. A value a segment uses that
+    lives in memory its device does not own (another segment's result, a
+    streamed weight, a KV cache elsewhere) is copied with `het.transfer` into
+    the device's home memory just before the segment, which waits for the
+    copies with one `het.wait`. A value is copied once per segment that uses
+    it; a streamed weight therefore crosses the link on every use, as the plan
+    costed it.
+
+    `llm.get_weight` and unplaced shape bookkeeping move ahead of the
+    segments: they compute nothing. An op that computes but has no placement
+    is an error (run `het-partition` first), and so is a function with more
+    than one block or one already outlined.
+
+    ```mlir
+    %h, %done = het.transfer %0 : tensor<1x64xf32> from #het.memory_space<dram, "cpu0"> to #het.memory_space<hbm, "gpu0">
+    het.wait %done
+    %1 = het.segment on #het.device<"gpu0", cuda, "sm_89"> -> tensor<1x64xf32> {
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::hetc::het::HetDialect"];
+}
+
 def HetVerifyPartitionedPass
     : Pass<"het-verify-partitioned", "mlir::ModuleOp"> {
   let summary = "Checks that every llm op is placed and every cross-device use "

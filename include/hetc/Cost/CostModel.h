@@ -49,6 +49,11 @@ struct Unit {
   hetrt::format::BlockFormat format = hetrt::format::BlockFormat::F32;
 };
 
+/// The index, among the `numUnits` units of unitsOf, of the unit that holds
+/// `weight` (classified by classifyWeight). Global tables other than the
+/// embedding and the output (rope_freqs) count with the output.
+size_t unitIndexOf(const WeightInfo &weight, size_t numUnits);
+
 /// The units of `shape` in execution order; `kvBytesPerElement` is the KV
 /// cache's element size.
 std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement);

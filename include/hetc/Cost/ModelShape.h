@@ -53,6 +53,9 @@ struct ModelShape {
   }
 };
 
+/// Sets `weight.layer` and `weight.role` from its GGUF name.
+void classifyWeight(WeightInfo &weight);
+
 /// Reads the shape from a GGUF file's metadata and tensor infos.
 std::optional<ModelShape> shapeFromGguf(const std::string &path,
                                         std::string &error);

@@ -68,6 +68,8 @@ struct MemoryUse {
   uint64_t capacityBytes = 0;
   uint64_t weightBytes = 0;
   uint64_t kvBytes = 0;
+  /// Index into the device's memory list.
+  int tier = 0;
 };
 
 struct DeviceUse {

@@ -97,7 +97,7 @@ llm.weight @memory_space_on_op_without_results {het.memory_space = #het.memory_s
 // Only het.placement and het.memory_space exist; a misspelling must not be
 // silently ignored.
 func.func @unknown_het_attribute(%a: tensor<?x64xf32>) {
-  // expected-error @+1 {{has unknown het attribute 'het.device'; the het dialect defines 'het.placement' and 'het.memory_space'}}
+  // expected-error @+1 {{has unknown het attribute 'het.device'; the het dialect defines 'het.placement', 'het.memory_space' and 'het.plan' on ops}}
   %0 = llm.add %a, %a {het.device = #het.device<"gpu0", cuda, "sm_90">} : tensor<?x64xf32>
   return
 }
@@ -350,3 +350,70 @@ het.kv_tiers @kv_tier_empty_owner for !cache block_tokens = 16 tiers [#het.kv_ti
 !cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
 // expected-error @+1 {{'het.kv_tiers' op tiers hold more than 2^63 positions; the block counts are not plausible}}
 het.kv_tiers @kv_tiers_c5_overflow for !cache block_tokens = 16 tiers [#het.kv_tier<hbm, "gpu0", blocks = 9223372036854775807>, #het.kv_tier<dram, "cpu0", blocks = 1>]
+
+// -----
+
+// het.plan summarizes a whole module's plan; on an op it means nothing.
+func.func @plan_on_an_op(%a: tensor<?x64xf32>) {
+  // expected-error @+1 {{expects 'het.plan' only on a module, as a dictionary (het-partition writes it)}}
+  %0 = llm.add %a, %a {het.plan = {objective = "latency"}} : tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// A function argument's memory space must be a #het.memory_space.
+// expected-error @+1 {{expects 'het.memory_space' of argument #0 to be a #het.memory_space attribute, got "gpu0"}}
+func.func @argument_memory_space_not_a_space(%a: tensor<?x64xf32> {het.memory_space = "gpu0"}) {
+  return
+}
+
+// -----
+
+// het.kv_cache names the het.kv_tiers the argument is stored in; it must exist.
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+// expected-error @+1 {{stores argument #0 in @kv.blk.0, which is not a het.kv_tiers in scope; declare it}}
+func.func @kv_cache_undeclared(%c: !cache {het.kv_cache = @kv.blk.0}) {
+  return
+}
+
+// -----
+
+// ... and be declared for the argument's own cache type.
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+!other = !llm.kv_cache<capacity = 256, kvHeads = 4, headDim = 8, elementType = f16>
+het.kv_tiers @kv.blk.0 for !other block_tokens = 16 tiers [#het.kv_tier<hbm, "gpu0", blocks = 16>]
+// expected-error @+1 {{stores argument #0 of type '!llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>' in @kv.blk.0, which is declared for '!llm.kv_cache<capacity = 256, kvHeads = 4, headDim = 8, elementType = f16>'}}
+func.func @kv_cache_other_type(%c: !cache {het.kv_cache = @kv.blk.0}) {
+  return
+}
+
+// -----
+
+// Only KV caches are stored in KV tiers.
+het.kv_tiers @kv.blk.0 for !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16> block_tokens = 16 tiers [#het.kv_tier<hbm, "gpu0", blocks = 32>]
+// expected-error @+1 {{has 'het.kv_cache' on argument #0 of type 'tensor<?x64xf32>', which is not a !llm.kv_cache}}
+func.func @kv_cache_not_a_cache(%a: tensor<?x64xf32> {het.kv_cache = @kv.blk.0}) {
+  return
+}
+
+// -----
+
+// Misspelled argument attributes are rejected too.
+// expected-error @+1 {{has unknown het argument attribute 'het.memory' on argument #0; the het dialect defines 'het.memory_space' and 'het.kv_cache'}}
+func.func @unknown_argument_attribute(%a: tensor<?x64xf32> {het.memory = #het.memory_space<hbm, "gpu0">}) {
+  return
+}
+
+// -----
+
+// Segment C2 knows a function argument's memory from its attribute: a cache in
+// the CPU's DRAM cannot be read on the GPU without a transfer.
+func.func @segment_c2_argument_elsewhere(%x: tensor<?x64xf32> {het.memory_space = #het.memory_space<dram, "cpu0">}) {
+  %y = het.segment on #het.device<"gpu0", cuda, "sm_90"> -> tensor<?x64xf32> {
+    // expected-error @+1 {{uses a value in #het.memory_space<dram, "cpu0"> inside a segment on device "gpu0", which does not own that memory; move it with het.transfer}}
+    %s = llm.silu %x : tensor<?x64xf32>
+    het.yield %s : tensor<?x64xf32>
+  }
+  return
+}

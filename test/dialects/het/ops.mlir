@@ -1,5 +1,10 @@
-// RUN: hetc-opt %s --split-input-file | hetc-opt --split-input-file | FileCheck %s
-// RUN: hetc-opt %s --split-input-file --mlir-print-op-generic | hetc-opt --split-input-file | FileCheck %s
+// RUN: hetc-opt %s --split-input-file | hetc-opt --split-input-file --mlir-print-local-scope | FileCheck %s
+// RUN: hetc-opt %s --split-input-file --mlir-print-op-generic | hetc-opt --split-input-file --mlir-print-local-scope | FileCheck %s
+// Without a local scope, devices and memory spaces print as short aliases.
+// RUN: hetc-opt %s --split-input-file | FileCheck %s --check-prefix=ALIAS
+// ALIAS-DAG: #gpu0 = #het.device<"gpu0", cuda, "sm_90a", memory = 85899345920>
+// ALIAS-DAG: #cpu0 = #het.device<"cpu0", cpu, "x86-64-v4">
+// ALIAS-DAG: llm.add {{.+}} {het.placement = #gpu0}
 
 // Round-trip of every het op and attribute, in custom and generic form.
 

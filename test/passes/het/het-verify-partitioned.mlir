@@ -1,4 +1,4 @@
-// RUN: hetc-opt %s --split-input-file --het-verify-partitioned | FileCheck %s
+// RUN: hetc-opt %s --split-input-file --het-verify-partitioned --mlir-print-local-scope | FileCheck %s
 
 // IR that het-verify-partitioned accepts. The pass only checks: every case must
 // come out exactly as it went in.

@@ -1,0 +1,349 @@
+// het-partition: the cost model's plan written into the IR (see Passes.td).
+#include "passes/het/ModuleShape.h"
+#include "passes/het/Passes.h"
+
+#include "dialects/het/HetDialect.h"
+#include "dialects/het/HetOps.h"
+#include "dialects/llm/LLMDialect.h"
+#include "dialects/llm/LLMOps.h"
+
+#include "hetc/Cost/CostModel.h"
+#include "hetc/Hardware/Catalog.h"
+#include "hetc/Partition/ModelPlan.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "het-partition"
+
+namespace hetc::het {
+#define GEN_PASS_DEF_HETPARTITIONPASS
+#include "passes/het/Passes.h.inc"
+} // namespace hetc::het
+
+using namespace mlir;
+using namespace hetc;
+using namespace hetc::het;
+
+namespace {
+
+/// Positions per KV-cache block in the tiers het-partition declares.
+constexpr int64_t kKVBlockTokens = 16;
+
+DeviceKind kindOf(hardware::DeviceKind kind) {
+  switch (kind) {
+  case hardware::DeviceKind::Cpu:
+    return DeviceKind::cpu;
+  case hardware::DeviceKind::Cuda:
+    return DeviceKind::cuda;
+  case hardware::DeviceKind::Hip:
+    return DeviceKind::hip;
+  case hardware::DeviceKind::Spirv:
+    return DeviceKind::spirv;
+  }
+  return DeviceKind::cpu;
+}
+
+/// The IR's names for the system's devices and the plan's memories.
+struct PlanAttrs {
+  std::vector<DeviceAttr> devices;
+  std::vector<MemorySpaceAttr> memories;
+};
+
+FailureOr<PlanAttrs> attrsOf(ModuleOp module, const hardware::System &system,
+                             const partition::ModelPlan &plan) {
+  MLIRContext *context = module.getContext();
+  PlanAttrs attrs;
+  for (const hardware::SystemDevice &entry : system.devices) {
+    uint64_t memory = entry.device.memory.empty()
+                          ? 0
+                          : entry.device.memory.front().capacityBytes;
+    auto deviceError = [&] {
+      return mlir::emitError(module.getLoc()) << "het-partition: system " << system.name
+                                << ", device \"" << entry.id << "\": ";
+    };
+    if (failed(DeviceAttr::verify(deviceError, entry.id,
+                                  kindOf(entry.device.kind), entry.device.arch,
+                                  memory)))
+      return failure();
+    attrs.devices.push_back(DeviceAttr::get(context, entry.id,
+                                            kindOf(entry.device.kind),
+                                            entry.device.arch, memory));
+  }
+  for (const partition::MemoryUse &use : plan.memories) {
+    const hardware::SystemDevice &entry = system.devices[use.device];
+    const hardware::MemoryTier &tier = entry.device.memory[use.tier];
+    std::optional<MemoryKind> kind = symbolizeMemoryKind(tier.space);
+    if (!kind)
+      // A tier that does not say is the device's own kind of memory.
+      kind = getHomeMemorySpace(attrs.devices[use.device]).getKind();
+    attrs.memories.push_back(MemorySpaceAttr::get(context, *kind, entry.id));
+  }
+  return attrs;
+}
+
+/// Whether reading `weight` ties an op to the weight's unit. Global tables
+/// other than the embedding, the output and its norm (rope_freqs) are read by
+/// every layer and place nothing.
+bool weightPlacesItsReaders(const cost::WeightInfo &weight) {
+  return weight.layer >= 0 || weight.role == cost::WeightRole::Embedding ||
+         weight.role == cost::WeightRole::Output ||
+         weight.name == "output_norm.weight";
+}
+
+/// The decoder unit of every op of one function: the latest unit among its
+/// operands and the weights it reads (so the residual add closing a layer's
+/// attention stays with it); ops that read no unit's value take their first
+/// user's unit, unless they yield no tensor (shape bookkeeping), which stays
+/// unplaced (-1).
+llvm::DenseMap<Operation *, int> unitsOf(FunctionOpInterface function,
+                                         size_t numUnits) {
+  llvm::DenseMap<Operation *, int> unitOfOp;
+  llvm::DenseMap<Value, int> unitOfValue;
+  std::vector<Operation *> order;
+  for (Block &block : function.getFunctionBody())
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      order.push_back(&op);
+      if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
+        cost::WeightInfo info;
+        info.name = get.getName().str();
+        cost::classifyWeight(info);
+        if (weightPlacesItsReaders(info))
+          unitOfValue[get.getResult()] =
+              static_cast<int>(cost::unitIndexOf(info, numUnits));
+        continue;
+      }
+      llvm::SetVector<Value> used(op.operand_begin(), op.operand_end());
+      for (Region &region : op.getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      int unit = -1;
+      for (Value value : used) {
+        auto known = unitOfValue.find(value);
+        if (known != unitOfValue.end())
+          unit = std::max(unit, known->second);
+      }
+      unitOfOp[&op] = unit;
+      if (unit >= 0)
+        for (Value result : op.getResults())
+          unitOfValue[result] = unit;
+    }
+  // Backwards, so a chain of unplaced producers takes its consumers' unit.
+  for (Operation *op : llvm::reverse(order)) {
+    if (isa<llm::GetWeightOp>(op) || unitOfOp[op] >= 0)
+      continue;
+    bool yieldsTensor = llvm::any_of(op->getResultTypes(), [](Type type) {
+      return isa<TensorType, llm::KVCacheType>(type);
+    });
+    if (!yieldsTensor && isPure(op))
+      continue;
+    int unit = -1;
+    for (Operation *user : op->getUsers()) {
+      Operation *top = function.getFunctionBody().findAncestorOpInRegion(*user);
+      auto known = top ? unitOfOp.find(top) : unitOfOp.end();
+      if (known != unitOfOp.end() && known->second >= 0)
+        unit = unit < 0 ? known->second : std::min(unit, known->second);
+    }
+    unitOfOp[op] = std::max(unit, 0);
+  }
+  return unitOfOp;
+}
+
+struct HetPartitionPass
+    : hetc::het::impl::HetPartitionPassBase<HetPartitionPass> {
+  using HetPartitionPassBase::HetPartitionPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(partition(module)))
+      signalPassFailure();
+  }
+
+  LogicalResult partition(ModuleOp module) {
+    if (module->hasAttr(HetDialect::kPlanAttrName))
+      return emitError(module.getLoc())
+             << "het-partition: the module is already partitioned (it has "
+             << HetDialect::kPlanAttrName << "); partition the imported module";
+    if (system.empty())
+      return emitError(module.getLoc())
+             << "het-partition needs a system: pass system=NAME (a system of "
+                "the catalog, such as rtx4090-ryzen) or system=FILE.json (as "
+                "hetc calibrate writes it)";
+    std::optional<partition::Objective> goal =
+        partition::parseObjective(objective);
+    if (!goal)
+      return emitError(module.getLoc())
+             << "het-partition: unknown objective \"" << objective
+             << "\"; use latency, throughput, cost or energy";
+    if (batch < 1)
+      return emitError(module.getLoc())
+             << "het-partition: batch is " << static_cast<int64_t>(batch)
+             << "; it must be at least 1";
+    std::string error;
+    std::optional<cost::ModelShape> shape = shapeFromModule(module, error);
+    if (!shape)
+      return emitError(module.getLoc()) << "het-partition: " << error;
+    int64_t capacity = cacheCapacityOf(module);
+    // By default a prompt of 128 tokens, or half of a smaller cache.
+    int64_t prompt = promptTokens != 0 ? static_cast<int64_t>(promptTokens)
+                                       : std::max<int64_t>(
+                                             1, std::min<int64_t>(128, capacity / 2));
+    if (prompt < 1 || prompt > capacity)
+      return emitError(module.getLoc())
+             << "het-partition: prompt-tokens is " << prompt
+             << "; it must be between 1 and the KV cache's capacity ("
+             << capacity << ")";
+    std::string catalogDir =
+        catalog.empty() ? hardware::defaultCatalogDir() : catalog.getValue();
+    std::optional<hardware::System> machine =
+        hardware::findSystem(system, catalogDir, error);
+    if (!machine)
+      return emitError(module.getLoc()) << "het-partition: " << error;
+
+    partition::PlanRequest request;
+    request.objective = *goal;
+    request.workload.batch = batch;
+    request.workload.promptTokens = prompt;
+    // Reserve the whole cache the module declares: the prompt plus the
+    // context a decode step reads.
+    request.workload.context = capacity - prompt;
+    std::optional<partition::ModelPlan> plan =
+        partition::planModel(*shape, *machine, request, error);
+    if (!plan)
+      return emitError(module.getLoc()) << "het-partition: " << error;
+    FailureOr<PlanAttrs> attrs = attrsOf(module, *machine, *plan);
+    if (failed(attrs))
+      return failure();
+
+    if (failed(declareKVTiers(module, *plan, *attrs, capacity)))
+      return failure();
+    for (auto function : module.getOps<FunctionOpInterface>())
+      if (failed(place(function, *plan, *attrs)))
+        return failure();
+    writeSummary(module, *machine, *plan, prompt);
+    return success();
+  }
+
+  /// One het.kv_tiers per layer, in the memory the plan keeps its cache in.
+  LogicalResult declareKVTiers(ModuleOp module,
+                               const partition::ModelPlan &plan,
+                               const PlanAttrs &attrs, int64_t capacity) {
+    kvTiers.clear();
+    llm::KVCacheType cacheType;
+    module.walk([&](llm::KVAppendOp append) {
+      cacheType = append.getCache().getType();
+      return WalkResult::interrupt();
+    });
+    if (!cacheType)
+      return success();
+    OpBuilder builder(module.getBodyRegion());
+    MLIRContext *context = module.getContext();
+    int64_t blocks = (capacity + kKVBlockTokens - 1) / kKVBlockTokens;
+    blocks = std::max<int64_t>(
+        blocks, (cacheType.getCapacity() + kKVBlockTokens - 1) / kKVBlockTokens);
+    for (const partition::PlacedUnit &unit : plan.units) {
+      if (unit.kvMemory < 0)
+        continue;
+      MemorySpaceAttr space = attrs.memories[unit.kvMemory];
+      auto tier =
+          KVTierAttr::get(context, space.getKind(), space.getOwner(), blocks);
+      std::string name = "kv.blk." + std::to_string(unit.unit.layer);
+      auto tiers = KVTiersOp::create(
+          builder, module.getLoc(), builder.getStringAttr(name),
+          TypeAttr::get(cacheType),
+          builder.getI64IntegerAttr(kKVBlockTokens), builder.getArrayAttr(tier));
+      kvTiers[unit.unit.layer] = tiers;
+    }
+    return success();
+  }
+
+  LogicalResult place(FunctionOpInterface function,
+                      const partition::ModelPlan &plan, const PlanAttrs &attrs) {
+    llvm::DenseMap<Operation *, int> units =
+        unitsOf(function, plan.units.size());
+    WalkResult result = function.walk([&](Operation *op) {
+      if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
+        cost::WeightInfo info;
+        info.name = get.getName().str();
+        cost::classifyWeight(info);
+        const partition::PlacedUnit &owner =
+            plan.units[cost::unitIndexOf(info, plan.units.size())];
+        op->setAttr(HetDialect::kMemorySpaceAttrName,
+                    attrs.memories[owner.weightMemory]);
+        return WalkResult::advance();
+      }
+      auto found = units.find(op);
+      if (found == units.end() || found->second < 0)
+        return WalkResult::advance();
+      const partition::PlacedUnit &unit = plan.units[found->second];
+      op->setAttr(HetDialect::kPlacementAttrName, attrs.devices[unit.device]);
+      if (auto append = dyn_cast<llm::KVAppendOp>(op))
+        if (failed(placeCache(function, append, unit, attrs)))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// The cache argument `append` extends lives where the plan keeps the
+  /// cache of `unit`'s layer.
+  LogicalResult placeCache(FunctionOpInterface function, llm::KVAppendOp append,
+                           const partition::PlacedUnit &unit,
+                           const PlanAttrs &attrs) {
+    auto argument = dyn_cast<BlockArgument>(append.getCache());
+    if (!argument || !argument.getOwner()->isEntryBlock() ||
+        argument.getOwner()->getParentOp() != function.getOperation())
+      return success();
+    auto tiers = kvTiers.find(unit.unit.layer);
+    if (unit.kvMemory < 0 || tiers == kvTiers.end())
+      return append.emitOpError()
+             << "belongs to " << unit.unit.name
+             << ", which the plan gives no KV cache; het-partition expects "
+                "llm.kv_append only in a layer's attention";
+    unsigned index = argument.getArgNumber();
+    MemorySpaceAttr space = attrs.memories[unit.kvMemory];
+    auto existing = function.getArgAttrOfType<MemorySpaceAttr>(
+        index, HetDialect::kMemorySpaceAttrName);
+    if (existing && existing != space)
+      return append.emitOpError()
+             << "extends argument #" << index << ", already placed in "
+             << existing << " by another layer; give each layer its own cache";
+    function.setArgAttr(index, HetDialect::kMemorySpaceAttrName, space);
+    function.setArgAttr(index, HetDialect::kKVCacheAttrName,
+                        FlatSymbolRefAttr::get(tiers->second.getSymNameAttr()));
+    return success();
+  }
+
+  void writeSummary(ModuleOp module, const hardware::System &machine,
+                    const partition::ModelPlan &plan, int64_t prompt) {
+    Builder b(module.getContext());
+    NamedAttrList units;
+    for (const partition::DeviceUse &device : plan.devices)
+      units.append(device.id, b.getI64IntegerAttr(device.units));
+    NamedAttrList summary;
+    summary.append("system", b.getStringAttr(machine.name));
+    summary.append("objective", b.getStringAttr(objective.getValue()));
+    summary.append("batch", b.getI64IntegerAttr(batch));
+    summary.append("prompt_tokens", b.getI64IntegerAttr(prompt));
+    summary.append("decode_tokens_per_s",
+                   b.getF64FloatAttr(plan.decodeTokensPerS));
+    summary.append("prefill_tokens_per_s",
+                   b.getF64FloatAttr(plan.prefillTokensPerS));
+    summary.append("joules_per_token", b.getF64FloatAttr(plan.joulesPerToken));
+    summary.append("usd_per_million_tokens",
+                   b.getF64FloatAttr(plan.usdPerMillionTokens));
+    summary.append("limit", b.getStringAttr(plan.limit));
+    summary.append("units", b.getDictionaryAttr(units));
+    module->setAttr(HetDialect::kPlanAttrName, b.getDictionaryAttr(summary));
+  }
+
+  std::map<int, KVTiersOp> kvTiers;
+};
+
+} // namespace

@@ -1,0 +1,138 @@
+// Model shapes from imported modules (see ModuleShape.h).
+#include "passes/het/ModuleShape.h"
+
+#include "dialects/llm/LLMOps.h"
+#include "dialects/llm/LLMTypes.h"
+
+#include "runtime/format/BlockFormats.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace hetc::het {
+
+namespace {
+
+constexpr llvm::StringLiteral kModelAttrName = "llm.model";
+
+std::optional<hetrt::format::BlockFormat> formatOf(Type element) {
+  using hetrt::format::BlockFormat;
+  if (element.isF32())
+    return BlockFormat::F32;
+  if (element.isF16())
+    return BlockFormat::F16;
+  if (element.isBF16())
+    return BlockFormat::BF16;
+  if (auto quant = dyn_cast<llm::QuantType>(element))
+    // The dialect's formats carry the runtime's numbering.
+    return static_cast<BlockFormat>(static_cast<uint32_t>(quant.getFormat()));
+  return std::nullopt;
+}
+
+std::string originOf(ModuleOp module) {
+  if (auto file = dyn_cast<FileLineColLoc>(module.getLoc()))
+    return file.getFilename().str();
+  return "the module";
+}
+
+} // namespace
+
+int64_t cacheCapacityOf(ModuleOp module) {
+  auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName);
+  auto capacity =
+      model ? model.getAs<IntegerAttr>("context_length") : IntegerAttr();
+  return capacity ? capacity.getInt() : 0;
+}
+
+std::optional<cost::ModelShape> shapeFromModule(ModuleOp module,
+                                                std::string &error) {
+  auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName);
+  if (!model) {
+    error = "the module has no llm.model attribute (the model's "
+            "hyper-parameters); import the model with hetc import, which "
+            "writes it";
+    return std::nullopt;
+  }
+  cost::ModelShape shape;
+  shape.origin = originOf(module);
+  if (auto architecture = model.getAs<StringAttr>("architecture"))
+    shape.architecture = architecture.str();
+  struct Field {
+    const char *key;
+    int64_t *into;
+    bool required;
+  };
+  int64_t contextLength = 0;
+  Field fields[] = {
+      {"layers", &shape.numLayers, true},   {"dim", &shape.dim, true},
+      {"heads", &shape.numHeads, true},     {"kv_heads", &shape.numKvHeads, true},
+      {"head_dim", &shape.headDim, true},   {"ffn_dim", &shape.ffnDim, true},
+      {"vocab", &shape.vocabSize, true},    {"context_length", &contextLength, true},
+      {"experts_used", &shape.expertsPerToken, false},
+  };
+  for (const Field &field : fields) {
+    auto value = model.getAs<IntegerAttr>(field.key);
+    if (!value) {
+      if (!field.required)
+        continue;
+      error = "llm.model has no integer \"" + std::string(field.key) +
+              "\"; re-import the model with hetc import";
+      return std::nullopt;
+    }
+    if (value.getInt() <= 0) {
+      error = "llm.model \"" + std::string(field.key) + "\" is " +
+              std::to_string(value.getInt()) + "; it must be positive";
+      return std::nullopt;
+    }
+    *field.into = value.getInt();
+  }
+
+  bool hasOutput = false;
+  for (auto weight : module.getOps<llm::WeightOp>()) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    std::optional<hetrt::format::BlockFormat> format =
+        formatOf(type.getElementType());
+    if (!format) {
+      std::string typeText;
+      llvm::raw_string_ostream os(typeText);
+      os << type;
+      error = "weight @" + weight.getSymName().str() + " has type " + typeText +
+              ", whose storage the planner does not know";
+      return std::nullopt;
+    }
+    cost::WeightInfo info;
+    info.name = weight.getSymName().str();
+    info.elements = type.getNumElements();
+    info.format = *format;
+    hetrt::format::BlockLayout layout = hetrt::format::blockLayout(*format);
+    // The verifier guarantees whole blocks per row.
+    info.bytes = static_cast<uint64_t>(info.elements / layout.blockSize *
+                                       layout.bytesPerBlock);
+    cost::classifyWeight(info);
+    if (info.layer >= shape.numLayers) {
+      error = "weight @" + info.name + " belongs to layer " +
+              std::to_string(info.layer) + " but llm.model has " +
+              std::to_string(shape.numLayers) + " layers";
+      return std::nullopt;
+    }
+    if (info.role == cost::WeightRole::Experts && type.getRank() == 3)
+      shape.numExperts = std::max<int64_t>(shape.numExperts, type.getDimSize(0));
+    hasOutput |= info.name == "output.weight";
+    shape.weights.push_back(std::move(info));
+  }
+  if (shape.weights.empty()) {
+    error = "the module declares no llm.weight; import the model with hetc "
+            "import";
+    return std::nullopt;
+  }
+  if (shape.numExperts > 0 && shape.expertsPerToken <= 0) {
+    error = "the model has " + std::to_string(shape.numExperts) +
+            " experts per layer but llm.model has no \"experts_used\"; add it";
+    return std::nullopt;
+  }
+  shape.tiedOutput = !hasOutput;
+  return shape;
+}
+
+} // namespace hetc::het
