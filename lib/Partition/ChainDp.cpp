@@ -61,7 +61,10 @@ uint64_t roundUp(uint64_t bytes, uint64_t granularity) {
   return bytes / granularity + (bytes % granularity != 0);
 }
 
-Scaled scale(const Problem &problem, uint64_t granularity, Mode mode) {
+/// `roundDown` rounds option bytes down instead of up: a relaxation, since
+/// floor sums never exceed the floor of the capacity a fitting choice fills.
+Scaled scale(const Problem &problem, uint64_t granularity, Mode mode,
+             bool roundDown = false) {
   Scaled scaled;
   scaled.numDevices = problem.devices.size();
   size_t numUnits = problem.units.size();
@@ -90,7 +93,9 @@ Scaled scale(const Problem &problem, uint64_t granularity, Mode mode) {
     for (size_t o = 0; o < options.size(); ++o)
       for (size_t m = 0; m < numMemories; ++m)
         rounded[o * numMemories + m] =
-            roundUp(options[o].bytesIn(scaled.memories[m]), granularity);
+            roundDown ? options[o].bytesIn(scaled.memories[m]) / granularity
+                      : roundUp(options[o].bytesIn(scaled.memories[m]),
+                                granularity);
     // An option is dropped when another, earlier on a tie, runs on the same
     // device (overflow mode: any device, transfers do not count) for no more
     // and holds no more bytes anywhere: it cannot be in a unique optimum.
@@ -346,8 +351,12 @@ struct Answer {
   double cost = 0;
 };
 
+/// The pass's optimum; nothing when no choice fits, or when a stage would
+/// keep more than `stateLimit` states (then `exceeded` is set).
 std::optional<Answer> run(const Scaled &scaled, Mode mode,
-                          const Bounds *bounds) {
+                          const Bounds *bounds,
+                          size_t stateLimit = std::numeric_limits<size_t>::max(),
+                          bool *exceeded = nullptr) {
   size_t numUnits = scaled.options.size(), numMemories = scaled.numMemories();
   // Stage -1: one empty state on no device.
   Frontier current;
@@ -406,6 +415,11 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
       }
     }
     current = prune(candidates, numMemories, scaled.numDevices);
+    if (current.size() > stateLimit) {
+      if (exceeded)
+        *exceeded = true;
+      return std::nullopt;
+    }
     if (current.size() == 0)
       return std::nullopt;
     parents[u] = current.parent;
@@ -425,9 +439,89 @@ std::optional<Answer> run(const Scaled &scaled, Mode mode,
   return answer;
 }
 
+/// Improves a plan that fits by moving one unit at a time to another option
+/// while the plan still fits exactly and gets cheaper. A plan from a coarse
+/// pass wastes up to a granule per unit; this recovers much of it, so the
+/// next pass prunes against a bound close to the optimum.
+void improveLocally(const Problem &problem, Answer &answer) {
+  Plan plan = evaluate(problem, answer.choice);
+  if (!plan.fits(problem))
+    return;
+  std::vector<int> trial = answer.choice;
+  bool improved = true;
+  for (int sweep = 0; improved && sweep < 32; ++sweep) {
+    improved = false;
+    for (size_t u = 0; u < problem.units.size(); ++u) {
+      int current = trial[u];
+      for (size_t o = 0; o < problem.units[u].options.size(); ++o) {
+        if (static_cast<int>(o) == current)
+          continue;
+        trial[u] = static_cast<int>(o);
+        Plan moved = evaluate(problem, trial);
+        if (moved.fits(problem) &&
+            moved.objective < plan.objective * (1 - 1e-12)) {
+          plan = std::move(moved);
+          current = static_cast<int>(o);
+          improved = true;
+        }
+      }
+      trial[u] = current;
+    }
+  }
+  answer.choice = std::move(trial);
+  answer.cost = plan.objective;
+}
+
+/// States one stage of the certifying pass may keep: enough for the
+/// catalog's systems at every granularity hetc plan uses, and a bound on the
+/// time a plan can take (about a second).
+constexpr size_t kCertifyStateLimit = 20000;
+
+/// Checks a plan found with bytes rounded up against the relaxation that
+/// rounds them down: no choice that fits exactly is lost there, so nothing
+/// cheaper there means `answer` is optimal. First the relaxation's
+/// Lagrangian bound, then its exact optimum: a cheaper relaxed choice that
+/// fits exactly replaces `answer` (and is optimal). Otherwise `answer` stays
+/// unproven, with the best lower bound known.
+void certify(const Problem &problem, uint64_t granularity, Answer &answer,
+             Result &result) {
+  Scaled relaxed = scale(problem, granularity, Mode::Objective,
+                         /*roundDown=*/true);
+  // Costs within floating-point noise of each other are the same plan's.
+  double tolerance = 1e-9 * std::max(1.0, std::abs(answer.cost));
+  Bounds bounds;
+  bounds.upper = answer.cost;
+  bounds.lambda = multipliers(relaxed, bounds.upper);
+  std::vector<double> use;
+  double dual = lagrangian(relaxed, bounds.lambda, use);
+  if (dual >= answer.cost - tolerance)
+    return;
+  bounds.plain = costAfter(relaxed, std::vector<double>(relaxed.numMemories()));
+  bounds.relaxed = costAfter(relaxed, bounds.lambda);
+  bool exceeded = false;
+  std::optional<Answer> lower = run(relaxed, Mode::Objective, &bounds,
+                                    kCertifyStateLimit, &exceeded);
+  if (exceeded) {
+    result.optimal = false;
+    result.lowerBound = dual;
+    return;
+  }
+  if (!lower || lower->cost >= answer.cost - tolerance)
+    return;
+  if (evaluate(problem, lower->choice).fits(problem)) {
+    answer = std::move(*lower);
+    return;
+  }
+  result.optimal = false;
+  result.lowerBound = lower->cost;
+}
+
 } // namespace
 
 Result solveChainDp(const Problem &problem, const ChainDpOptions &options) {
+  // The first pass holds 16 granules of the largest limiting memory, each
+  // next one 4 times as many.
+  const uint64_t kCoarsestGranules = 16, kRefinement = 4;
   if (std::string error = validate(problem); !error.empty())
     return detail::failure(std::move(error));
   if (!isChain(problem))
@@ -440,24 +534,41 @@ Result solveChainDp(const Problem &problem, const ChainDpOptions &options) {
   // the requested granularity is approached from coarse ones: each pass runs
   // at a multiple of the next pass's granularity (its plan then fits the
   // finer rounding too), and the best plan so far prunes the next pass
-  // against lower bounds on every completion. Rounding wastes at most a
-  // granule per unit, so each pass's plan is close to the optimum and the
-  // finer passes keep few states.
+  // against lower bounds on every completion. Rounding wastes up to a granule
+  // per unit, so a pass's plan is first improved by single-unit moves at the
+  // exact bytes (improveLocally): the bound it gives is then close to the
+  // optimum and the finer passes keep few states.
   uint64_t largest = 0;
   for (uint64_t capacity : scaled.capacity)
     largest = std::max(largest, capacity);
   std::vector<uint64_t> factors;
-  for (uint64_t factor = largest / 1024; factor > 1; factor /= 16)
+  for (uint64_t factor = largest / kCoarsestGranules; factor > 1; factor /= kRefinement)
     factors.push_back(factor);
   factors.push_back(1);
+  size_t stateLimit = options.stateLimit > 0
+                          ? options.stateLimit
+                          : std::numeric_limits<size_t>::max();
+  bool exceeded = false;
   std::optional<Answer> answer;
+  if (options.startFrom && options.startFrom->size() == problem.units.size()) {
+    Plan start = evaluate(problem, *options.startFrom);
+    if (start.fits(problem))
+      answer = Answer{*options.startFrom, start.objective};
+  }
   for (uint64_t factor : factors) {
+    if (exceeded)
+      // Finer passes only hold more states.
+      break;
     Scaled pass = factor == 1
                       ? std::move(scaled)
                       : scale(problem, granularity * factor, Mode::Objective);
     if (!answer) {
       // Rounding may lose every plan that fits; a finer pass tries again.
+      // Until one is found the search is not limited: there is nothing to
+      // fall back on.
       answer = run(pass, Mode::Objective, nullptr);
+      if (answer)
+        improveLocally(problem, *answer);
       continue;
     }
     Bounds bounds;
@@ -467,12 +578,18 @@ Result solveChainDp(const Problem &problem, const ChainDpOptions &options) {
     bounds.relaxed = costAfter(pass, bounds.lambda);
     // The known plan survives the pruning unless floating-point rounding in
     // the bounds hides it; it then stays the best known.
-    if (std::optional<Answer> better = run(pass, Mode::Objective, &bounds))
-      if (better->cost <= answer->cost)
+    if (std::optional<Answer> better =
+            run(pass, Mode::Objective, &bounds, stateLimit, &exceeded))
+      if (better->cost <= answer->cost) {
         answer = std::move(better);
+        if (factor > 1)
+          improveLocally(problem, *answer);
+      }
   }
   if (answer) {
     Result result;
+    if (granularity > 1 || exceeded)
+      certify(problem, granularity, *answer, result);
     result.plan = evaluate(problem, std::move(answer->choice));
     return result;
   }

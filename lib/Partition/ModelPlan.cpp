@@ -251,6 +251,11 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
 /// (at least a byte): with two or more such memories the exact frontier of
 /// byte sums grows too fast for 80-layer models. Plans still fit; at most a
 /// granule per unit of each memory is given up.
+/// Finer solves of a plan the first one could not prove optimal.
+constexpr int kRefinements = 3;
+/// States per stage a solve may keep: about a second of search and 100 MB.
+constexpr size_t kStateLimit = 50000;
+
 ChainDpOptions dpOptions(const Problem &problem) {
   uint64_t smallest = 0;
   for (size_t m = 0; m < problem.memories.size(); ++m) {
@@ -267,6 +272,7 @@ ChainDpOptions dpOptions(const Problem &problem) {
   }
   ChainDpOptions options;
   options.byteGranularity = std::max<uint64_t>(1, smallest / 1024);
+  options.stateLimit = kStateLimit;
   return options;
 }
 
@@ -314,7 +320,20 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
               "; use a smaller weight type";
       return std::nullopt;
     }
-  Result result = solveChainDp(built.problem, dpOptions(built.problem));
+  ChainDpOptions options = dpOptions(built.problem);
+  Result result = solveChainDp(built.problem, options);
+  // An unproven plan is solved again at finer granules, a bounded number
+  // of times, so planning stays fast and deterministic.
+  for (int step = 0; step < kRefinements && result && !result.optimal &&
+                     options.byteGranularity > 1;
+       ++step) {
+    options.byteGranularity = std::max<uint64_t>(1, options.byteGranularity / 8);
+    options.startFrom = result.plan->option;
+    Result finer = solveChainDp(built.problem, options);
+    if (!finer)
+      break;
+    result = std::move(finer);
+  }
   if (!result) {
     error = result.shortfall
                 ? shape.origin + " does not fit " + system.name + ": " +
@@ -327,6 +346,11 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
 
   const cost::Workload &workload = request.workload;
   ModelPlan plan;
+  plan.provenOptimal = result.optimal;
+  if (!result.optimal && result.lowerBound && result.plan->objective > 0)
+    plan.optimalityGap =
+        std::max(0.0, (result.plan->objective - *result.lowerBound) /
+                          result.plan->objective);
   plan.memories = built.memories;
   for (const hardware::SystemDevice &entry : system.devices)
     plan.devices.push_back({entry.id, &entry.device, 0, 0, 0, 0});

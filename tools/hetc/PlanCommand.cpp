@@ -242,7 +242,9 @@ Action registerPlanCommand(CLI::App &app) {
                          {"transfer_seconds_per_step", plan.transferSeconds},
                          {"joules_per_token", plan.joulesPerToken},
                          {"usd_per_million_tokens", plan.usdPerMillionTokens},
-                         {"limit", plan.limit}}}};
+                         {"limit", plan.limit}}},
+          {"optimality", {{"proven", plan.provenOptimal},
+                          {"gap", plan.optimalityGap}}}};
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -304,6 +306,12 @@ Action registerPlanCommand(CLI::App &app) {
                 "$%.3f per million tokens; limited by %s\n",
                 plan.prefillTokensPerS, plan.decodeTokensPerS, plan.joulesPerToken,
                 plan.usdPerMillionTokens, plan.limit.c_str());
+    if (plan.provenOptimal)
+      std::printf("the plan is optimal for the objective (proven)\n");
+    else
+      std::printf("the plan is within %.2g%% of the optimal objective (not "
+                  "proven optimal)\n",
+                  std::max(plan.optimalityGap * 100, 0.01));
     return 0;
   };
 }

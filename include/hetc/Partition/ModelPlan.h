@@ -97,6 +97,10 @@ struct ModelPlan {
   double usdPerMillionTokens = 0;
   /// What bounds the plan, in words.
   std::string limit;
+  /// Whether the solver proved the plan optimal for its objective; when not,
+  /// the most by which the objective may exceed the optimum, as a fraction.
+  bool provenOptimal = true;
+  double optimalityGap = 0;
 };
 
 /// The placement problem for `shape` on `system`: one unit per decoder part

@@ -134,6 +134,9 @@ struct Result {
   /// False when the solver stopped at a limit (MipOptions::timeLimitSeconds)
   /// with `plan` the best found so far, not proven optimal.
   bool optimal = true;
+  /// When `optimal` is false and the solver knows one: an objective no plan
+  /// that fits can beat.
+  std::optional<double> lowerBound;
 
   explicit operator bool() const { return plan.has_value(); }
 };
@@ -147,10 +150,20 @@ struct ChainDpOptions {
   /// of G and every capacity down to one, which bounds the number of
   /// distinct memory-use vectors. A plan found then always fits the exact
   /// capacities, and it is optimal among the choices that still fit after
-  /// rounding (a choice that fits only within about G bytes per unit of the
-  /// limit may be missed). The shortfall of an infeasible problem is always
-  /// computed exactly.
+  /// rounding. It is then checked against the relaxation that rounds bytes
+  /// down: when nothing there is cheaper (or the cheaper choice fits
+  /// exactly, and is returned), the plan is the exact optimum; otherwise
+  /// Result::optimal is false and Result::lowerBound bounds the optimum. The
+  /// shortfall of an infeasible problem is always computed exactly.
   uint64_t byteGranularity = 0;
+  /// 0: none. N > 0: once a plan is known, a pass whose stage would keep more
+  /// than N states stops the search, which returns the best plan found so
+  /// far (Result::optimal false unless the relaxation still proves it),
+  /// bounding time and memory.
+  size_t stateLimit = 0;
+  /// A plan known to fit (an option per unit), which bounds the search from
+  /// the start: a finer solve after a coarser one. Ignored unless it fits.
+  std::optional<std::vector<int>> startFrom;
 };
 
 /// Exact dynamic program for chain problems (isChain). Per unit and device of

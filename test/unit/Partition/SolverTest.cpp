@@ -112,6 +112,67 @@ TEST(ChainDp, GranularityKeepsPlansWithinTheExactCapacities) {
   EXPECT_GE(compared, 50);
 }
 
+// A plan from rounded bytes says whether it is optimal: when it claims so it
+// equals exhaustive search, and when not its lower bound holds.
+TEST(ChainDp, RoundedPlansCertifyOptimalityOrBoundTheGap) {
+  std::mt19937_64 rng(13);
+  int proven = 0, unproven = 0;
+  for (int instance = 0; instance < 400; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    Problem problem = randomChain(rng, 7, 4);
+    Result exact = solveExhaustive(problem);
+    ChainDpOptions coarse;
+    coarse.byteGranularity = static_cast<uint64_t>(uniform(rng, 2, 40));
+    Result rounded = solveChainDp(problem, coarse);
+    if (!rounded || !exact)
+      continue;
+    expectValidPlan(problem, *rounded.plan);
+    double optimum = exact.plan->objective;
+    if (rounded.optimal) {
+      EXPECT_NEAR(rounded.plan->objective, optimum, 1e-9 * (1 + optimum));
+      ++proven;
+    } else {
+      ASSERT_TRUE(rounded.lowerBound.has_value());
+      EXPECT_LE(*rounded.lowerBound, optimum + 1e-9 * (1 + optimum));
+      EXPECT_GT(rounded.plan->objective, optimum - 1e-9 * (1 + optimum));
+      ++unproven;
+    }
+  }
+  std::printf("rounded chain DP: %d proven optimal, %d with a bound\n", proven,
+              unproven);
+  EXPECT_GE(proven, 50);
+  EXPECT_GE(unproven, 10);
+}
+
+// A state limit and a starting plan keep plans valid and never make them
+// worse than the start.
+TEST(ChainDp, StateLimitAndStartingPlanKeepPlansValid) {
+  std::mt19937_64 rng(17);
+  int compared = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    Problem problem = randomChain(rng, 7, 4);
+    Result exact = solveExhaustive(problem);
+    if (!exact)
+      continue;
+    ChainDpOptions limited;
+    limited.stateLimit = 2;
+    limited.startFrom = exact.plan->option;
+    Result result = solveChainDp(problem, limited);
+    ASSERT_TRUE(result);
+    expectValidPlan(problem, *result.plan);
+    EXPECT_LE(result.plan->objective,
+              exact.plan->objective + 1e-9 * (1 + exact.plan->objective));
+    if (!result.optimal) {
+      ASSERT_TRUE(result.lowerBound.has_value());
+      EXPECT_LE(*result.lowerBound,
+                exact.plan->objective + 1e-9 * (1 + exact.plan->objective));
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 100);
+}
+
 TEST(ChainDp, GranularityDividingEveryByteFigureIsExact) {
   std::mt19937_64 rng(11);
   for (int instance = 0; instance < 200; ++instance) {
