@@ -30,6 +30,8 @@ Action registerCalibrateCommand(CLI::App &app);
 Action registerPlanCommand(CLI::App &app);
 /// `hetc simulate`: a request played through the plan, as a timeline.
 Action registerSimulateCommand(CLI::App &app);
+/// `hetc efficiency`: devices compared per class of workload.
+Action registerEfficiencyCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

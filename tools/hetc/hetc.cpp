@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
       hetc::cli::registerCalibrateCommand(app),
       hetc::cli::registerPlanCommand(app),
       hetc::cli::registerSimulateCommand(app),
+      hetc::cli::registerEfficiencyCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const hetc::cli::Action &action : actions) {
