@@ -20,6 +20,7 @@
 
 #include "llvm/TargetParser/Host.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -96,21 +97,32 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
   std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
-  timing = {1e30, 1e30};
-  // Best of three: the first run also faults the weights in.
-  for (int repeat = 0; repeat < 3; ++repeat) {
+  // One warm-up run faults the weights in; then the median of three, not the
+  // best: `hetc run` measures one run under whatever else the machine does,
+  // and the best of several is an optimistic prediction of it.
+  std::vector<double> prefill, decode;
+  for (int repeat = 0; repeat < 4; ++repeat) {
     session.reset();
     auto start = std::chrono::steady_clock::now();
     if (!session.prefill(prompt, error))
       return false;
-    timing.prefillSeconds = std::min(timing.prefillSeconds, seconds(start));
+    double prefillSeconds = seconds(start);
     start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < decodeSteps; ++i)
       if (!session.decode(5, error))
         return false;
-    timing.decodeStepSeconds =
-        std::min(timing.decodeStepSeconds, seconds(start) / decodeSteps);
+    if (repeat == 0)
+      continue;
+    prefill.push_back(prefillSeconds);
+    decode.push_back(seconds(start) / decodeSteps);
   }
+  auto median = [](std::vector<double> &values) {
+    std::nth_element(values.begin(), values.begin() + values.size() / 2,
+                     values.end());
+    return values[values.size() / 2];
+  };
+  timing.prefillSeconds = median(prefill);
+  timing.decodeStepSeconds = median(decode);
   return true;
 }
 
