@@ -4,6 +4,8 @@
 // by the runtime interface the kernels dispatch through.
 #include "runtime/core/Session.h"
 
+#include <chrono>
+
 namespace hetrt::core {
 
 namespace {
@@ -47,12 +49,47 @@ bool Session::prefill(const std::vector<int32_t> &ids, std::string &error) {
     error = "prefill needs at least one token";
     return false;
   }
+  pool_.setParallel(true);
   return run(model_.code().prefill(), ids.data(),
              static_cast<int64_t>(ids.size()), error);
 }
 
+namespace {
+/// Steps per window of the decode thread choice, and steps timed each way
+/// at its start (after one that warms the caches).
+constexpr int64_t kChoiceWindow = 256;
+constexpr int64_t kTimedSteps = 3;
+} // namespace
+
 bool Session::decode(int32_t id, std::string &error) {
-  return run(model_.code().decode(), &id, 1, error);
+  // A step of a tiny model is dozens of microsecond kernels, and on a busy
+  // machine a worker may be descheduled: waking the other threads can then
+  // cost more than they add. Which is faster is measured, not guessed, and
+  // measured again every window, since the load of the machine changes.
+  if (!choiceEnabled_ || pool_.numThreads() == 1)
+    return run(model_.code().decode(), &id, 1, error);
+  int64_t phase = choiceStep_ % kChoiceWindow;
+  bool timedParallel = phase >= 1 && phase <= kTimedSteps;
+  bool timedSerial = phase > kTimedSteps && phase <= 2 * kTimedSteps;
+  if (phase == 0)
+    parallelSeconds_ = serialSeconds_ = 0;
+  if (phase == 2 * kTimedSteps + 1)
+    chosenParallel_ = parallelSeconds_ <= serialSeconds_;
+  pool_.setParallel(timedSerial ? false
+                    : phase <= kTimedSteps ? true
+                                           : chosenParallel_);
+  auto start = std::chrono::steady_clock::now();
+  bool ok = run(model_.code().decode(), &id, 1, error);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (timedParallel)
+    parallelSeconds_ += seconds;
+  if (timedSerial)
+    serialSeconds_ += seconds;
+  if (ok)
+    ++choiceStep_;
+  return ok;
 }
 
 bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,

@@ -42,6 +42,16 @@ public:
   /// Forgets every token (the cache is overwritten as positions are reused).
   void reset() { position_ = 0; }
 
+  /// Whether decode steps choose, by measuring, between every thread and the
+  /// calling thread alone (on by default; see DecodeThreading). Prefill always
+  /// uses every thread.
+  void setDecodeThreadChoice(bool enabled) {
+    choiceEnabled_ = enabled;
+    pool_.setParallel(true);
+  }
+  /// Whether the last decode step ran on every thread.
+  bool decodeRanInParallel() const { return pool_.parallel(); }
+
 private:
   bool run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
            std::string &error);
@@ -53,6 +63,13 @@ private:
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
   int64_t position_ = 0;
+  /// Decode thread choice: over each window of steps, a few are timed on
+  /// every thread and a few on one, and the rest run the faster way.
+  bool choiceEnabled_ = true;
+  int64_t choiceStep_ = 0;
+  double parallelSeconds_ = 0;
+  double serialSeconds_ = 0;
+  bool chosenParallel_ = true;
 };
 
 } // namespace hetrt::core

@@ -60,7 +60,7 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   if (size <= 0)
     return;
   int threads = static_cast<int>(std::min<int64_t>(numThreads(), size));
-  if (threads == 1) {
+  if (threads == 1 || !parallel_.load(std::memory_order_relaxed)) {
     task(arguments, begin, end);
     return;
   }

@@ -39,6 +39,13 @@ public:
   /// fixed equal split would leave the faster one waiting.
   void parallelFor(GridTask task, void *arguments, int64_t begin, int64_t end);
 
+  /// With `parallel` false, dispatches run on the calling thread alone (the
+  /// workers stay asleep) until it is set again; the results are the same.
+  void setParallel(bool parallel) {
+    parallel_.store(parallel, std::memory_order_relaxed);
+  }
+  bool parallel() const { return parallel_.load(std::memory_order_relaxed); }
+
 private:
   void work();
   /// Claims and runs chunks of dispatch `generation` until none is left.
@@ -54,6 +61,7 @@ private:
   std::atomic<uint32_t> generation_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> parallel_{true};
   /// The claim word of the current dispatch: generation (24 bits), chunk
   /// count and next chunk (20 bits each). A claim is a compare-and-swap on
   /// it, so a worker that wakes late can never claim a chunk of a dispatch

@@ -244,6 +244,8 @@ Action registerBenchCommand(CLI::App &app) {
       double bandwidth = hetrt::core::measureReadBandwidth(
           pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
       hetrt::core::Session session(*model, threads);
+      // Each row measures its thread count as given.
+      session.setDecodeThreadChoice(false);
       double prefillRate = 0, decodeRate = 0;
       for (int r = 0; r < flags->repeats; ++r) {
         session.reset();

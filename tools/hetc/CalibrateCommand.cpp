@@ -87,13 +87,14 @@ struct Timing {
 };
 
 bool timeModel(const std::string &gguf, const std::string &pack, int threads,
-               int64_t promptTokens, int64_t decodeSteps, Timing &timing,
-               std::string &error) {
+               int64_t promptTokens, int64_t decodeSteps, bool chooseThreads,
+               Timing &timing, std::string &error) {
   std::unique_ptr<hetrt::core::Model> model =
       hetrt::core::Model::load(pack, gguf, error);
   if (!model)
     return false;
   hetrt::core::Session session(*model, threads);
+  session.setDecodeThreadChoice(chooseThreads);
   std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
@@ -203,7 +204,10 @@ Action registerCalibrateCommand(CLI::App &app) {
       if (!read)
         return false;
       shape = *read;
-      return timeModel(gguf, pack, threads, promptTokens, decodeSteps, timing, error);
+      // The dispatch cost is measured as hetc run decodes, choosing between
+      // one thread and all by measuring; the weight formats on all threads.
+      return timeModel(gguf, pack, threads, promptTokens, decodeSteps,
+                       /*chooseThreads=*/tag == "tiny", timing, error);
     };
 
     hardware::Calibration calibration;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -65,6 +66,45 @@ TEST(ThreadPool, EveryGridIndexRunsExactlyOnce) {
     for (int64_t i = 0; i < size + 10; ++i)
       ASSERT_EQ(hits[i].load(), i < 10 ? 0 : 1) << "size " << size << " index " << i;
   }
+}
+
+struct CallerRecord {
+  std::thread::id caller;
+  std::atomic<int> calls{0};
+  std::atomic<int> onOtherThreads{0};
+};
+
+void recordCaller(void *arguments, int64_t, int64_t) {
+  auto *record = static_cast<CallerRecord *>(arguments);
+  record->calls.fetch_add(1);
+  if (std::this_thread::get_id() != record->caller)
+    record->onOtherThreads.fetch_add(1);
+}
+
+// Serial mode (the session's choice for decode steps too small to share)
+// runs a whole dispatch on the calling thread, in one call; switching back
+// shares the work again.
+TEST(ThreadPool, SerialModeRunsOnTheCallingThreadAndCanBeUndone) {
+  core::ThreadPool pool(3);
+  pool.setParallel(false);
+  EXPECT_FALSE(pool.parallel());
+  CallerRecord record;
+  record.caller = std::this_thread::get_id();
+  pool.parallelFor(&recordCaller, &record, 0, 4000);
+  EXPECT_EQ(record.calls.load(), 1);
+  EXPECT_EQ(record.onOtherThreads.load(), 0);
+
+  pool.setParallel(true);
+  std::vector<std::atomic<int>> hits(4000);
+  for (auto &hit : hits)
+    hit = 0;
+  pool.parallelFor(&addRange, &hits, 0, 4000);
+  for (int64_t i = 0; i < 4000; ++i)
+    ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  CallerRecord shared;
+  shared.caller = std::this_thread::get_id();
+  pool.parallelFor(&recordCaller, &shared, 0, 4000);
+  EXPECT_GT(shared.calls.load(), 1);
 }
 
 void addIndices(void *arguments, int64_t begin, int64_t end) {
