@@ -41,14 +41,6 @@ std::optional<hardware::DataType> parseDataType(const std::string &name) {
   return std::nullopt;
 }
 
-/// A catalog entry by name (`catalogDir/KIND/NAME.json`) or a path.
-std::string catalogPath(const std::string &catalogDir, const char *kind,
-                        const std::string &name) {
-  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
-    return name;
-  return catalogDir + "/" + kind + "/" + name + ".json";
-}
-
 } // namespace
 
 std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
@@ -93,7 +85,7 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     }
     std::string name = entry["device"];
     std::optional<hardware::Device> device =
-        hardware::loadDevice(catalogPath(catalogDir, "devices", name), error);
+        hardware::findDevice(name, catalogDir, error);
     if (!device) {
       error = fieldError(path, field + ".device", error,
                          "name a device of the catalog");
@@ -106,8 +98,8 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                            "name a catalog link, e.g. \"pcie5-x16\"");
         return std::nullopt;
       }
-      std::optional<hardware::Link> link = hardware::loadLink(
-          catalogPath(catalogDir, "links", entry["host_link"]), error);
+      std::optional<hardware::Link> link =
+          hardware::findLink(entry["host_link"], catalogDir, error);
       if (!link) {
         error = fieldError(path, field + ".host_link", error,
                            "name a link of the catalog");

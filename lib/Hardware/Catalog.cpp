@@ -606,6 +606,34 @@ std::optional<System> findSystem(const std::string &nameOrPath,
   return std::nullopt;
 }
 
+namespace {
+/// `nameOrPath` as a file, else as `catalogDir/KIND/NAME.json`.
+template <typename T, typename Load>
+std::optional<T> findEntry(const std::string &nameOrPath,
+                           const std::string &catalogDir, const char *kind,
+                           Load load, std::string &error) {
+  if (isFile(nameOrPath))
+    return load(nameOrPath, error);
+  std::string file = catalogDir + "/" + kind + "s/" + nameOrPath + ".json";
+  if (nameOrPath.find('/') == std::string::npos && isFile(file))
+    return load(file, error);
+  error = nameOrPath + ": no such " + kind + " file, and no " + kind +
+          " of the catalog at " + file + " (give a path or a catalog name)";
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<Device> findDevice(const std::string &nameOrPath,
+                                 const std::string &catalogDir,
+                                 std::string &error) {
+  return findEntry<Device>(nameOrPath, catalogDir, "device", loadDevice, error);
+}
+
+std::optional<Link> findLink(const std::string &nameOrPath,
+                             const std::string &catalogDir, std::string &error) {
+  return findEntry<Link>(nameOrPath, catalogDir, "link", loadLink, error);
+}
+
 std::string defaultCatalogDir() {
   if (const char *dir = std::getenv("HETC_HARDWARE_DIR"))
     return dir;

@@ -71,14 +71,7 @@ Scaled scale(const Problem &problem, uint64_t granularity, Mode mode,
   // A memory that holds every unit's largest option at once never limits
   // anything, and leaving it out of the states shrinks the frontier.
   for (size_t m = 0; m < problem.memories.size(); ++m) {
-    uint64_t worst = 0;
-    for (const Unit &unit : problem.units) {
-      uint64_t largest = 0;
-      for (const Option &option : unit.options)
-        largest = std::max(largest, option.bytesIn(m));
-      worst += largest;
-    }
-    if (worst > problem.memories[m].capacityBytes) {
+    if (canRunOut(problem, m)) {
       scaled.memories.push_back(m);
       scaled.capacity.push_back(problem.memories[m].capacityBytes /
                                 granularity);
@@ -257,6 +250,16 @@ struct Bounds {
   std::vector<double> lambda;
   std::vector<std::vector<double>> relaxed;
 };
+
+/// Bounds for pruning `pass` against a known plan of cost `upper`.
+Bounds boundsFor(const Scaled &pass, double upper) {
+  Bounds bounds;
+  bounds.upper = upper;
+  bounds.plain = costAfter(pass, std::vector<double>(pass.numMemories()));
+  bounds.lambda = multipliers(pass, upper);
+  bounds.relaxed = costAfter(pass, bounds.lambda);
+  return bounds;
+}
 
 /// One stage's states, structure of arrays; `use` holds numMemories entries
 /// per state.
@@ -489,15 +492,11 @@ void certify(const Problem &problem, uint64_t granularity, Answer &answer,
                          /*roundDown=*/true);
   // Costs within floating-point noise of each other are the same plan's.
   double tolerance = 1e-9 * std::max(1.0, std::abs(answer.cost));
-  Bounds bounds;
-  bounds.upper = answer.cost;
-  bounds.lambda = multipliers(relaxed, bounds.upper);
+  Bounds bounds = boundsFor(relaxed, answer.cost);
   std::vector<double> use;
   double dual = lagrangian(relaxed, bounds.lambda, use);
   if (dual >= answer.cost - tolerance)
     return;
-  bounds.plain = costAfter(relaxed, std::vector<double>(relaxed.numMemories()));
-  bounds.relaxed = costAfter(relaxed, bounds.lambda);
   bool exceeded = false;
   std::optional<Answer> lower = run(relaxed, Mode::Objective, &bounds,
                                     kCertifyStateLimit, &exceeded);
@@ -571,11 +570,7 @@ Result solveChainDp(const Problem &problem, const ChainDpOptions &options) {
         improveLocally(problem, *answer);
       continue;
     }
-    Bounds bounds;
-    bounds.upper = answer->cost;
-    bounds.plain = costAfter(pass, std::vector<double>(pass.numMemories()));
-    bounds.lambda = multipliers(pass, bounds.upper);
-    bounds.relaxed = costAfter(pass, bounds.lambda);
+    Bounds bounds = boundsFor(pass, answer->cost);
     // The known plan survives the pruning unless floating-point rounding in
     // the bounds hides it; it then stays the best known.
     if (std::optional<Answer> better =

@@ -259,15 +259,8 @@ constexpr size_t kStateLimit = 50000;
 ChainDpOptions dpOptions(const Problem &problem) {
   uint64_t smallest = 0;
   for (size_t m = 0; m < problem.memories.size(); ++m) {
-    uint64_t most = 0;
-    for (const Unit &unit : problem.units) {
-      uint64_t unitMost = 0;
-      for (const Option &option : unit.options)
-        unitMost = std::max(unitMost, option.bytesIn(m));
-      most += unitMost;
-    }
     uint64_t capacity = problem.memories[m].capacityBytes;
-    if (most > capacity && (smallest == 0 || capacity < smallest))
+    if (canRunOut(problem, m) && (smallest == 0 || capacity < smallest))
       smallest = capacity;
   }
   ChainDpOptions options;

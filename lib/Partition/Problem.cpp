@@ -60,6 +60,17 @@ std::string validate(const Problem &problem) {
   return {};
 }
 
+bool canRunOut(const Problem &problem, size_t memory) {
+  uint64_t most = 0;
+  for (const Unit &unit : problem.units) {
+    uint64_t largest = 0;
+    for (const Option &option : unit.options)
+      largest = std::max(largest, option.bytesIn(memory));
+    most += largest;
+  }
+  return most > problem.memories[memory].capacityBytes;
+}
+
 bool isChain(const Problem &problem) {
   return std::all_of(problem.edges.begin(), problem.edges.end(),
                      [](const Edge &edge) { return edge.to == edge.from + 1; });

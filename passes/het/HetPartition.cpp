@@ -87,13 +87,23 @@ FailureOr<PlanAttrs> attrsOf(ModuleOp module, const hardware::System &system,
   return attrs;
 }
 
-/// Whether reading `weight` ties an op to the weight's unit. Global tables
-/// other than the embedding, the output and its norm (rope_freqs) are read by
-/// every layer and place nothing.
-bool weightPlacesItsReaders(const cost::WeightInfo &weight) {
-  return weight.layer >= 0 || weight.role == cost::WeightRole::Embedding ||
-         weight.role == cost::WeightRole::Output ||
-         weight.name == "output_norm.weight";
+struct WeightUnit {
+  /// Index of the unit holding the weight (its memory is that unit's).
+  size_t unit = 0;
+  /// Whether reading it ties an op to that unit. Global tables other than
+  /// the embedding, the output and its norm (rope_freqs) are read by every
+  /// layer and place nothing.
+  bool placesReaders = false;
+};
+
+WeightUnit unitOfWeight(StringRef name, size_t numUnits) {
+  cost::WeightInfo info;
+  info.name = name.str();
+  cost::classifyWeight(info);
+  return {cost::unitIndexOf(info, numUnits),
+          info.layer >= 0 || info.role == cost::WeightRole::Embedding ||
+              info.role == cost::WeightRole::Output ||
+              info.name == "output_norm.weight"};
 }
 
 /// The decoder unit of every op of one function: the latest unit among its
@@ -112,12 +122,9 @@ llvm::DenseMap<Operation *, int> unitsOf(FunctionOpInterface function,
         continue;
       order.push_back(&op);
       if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
-        cost::WeightInfo info;
-        info.name = get.getName().str();
-        cost::classifyWeight(info);
-        if (weightPlacesItsReaders(info))
-          unitOfValue[get.getResult()] =
-              static_cast<int>(cost::unitIndexOf(info, numUnits));
+        WeightUnit weight = unitOfWeight(get.getName(), numUnits);
+        if (weight.placesReaders)
+          unitOfValue[get.getResult()] = static_cast<int>(weight.unit);
         continue;
       }
       llvm::SetVector<Value> used(op.operand_begin(), op.operand_end());
@@ -221,7 +228,7 @@ struct HetPartitionPass
     if (failed(attrs))
       return failure();
 
-    if (failed(declareKVTiers(module, *plan, *attrs, capacity)))
+    if (failed(declareKVTiers(module, *plan, *attrs)))
       return failure();
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
@@ -233,7 +240,7 @@ struct HetPartitionPass
   /// One het.kv_tiers per layer, in the memory the plan keeps its cache in.
   LogicalResult declareKVTiers(ModuleOp module,
                                const partition::ModelPlan &plan,
-                               const PlanAttrs &attrs, int64_t capacity) {
+                               const PlanAttrs &attrs) {
     kvTiers.clear();
     llm::KVCacheType cacheType;
     module.walk([&](llm::KVAppendOp append) {
@@ -244,9 +251,8 @@ struct HetPartitionPass
       return success();
     OpBuilder builder(module.getBodyRegion());
     MLIRContext *context = module.getContext();
-    int64_t blocks = (capacity + kKVBlockTokens - 1) / kKVBlockTokens;
-    blocks = std::max<int64_t>(
-        blocks, (cacheType.getCapacity() + kKVBlockTokens - 1) / kKVBlockTokens);
+    int64_t blocks =
+        (cacheType.getCapacity() + kKVBlockTokens - 1) / kKVBlockTokens;
     for (const partition::PlacedUnit &unit : plan.units) {
       if (unit.kvMemory < 0)
         continue;
@@ -269,11 +275,8 @@ struct HetPartitionPass
         unitsOf(function, plan.units.size());
     WalkResult result = function.walk([&](Operation *op) {
       if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
-        cost::WeightInfo info;
-        info.name = get.getName().str();
-        cost::classifyWeight(info);
         const partition::PlacedUnit &owner =
-            plan.units[cost::unitIndexOf(info, plan.units.size())];
+            plan.units[unitOfWeight(get.getName(), plan.units.size()).unit];
         op->setAttr(HetDialect::kMemorySpaceAttrName,
                     attrs.memories[owner.weightMemory]);
         return WalkResult::advance();

@@ -78,15 +78,17 @@ bool Session::decode(int32_t id, std::string &error) {
   pool_.setParallel(timedSerial ? false
                     : phase <= kTimedSteps ? true
                                            : chosenParallel_);
+  if (!timedParallel && !timedSerial) {
+    bool ok = run(model_.code().decode(), &id, 1, error);
+    choiceStep_ += ok;
+    return ok;
+  }
   auto start = std::chrono::steady_clock::now();
   bool ok = run(model_.code().decode(), &id, 1, error);
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  if (timedParallel)
-    parallelSeconds_ += seconds;
-  if (timedSerial)
-    serialSeconds_ += seconds;
+  (timedParallel ? parallelSeconds_ : serialSeconds_) += seconds;
   if (ok)
     ++choiceStep_;
   return ok;

@@ -130,6 +130,14 @@ std::optional<System> findSystem(const std::string &nameOrPath,
                                  const std::string &catalogDir,
                                  std::string &error);
 
+/// The same for a device (`catalogDir/devices/NAME.json`) and a link
+/// (`catalogDir/links/NAME.json`).
+std::optional<Device> findDevice(const std::string &nameOrPath,
+                                 const std::string &catalogDir,
+                                 std::string &error);
+std::optional<Link> findLink(const std::string &nameOrPath,
+                             const std::string &catalogDir, std::string &error);
+
 /// The catalog shipped with hetc (the repository's hardware/ directory, or
 /// $HETC_HARDWARE_DIR when set).
 std::string defaultCatalogDir();

@@ -84,6 +84,10 @@ std::string validate(const Problem &problem);
 /// what solveChainDp needs. Missing links are free, repeated ones add up.
 bool isChain(const Problem &problem);
 
+/// Whether `memory` can run out: every unit's largest option in it together
+/// exceed its capacity. A memory that cannot limits no choice.
+bool canRunOut(const Problem &problem, size_t memory);
+
 /// A choice of one option per unit and what it amounts to.
 struct Plan {
   /// Per unit, the index of its chosen option.
