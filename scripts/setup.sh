@@ -9,7 +9,7 @@ packages=(
   cmake ninja-build ccache python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 clang-22
   libclang-rt-22-dev
-  libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev python3-numpy libxxhash-dev libhwloc-dev libglpk-dev
 )
 missing=()

@@ -37,9 +37,23 @@ public:
                  const std::vector<int32_t> &history);
 
 private:
+  /// Writes the logits with recent tokens penalized to `penalized_`.
+  void applyPenalty(const float *logits, int64_t vocabSize,
+                    const std::vector<int32_t> &history);
+  /// Leaves the `keep` most likely of `logits` in `candidates_`, most likely
+  /// first.
+  void selectTopK(const float *logits, size_t vocabSize, size_t keep);
+
   SamplingParams params_;
   std::mt19937_64 generator_;
+  std::vector<float> penalized_;
+  std::vector<int32_t> seen_;
+  /// The logits near the largest, as (logit, id).
+  std::vector<std::pair<float, int32_t>> pool_;
+  /// The kept tokens, most likely first.
   std::vector<std::pair<float, int32_t>> candidates_;
+  /// How far below the largest logit the top-k search starts looking.
+  float margin_ = 4.0f;
 };
 
 /// The highest logit's id, ties to the lowest.
