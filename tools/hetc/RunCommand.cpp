@@ -179,7 +179,7 @@ Action registerRunCommand(CLI::App &app) {
     }
     std::vector<int32_t> history = prompt;
     std::vector<int32_t> generated;
-    std::string printed;
+    std::string pending;
     auto decodeStart = Clock::now();
     int64_t decodeSteps = 0;
     for (int64_t i = 0; i < flags->numTokens; ++i) {
@@ -188,13 +188,15 @@ Action registerRunCommand(CLI::App &app) {
       generated.push_back(token);
       history.push_back(token);
       if (!flags->json) {
-        std::string text = tokenizer.decode(generated);
-        size_t ready = completeUtf8Prefix(text);
-        if (ready > printed.size()) {
-          std::fwrite(text.data() + printed.size(), 1, ready - printed.size(),
-                      stdout);
+        // Each token's piece, as it comes (a continuation decodes to its
+        // pieces joined); bytes of a character still incomplete wait for the
+        // rest. Decoding the whole text again every token would be quadratic.
+        pending += tokenizer.decodeToken(token);
+        size_t ready = completeUtf8Prefix(pending);
+        if (ready > 0) {
+          std::fwrite(pending.data(), 1, ready, stdout);
           std::fflush(stdout);
-          printed = text.substr(0, ready);
+          pending.erase(0, ready);
         }
       }
       if (!flags->ignoreEos && tokenizer.isEndOfGeneration(token))
@@ -237,9 +239,7 @@ Action registerRunCommand(CLI::App &app) {
                                nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
-      if (printed.size() < text.size())
-        std::fwrite(text.data() + printed.size(), 1, text.size() - printed.size(),
-                    stdout);
+      std::fwrite(pending.data(), 1, pending.size(), stdout);
       std::fprintf(stdout, "\n");
       std::fprintf(stderr,
                    "hetc run: prefill %zu tokens at %.1f tokens/s, decode %lld "
