@@ -321,7 +321,8 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                  "let `hetc calibrate` write it");
     else {
       check.onlyKnown(*calibration, calibrationPath,
-                      {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads"});
+                      {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
+                       "sample_us", "sample_ns_per_logit"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -343,6 +344,15 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
       measured.threads = static_cast<int>(check.number(
           *calibration, calibrationPath, "threads", false,
           "give the thread count of the measurement"));
+      // Optional: calibrations written before the sampler was measured.
+      measured.sampleUs = check.number(*calibration, calibrationPath, "sample_us", true,
+                                       "give the measured fixed cost of sampling a "
+                                       "token in µs",
+                                       /*required=*/false);
+      measured.sampleNsPerLogit = check.number(
+          *calibration, calibrationPath, "sample_ns_per_logit", true,
+          "give the measured sampling cost per vocabulary entry in ns",
+          /*required=*/false);
       device.calibration = measured;
     }
   }
@@ -670,7 +680,9 @@ std::string deviceToJson(const Device &device, int indent) {
     object["calibration"] = {{"decode_gb_per_s", c.decodeGBPerS},
                              {"prefill_tflops", c.prefillTflops},
                              {"dispatch_us", c.dispatchUs},
-                             {"threads", c.threads}};
+                             {"threads", c.threads},
+                             {"sample_us", c.sampleUs},
+                             {"sample_ns_per_logit", c.sampleNsPerLogit}};
   }
   return object.dump(indent);
 }

@@ -22,6 +22,10 @@ struct OptionMeaning {
   cost::Estimate decode;
   double emptyCacheDecodeSeconds = 0;
   double prefillSeconds = 0;
+  /// The token ids' trip from the host to the embedding's device, or the
+  /// logits' from the output's device to the host, per step and per prefill.
+  double hostSeconds = 0;
+  double prefillHostSeconds = 0;
 };
 
 struct Built {
@@ -35,6 +39,8 @@ struct Built {
   std::vector<std::optional<std::pair<double, double>>> deviceLinks;
   /// Weights of seconds in the objective, per device.
   std::vector<double> weightOfSeconds;
+  /// The CPU the runtime samples tokens on, or -1 when the system has none.
+  int host = -1;
   uint64_t kvBytesPerUnit(const cost::Unit &unit,
                           const cost::Workload &workload) const {
     return static_cast<uint64_t>(
@@ -117,6 +123,23 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
         if (const hardware::Link *link = linkBetween(system, a, b))
           built.deviceLinks[a * numDevices + b] =
               std::make_pair(1.0 / (link->gbPerS * 1e9), link->latencyUs * 1e-6);
+
+  for (int d = 0; d < numDevices && built.host < 0; ++d)
+    if (system.devices[d].device.kind == hardware::DeviceKind::Cpu)
+      built.host = d;
+  // The embedding's token ids come from the host and the output's logits go
+  // back to it, across a link when the unit runs elsewhere. Devices the host
+  // cannot reach are costed as the unlinked hand-overs between units are.
+  auto hostTrip = [&](int device, double bytes) {
+    if (built.host < 0 || device == built.host)
+      return 0.0;
+    const auto &link = built.deviceLinks[device * numDevices + built.host];
+    return link ? bytes * link->first + link->second : 1e30;
+  };
+  double batchSize = static_cast<double>(workload.batch);
+  double idBytes = batchSize * sizeof(int32_t);
+  double logitBytes =
+      batchSize * static_cast<double>(shape.vocabSize) * sizeof(float);
 
   cost::Efficiency efficiency;
   // Units are the same on every device but for the KV element size.
@@ -207,9 +230,19 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
               cost::prefill(costed, workload, device, home.read(), kv,
                             efficiency)
                   .seconds();
+          if (costed.kind == cost::UnitKind::Embedding) {
+            meaning.hostSeconds = hostTrip(d, idBytes);
+            meaning.prefillHostSeconds =
+                hostTrip(d, idBytes * static_cast<double>(workload.promptTokens));
+          } else if (costed.kind == cost::UnitKind::Output) {
+            // A prefill returns the logits of its last token only.
+            meaning.hostSeconds = hostTrip(d, logitBytes);
+            meaning.prefillHostSeconds = meaning.hostSeconds;
+          }
           Option option;
           option.device = d;
-          option.value = meaning.decode.seconds() * built.weightOfSeconds[d];
+          option.value = (meaning.decode.seconds() + meaning.hostSeconds) *
+                         built.weightOfSeconds[d];
           option.bytes.assign(numMemories, 0);
           option.bytes[home.memory] += costed.weightBytes;
           if (kvMemory >= 0)
@@ -362,7 +395,19 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     placed.decodeSeconds = meaning.decode.seconds();
     placed.emptyCacheDecodeSeconds = meaning.emptyCacheDecodeSeconds;
     placed.prefillSeconds = meaning.prefillSeconds;
+    placed.hostTransferSeconds = meaning.hostSeconds;
+    placed.prefillHostTransferSeconds = meaning.prefillHostSeconds;
     placed.memoryBound = meaning.decode.memoryBound();
+    if (placed.hostTransferSeconds >= 1e30) {
+      error = shape.origin + " fits " + system.name + " only with " +
+              placed.unit.name + " on " + plan.devices[placed.device].id +
+              ", and the system has no link from it to " +
+              plan.devices[built.host].id +
+              ", which samples the tokens; add the link to the system JSON";
+      return std::nullopt;
+    }
+    plan.transferSeconds += placed.hostTransferSeconds;
+    plan.prefillTransferSeconds += placed.prefillHostTransferSeconds;
     plan.memories[meaning.weightMemory].weightBytes += placed.unit.weightBytes;
     if (meaning.kvMemory >= 0)
       plan.memories[meaning.kvMemory].kvBytes += meaning.kvBytes;
@@ -392,6 +437,14 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
       plan.prefillTransferSeconds += placed.prefillHandOverSeconds;
     }
     plan.units.push_back(std::move(placed));
+  }
+  // The host samples every sequence's next token before the next step can
+  // start; a prefill's first token is sampled outside the prefill.
+  plan.hostDevice = built.host;
+  if (built.host >= 0) {
+    plan.samplingSeconds = cost::samplingSeconds(
+        system.devices[built.host].device, shape.vocabSize, workload.batch);
+    plan.devices[built.host].decodeSeconds += plan.samplingSeconds;
   }
   plan.decodeStepSeconds = plan.transferSeconds;
   plan.prefillSeconds = plan.prefillTransferSeconds;
@@ -430,6 +483,9 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
   }
   if (plan.transferSeconds > busiest->decodeSeconds)
     plan.limit = "activation transfers between devices";
+  else if (busiestIndex == plan.hostDevice &&
+           plan.samplingSeconds > 0.5 * busiest->decodeSeconds)
+    plan.limit = "sampling the tokens on " + busiest->id;
   else if (streamed > 0.5 * busiest->decodeSeconds)
     plan.limit = "weights streamed over links to " + busiest->id;
   else if (memoryBound >= computeBound)

@@ -8,6 +8,8 @@
 
 namespace hetc::partition {
 
+const char *const kSamplingUnit = "sampling";
+
 Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
                   int64_t plannedContext, int64_t decodeSteps) {
   Timeline timeline;
@@ -25,20 +27,31 @@ Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
       timeline.linkSeconds += seconds;
     now += seconds;
   };
-  for (const PlacedUnit &unit : plan.units) {
-    run(-1, unit.unit.name, "prefill", unit.prefillHandOverSeconds);
-    run(unit.device, unit.unit.name, "prefill", unit.prefillSeconds);
-  }
+  // Token ids reach the embedding before it runs; logits leave the output
+  // after it.
+  auto runUnit = [&](const PlacedUnit &unit, const std::string &phase,
+                     double handOver, double seconds, double hostTransfer) {
+    bool first = unit.unit.kind == cost::UnitKind::Embedding;
+    if (first)
+      run(-1, unit.unit.name, phase, hostTransfer);
+    run(-1, unit.unit.name, phase, handOver);
+    run(unit.device, unit.unit.name, phase, seconds);
+    if (!first)
+      run(-1, unit.unit.name, phase, hostTransfer);
+  };
+  for (const PlacedUnit &unit : plan.units)
+    runUnit(unit, "prefill", unit.prefillHandOverSeconds, unit.prefillSeconds,
+            unit.prefillHostTransferSeconds);
   timeline.prefillSeconds = now;
   for (int64_t step = 1; step <= decodeSteps; ++step) {
     std::string phase = "decode " + std::to_string(step);
     // Step `step` reads the prompt and the tokens generated before it.
     int64_t context = workload.promptTokens + step - 1;
-    for (const PlacedUnit &unit : plan.units) {
-      run(-1, unit.unit.name, phase, unit.handOverSeconds);
-      run(unit.device, unit.unit.name, phase,
-          unit.decodeSecondsAt(context, plannedContext));
-    }
+    for (const PlacedUnit &unit : plan.units)
+      runUnit(unit, phase, unit.handOverSeconds,
+              unit.decodeSecondsAt(context, plannedContext),
+              unit.hostTransferSeconds);
+    run(plan.hostDevice, kSamplingUnit, phase, plan.samplingSeconds);
   }
   timeline.totalSeconds = now;
   double decodeSeconds = now - timeline.prefillSeconds;
@@ -123,8 +136,10 @@ std::string timelineSvg(const ModelPlan &plan, const Timeline &timeline,
     double y = top + rowHeight * static_cast<double>(row) + 3;
     double x = left + event.start * scale;
     double w = std::max(0.5, (event.end - event.start) * scale);
-    const char *colour = event.device >= 0 ? colourOf(kindOf[event.unit])
-                                           : "#b07aa1";
+    auto kind = kindOf.find(event.unit);
+    const char *colour = event.device < 0        ? "#b07aa1"
+                         : kind != kindOf.end() ? colourOf(kind->second)
+                                                : "#e15759";
     svg << "<rect x=\"" << fmt(x) << "\" y=\"" << fmt(y) << "\" width=\""
         << fmt(w) << "\" height=\"" << fmt(rowHeight - 6) << "\" fill=\""
         << colour << "\"><title>" << escape(event.unit) << ", "
@@ -145,7 +160,7 @@ std::string timelineSvg(const ModelPlan &plan, const Timeline &timeline,
       << "\">prefill | decode</text>\n";
   svg << "<text x=\"" << fmt(left) << "\" y=\"" << fmt(bottom + 40)
       << "\">embedding: grey, attention: blue, FFN: orange, output: green, "
-         "transfers: purple</text>\n";
+         "sampling: red, transfers: purple</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }

@@ -11,6 +11,7 @@
 #include "hetc/Synth/SyntheticModel.h"
 #include "runtime/core/Bandwidth.h"
 #include "runtime/core/Model.h"
+#include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 #include "runtime/core/ThreadPool.h"
 
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <thread>
 #include <unistd.h>
 
@@ -80,15 +82,20 @@ double seconds(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Prefill and decode time of a compiled synthetic model.
+/// Prefill and decode time of a compiled synthetic model, and, when asked
+/// for, the time to sample each decode step's token from its logits.
 struct Timing {
   double prefillSeconds = 0;
   double decodeStepSeconds = 0;
+  double sampleSeconds = 0;
 };
 
+/// With `sample`, each step's token is chosen from the previous step's
+/// logits by the sampler at hetc run's defaults, as hetc run does, and timed
+/// apart from the step.
 bool timeModel(const std::string &gguf, const std::string &pack, int threads,
                int64_t promptTokens, int64_t decodeSteps, bool chooseThreads,
-               Timing &timing, std::string &error) {
+               bool sample, Timing &timing, std::string &error) {
   std::unique_ptr<hetrt::core::Model> model =
       hetrt::core::Model::load(pack, gguf, error);
   if (!model)
@@ -101,21 +108,35 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
   // One warm-up run faults the weights in; then the median of three, not the
   // best: `hetc run` measures one run under whatever else the machine does,
   // and the best of several is an optimistic prediction of it.
-  std::vector<double> prefill, decode;
+  std::vector<double> prefill, decode, sampling;
+  hetrt::core::SamplingParams defaults;
+  defaults.seed = 1;
+  hetrt::core::Sampler sampler(defaults);
+  std::vector<int32_t> history;
   for (int repeat = 0; repeat < 4; ++repeat) {
     session.reset();
     auto start = std::chrono::steady_clock::now();
     if (!session.prefill(prompt, error))
       return false;
     double prefillSeconds = seconds(start);
+    double sampleSeconds = 0;
     start = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < decodeSteps; ++i)
-      if (!session.decode(5, error))
+    for (int64_t i = 0; i < decodeSteps; ++i) {
+      int32_t token = 5;
+      if (sample) {
+        auto picked = std::chrono::steady_clock::now();
+        token = sampler.sample(session.logits(), session.vocabSize(), history);
+        sampleSeconds += seconds(picked);
+      }
+      if (!session.decode(token, error))
         return false;
+    }
+    double loopSeconds = seconds(start);
     if (repeat == 0)
       continue;
     prefill.push_back(prefillSeconds);
-    decode.push_back(seconds(start) / decodeSteps);
+    decode.push_back((loopSeconds - sampleSeconds) / decodeSteps);
+    sampling.push_back(sampleSeconds / decodeSteps);
   }
   auto median = [](std::vector<double> &values) {
     std::nth_element(values.begin(), values.begin() + values.size() / 2,
@@ -124,7 +145,32 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
   };
   timing.prefillSeconds = median(prefill);
   timing.decodeStepSeconds = median(decode);
+  timing.sampleSeconds = median(sampling);
   return true;
+}
+
+/// Seconds the sampler at its defaults takes per token for `vocabSize`
+/// logits, over rows that differ from call to call as a model's do.
+double timeSampler(int64_t vocabSize) {
+  constexpr int kRows = 16, kCalls = 400;
+  std::mt19937 generator(3);
+  std::normal_distribution<float> logit(0.0f, 3.0f);
+  std::vector<std::vector<float>> rows(kRows, std::vector<float>(vocabSize));
+  for (std::vector<float> &row : rows)
+    for (float &value : row)
+      value = logit(generator);
+  hetrt::core::Sampler sampler(hetrt::core::SamplingParams{});
+  std::vector<int32_t> history;
+  std::vector<double> perCall;
+  for (int repeat = 0; repeat < 4; ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+    for (int call = 0; call < kCalls; ++call)
+      sampler.sample(rows[call % kRows].data(), vocabSize, history);
+    if (repeat > 0)
+      perCall.push_back(seconds(start) / kCalls);
+  }
+  std::sort(perCall.begin(), perCall.end());
+  return perCall[perCall.size() / 2];
 }
 
 } // namespace
@@ -207,7 +253,8 @@ Action registerCalibrateCommand(CLI::App &app) {
       // The dispatch cost is measured as hetc run decodes, choosing between
       // one thread and all by measuring; the weight formats on all threads.
       return timeModel(gguf, pack, threads, promptTokens, decodeSteps,
-                       /*chooseThreads=*/tag == "tiny", timing, error);
+                       /*chooseThreads=*/tag == "tiny", /*sample=*/tag == "tiny",
+                       timing, error);
     };
 
     hardware::Calibration calibration;
@@ -233,6 +280,17 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const cost::Unit &unit : cost::unitsOf(shape, 4))
         kernels += unit.kernels;
       calibration.dispatchUs = timing.decodeStepSeconds / kernels * 1e6;
+      // Sampling: measured in the decode loop for the tiny vocabulary, where
+      // it follows each step as in hetc run, and on its own for a large one;
+      // a line through both.
+      progress("measuring the sampler");
+      constexpr int64_t kLargeVocab = 32768;
+      double large = timeSampler(kLargeVocab);
+      double perLogit = std::max(0.0, (large - timing.sampleSeconds) /
+                                          static_cast<double>(kLargeVocab - spec.vocabSize));
+      calibration.sampleNsPerLogit = std::max(perLogit * 1e9, 1e-3);
+      calibration.sampleUs = std::max(
+          0.0, (timing.sampleSeconds - perLogit * static_cast<double>(spec.vocabSize)) * 1e6);
     }
 
     double bestPrefill = 0;
@@ -325,8 +383,10 @@ Action registerCalibrateCommand(CLI::App &app) {
     }
     out << system.dump(2) << "\n";
     if (!flags->quiet) {
-      std::printf("read bandwidth %.1f GB/s, dispatch %.1f us, %d threads\n",
+      std::printf("read bandwidth %.1f GB/s, dispatch %.2f us, %d threads\n",
                   bandwidth / 1e9, calibration.dispatchUs, threads);
+      std::printf("sampling %.2f us + %.3f ns per vocabulary entry\n",
+                  calibration.sampleUs, calibration.sampleNsPerLogit);
       std::printf("%-8s %16s %16s\n", "format", "decode GB/s", "prefill TFLOPS");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,

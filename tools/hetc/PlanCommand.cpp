@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -49,8 +50,11 @@ std::string gib(uint64_t bytes) {
   return text;
 }
 
+/// `samplingSeconds`: what the system's host spends choosing each step's
+/// tokens, which the device waits for whichever it is.
 DevicePlan planOn(const std::string &id, const hardware::Device &device,
-                  const cost::ModelShape &shape, const cost::Workload &workload) {
+                  const cost::ModelShape &shape, const cost::Workload &workload,
+                  double samplingSeconds) {
   DevicePlan plan;
   plan.id = id;
   plan.device = &device;
@@ -109,14 +113,16 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
     prefillSeconds +=
         cost::prefill(units[i], workload, device, weights, kv, efficiency).seconds();
   }
-  double stepSeconds = memoryTime + computeTime + overheadTime;
+  double stepSeconds = memoryTime + computeTime + overheadTime + samplingSeconds;
   plan.decodeTokensPerS = static_cast<double>(workload.batch) / stepSeconds;
   plan.prefillTokensPerS =
       static_cast<double>(workload.batch * workload.promptTokens) / prefillSeconds;
   double secondsPerToken = stepSeconds / static_cast<double>(workload.batch);
   plan.joulesPerToken = device.activeWatts * secondsPerToken;
   plan.usdPerMillionTokens = device.priceUsdPerHour / 3600 * secondsPerToken * 1e6;
-  if (overheadTime >= memoryTime && overheadTime >= computeTime)
+  if (samplingSeconds >= std::max({memoryTime, computeTime, overheadTime}))
+    plan.limit = "sampling the tokens";
+  else if (overheadTime >= memoryTime && overheadTime >= computeTime)
     plan.limit = "kernel dispatch overhead";
   else if (memoryTime >= computeTime)
     plan.limit = "memory bandwidth of " + device.memory[plan.weightTier.back()].name;
@@ -151,9 +157,19 @@ Action registerPlanCommand(CLI::App &app) {
     const hardware::System *system = &inputs->system;
     const cost::ModelShape *shape = &inputs->shape;
     cost::Workload workload{flags->batch, flags->context, flags->promptTokens};
+    // Tokens are sampled on the system's first CPU, whichever device runs
+    // the model.
+    double samplingSeconds = 0;
+    for (const hardware::SystemDevice &entry : system->devices)
+      if (entry.device.kind == hardware::DeviceKind::Cpu) {
+        samplingSeconds = cost::samplingSeconds(entry.device, shape->vocabSize,
+                                                workload.batch);
+        break;
+      }
     std::vector<DevicePlan> plans;
     for (const hardware::SystemDevice &entry : system->devices)
-      plans.push_back(planOn(entry.id, entry.device, *shape, workload));
+      plans.push_back(
+          planOn(entry.id, entry.device, *shape, workload, samplingSeconds));
     partition::PlanRequest request;
     request.workload = workload;
     request.objective = inputs->objective;
@@ -240,6 +256,10 @@ Action registerPlanCommand(CLI::App &app) {
                          {"decode_tokens_per_s", plan.decodeTokensPerS},
                          {"decode_seconds_per_step", plan.decodeStepSeconds},
                          {"transfer_seconds_per_step", plan.transferSeconds},
+                         {"sampling_seconds_per_step", plan.samplingSeconds},
+                         {"sampled_on", plan.hostDevice >= 0
+                                            ? nlohmann::json(plan.devices[plan.hostDevice].id)
+                                            : nlohmann::json(nullptr)},
                          {"joules_per_token", plan.joulesPerToken},
                          {"usd_per_million_tokens", plan.usdPerMillionTokens},
                          {"limit", plan.limit}}},
@@ -299,9 +319,15 @@ Action registerPlanCommand(CLI::App &app) {
     int streamed = 0;
     for (const partition::PlacedUnit &unit : plan.units)
       streamed += unit.streamed ? 1 : 0;
-    std::printf("%d of %zu units stream their weights over a link; activation "
-                "transfers %.3f ms per step\n",
+    std::printf("%d of %zu units stream their weights over a link; transfers "
+                "%.3f ms per step\n",
                 streamed, plan.units.size(), plan.transferSeconds * 1e3);
+    if (plan.hostDevice >= 0)
+      std::printf("%s samples the tokens: %.3f ms per step\n",
+                  plan.devices[plan.hostDevice].id.c_str(),
+                  plan.samplingSeconds * 1e3);
+    else
+      std::printf("no CPU in the system: sampling is not costed\n");
     std::printf("predicted: %.1f prefill and %.2f decode tokens/s, %.3f J/token, "
                 "$%.3f per million tokens; limited by %s\n",
                 plan.prefillTokensPerS, plan.decodeTokensPerS, plan.joulesPerToken,

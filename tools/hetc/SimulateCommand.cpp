@@ -119,7 +119,7 @@ Action registerSimulateCommand(CLI::App &app) {
                   timeline.totalSeconds > 0
                       ? 100 * timeline.busySeconds[d] / timeline.totalSeconds
                       : 0.0);
-    std::printf("%-6s %-22s %12.3f %7.1f%%\n", "links", "activation hand-overs",
+    std::printf("%-6s %-22s %12.3f %7.1f%%\n", "links", "transfers",
                 timeline.linkSeconds * 1e3,
                 timeline.totalSeconds > 0
                     ? 100 * timeline.linkSeconds / timeline.totalSeconds

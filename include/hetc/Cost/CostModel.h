@@ -101,6 +101,13 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                  const hardware::MemoryTier &kvTier,
                  const Efficiency &efficiency);
 
+/// Choosing the next token of each of `batch` sequences from
+/// `vocabSize` logits with hetc's sampler on `cpu`: the device's calibration
+/// when it measured the sampler, otherwise the figures hetrt-sampler-bench
+/// measured on a Zen 5 core.
+double samplingSeconds(const hardware::Device &cpu, int64_t vocabSize,
+                       int64_t batch);
+
 } // namespace hetc::cost
 
 #endif // HETC_COST_COSTMODEL_H

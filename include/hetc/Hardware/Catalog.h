@@ -41,6 +41,11 @@ struct Calibration {
   /// Seconds one dispatch of a small kernel costs, in µs.
   double dispatchUs = 0;
   int threads = 0;
+  /// Choosing one token from its logits with hetc's sampler at its
+  /// defaults: a fixed part (µs) and a part per vocabulary entry (ns). Zero
+  /// when not measured.
+  double sampleUs = 0;
+  double sampleNsPerLogit = 0;
 };
 
 struct Device {

@@ -47,6 +47,11 @@ struct PlacedUnit {
   /// same device), per decode step and for a prefill.
   double handOverSeconds = 0;
   double prefillHandOverSeconds = 0;
+  /// The embedding's token ids from the host, or the output's logits to the
+  /// host, across a link when the unit runs on another device; per decode
+  /// step and for a prefill.
+  double hostTransferSeconds = 0;
+  double prefillHostTransferSeconds = 0;
   /// Whether the unit's decode step is limited by reading memory.
   bool memoryBound = false;
 
@@ -76,6 +81,7 @@ struct DeviceUse {
   std::string id;
   const hardware::Device *device = nullptr;
   int units = 0;
+  /// Busy seconds per decode step, sampling included on the host.
   double decodeSeconds = 0;
   double prefillSeconds = 0;
   /// Busy fraction of a decode step.
@@ -86,9 +92,15 @@ struct ModelPlan {
   std::vector<PlacedUnit> units;
   std::vector<MemoryUse> memories;
   std::vector<DeviceUse> devices;
-  /// Activations crossing between devices, per decode step and per prefill.
+  /// Activations, token ids and logits crossing between devices, per decode
+  /// step and per prefill.
   double transferSeconds = 0;
   double prefillTransferSeconds = 0;
+  /// The device that samples the tokens (the system's first CPU; -1 when it
+  /// has none) and the seconds it spends on it per decode step, which are
+  /// part of its DeviceUse::decodeSeconds.
+  int hostDevice = -1;
+  double samplingSeconds = 0;
   double decodeStepSeconds = 0;
   double prefillSeconds = 0;
   double decodeTokensPerS = 0;

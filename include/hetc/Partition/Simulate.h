@@ -11,8 +11,12 @@
 
 namespace hetc::partition {
 
-/// One interval of the timeline: a unit running on a device, or activations
-/// crossing a link (device -1).
+/// The `unit` of the host's sampling intervals.
+extern const char *const kSamplingUnit;
+
+/// One interval of the timeline: a unit running on a device, the host
+/// sampling the next tokens (unit kSamplingUnit), or activations, token ids
+/// or logits crossing a link (device -1).
 struct TimelineEvent {
   int device = -1;
   std::string unit;

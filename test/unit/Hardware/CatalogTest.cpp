@@ -104,6 +104,44 @@ TEST(Catalog, DeviceFieldsAreRead) {
   EXPECT_EQ(again->peak(DataType::Int8), 1800);
 }
 
+// What `hetc calibrate` measured survives the system JSON it writes; the
+// sampler's figures are optional, so calibrations written before them load.
+TEST(Catalog, CalibrationIsReadAndWritten) {
+  const std::string calibration =
+      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
+      "{\"q4_0\": 20.5}, \"prefill_tflops\": {\"q4_0\": 0.4}, "
+      "\"dispatch_us\": 0.3, \"threads\": 2, \"sample_us\": 1.5, "
+      "\"sample_ns_per_logit\": 0.8}";
+  std::string error;
+  std::optional<Device> device = parseDevice(
+      deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
+  ASSERT_TRUE(device) << error;
+  ASSERT_TRUE(device->calibration);
+  EXPECT_EQ(device->calibration->decodeGBPerS.at("q4_0"), 20.5);
+  EXPECT_EQ(device->calibration->dispatchUs, 0.3);
+  EXPECT_EQ(device->calibration->sampleUs, 1.5);
+  EXPECT_EQ(device->calibration->sampleNsPerLogit, 0.8);
+  std::optional<Device> again =
+      parseDevice(deviceToJson(*device, -1), "again.json", error);
+  ASSERT_TRUE(again && again->calibration) << error;
+  EXPECT_EQ(again->calibration->sampleNsPerLogit, 0.8);
+  EXPECT_EQ(again->calibration->threads, 2);
+
+  std::string older = calibration;
+  older.erase(older.find(", \"sample_us\""));
+  older += "}";
+  device = parseDevice(deviceWith("\"price_usd_per_hour\": 2.5", older),
+                       "older.json", error);
+  ASSERT_TRUE(device && device->calibration) << error;
+  EXPECT_EQ(device->calibration->sampleNsPerLogit, 0);
+
+  std::string negative = calibration;
+  negative.replace(negative.find("0.8"), 3, "-2");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", negative),
+                    "calibration.sample_ns_per_logit",
+                    "expected a non-negative number, got -2");
+}
+
 TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
   expectDeviceError("{ not json", "", "is not valid JSON");
   expectDeviceError("[1, 2]", "", "expected a JSON object");

@@ -116,8 +116,34 @@ TEST(Scenario, SevenBillionStaysOnOneH100) {
     EXPECT_FALSE(unit.streamed) << unit.unit.name;
     EXPECT_EQ(placed.memories[unit.weightMemory].device, gpu) << unit.unit.name;
   }
-  EXPECT_EQ(placed.transferSeconds, 0);
+  // Nothing is handed between devices; only the token id comes in and the
+  // logits go back to the CPU that samples them.
+  for (const PlacedUnit &unit : placed.units)
+    EXPECT_EQ(unit.handOverSeconds, 0) << unit.unit.name;
+  EXPECT_GT(placed.units.back().hostTransferSeconds, 0);
+  EXPECT_DOUBLE_EQ(placed.transferSeconds,
+                   placed.units.front().hostTransferSeconds +
+                       placed.units.back().hostTransferSeconds);
   expectWithinCapacities(placed);
+}
+
+// The CPU samples every token, whichever device computes the logits: its
+// sampling time is part of the step and of its busy time.
+TEST(Scenario, TheHostCpuSamplesEveryToken) {
+  hardware::System server = system("h100-epyc-pcie5");
+  cost::ModelShape model = llama7b("f16");
+  ModelPlan placed = plan(model, server);
+  ASSERT_GE(placed.hostDevice, 0);
+  const DeviceUse &host = placed.devices[placed.hostDevice];
+  EXPECT_EQ(host.device->kind, hardware::DeviceKind::Cpu);
+  EXPECT_EQ(host.units, 0);
+  EXPECT_DOUBLE_EQ(placed.samplingSeconds,
+                   cost::samplingSeconds(*host.device, model.vocabSize, 1));
+  EXPECT_DOUBLE_EQ(host.decodeSeconds, placed.samplingSeconds);
+  double step = placed.transferSeconds;
+  for (const DeviceUse &device : placed.devices)
+    step += device.decodeSeconds;
+  EXPECT_DOUBLE_EQ(placed.decodeStepSeconds, step);
 }
 
 // A 70B Q4_0 model (about 39 GB) on a 24 GB consumer GPU and a desktop CPU:
