@@ -1,6 +1,8 @@
 // Size-class cache of generated code's buffers (see BufferCache.h).
 #include "runtime/backends/cpu/BufferCache.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -15,15 +17,25 @@ constexpr uint64_t kHeaderBytes = 64;
 /// Beyond this many cached bytes, released buffers go back to the system.
 constexpr size_t kCacheLimitBytes = size_t(1) << 30;
 
+/// Small buffers are carved from slabs whose pages are populated when the
+/// slab is mapped. A decode step's attention buffers grow with the context,
+/// so a new size class is needed every few steps, and fresh heap pages
+/// would each fault on first touch: in a sandboxed kernel that is tens of
+/// microseconds a page, more than a whole step of a small model.
+constexpr uint64_t kSlabBytes = uint64_t(4) << 20;
+constexpr uint64_t kLargestSlabbed = uint64_t(256) << 10;
+
 struct Header {
   uint64_t classBytes;
-  uint64_t offset; // from the start of the system allocation to the payload
+  /// From the start of the system allocation to the payload; 0 for a slab's.
+  uint64_t offset;
 };
 
 /// Sizes round up to one of four steps per power of two (at most 25 % slack),
-/// so prefills of different lengths still share buffers.
+/// so prefills of different lengths, and decode steps at growing contexts,
+/// share buffers.
 uint64_t sizeClass(uint64_t size) {
-  if (size <= 4096)
+  if (size <= 256)
     return (size + 63) & ~uint64_t(63);
   int log = 63 - __builtin_clzll(size - 1);
   uint64_t step = uint64_t(1) << (log - 2);
@@ -34,7 +46,33 @@ struct Cache {
   std::mutex mutex;
   std::unordered_map<uint64_t, std::vector<void *>> free;
   size_t cachedBytes = 0;
+  std::vector<void *> slabs;
+  char *slabNext = nullptr;
+  uint64_t slabLeft = 0;
+  /// Slab buffers handed out and not released: slabs are unmapped by a trim
+  /// only when none is.
+  size_t slabBuffersOut = 0;
 };
+
+/// A payload of `classBytes` from the current slab (a new one when it is
+/// used up), or null. Called with the cache locked.
+void *carveFromSlab(Cache &c, uint64_t classBytes) {
+  uint64_t needed = classBytes + kHeaderBytes;
+  if (c.slabLeft < needed) {
+    void *slab = mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (slab == MAP_FAILED)
+      return nullptr;
+    c.slabs.push_back(slab);
+    c.slabNext = static_cast<char *>(slab);
+    c.slabLeft = kSlabBytes;
+  }
+  void *payload = c.slabNext + kHeaderBytes;
+  c.slabNext += needed;
+  c.slabLeft -= needed;
+  ++c.slabBuffersOut;
+  return payload;
+}
 
 /// Never destroyed: generated code may release buffers during static
 /// destruction of other objects.
@@ -70,8 +108,15 @@ void *allocateBuffer(uint64_t size, uint64_t alignment) {
       void *payload = found->second.back();
       found->second.pop_back();
       c.cachedBytes -= classBytes;
+      if (headerOf(payload)->offset == 0)
+        ++c.slabBuffersOut;
       return payload;
     }
+    if (classBytes + kHeaderBytes <= kLargestSlabbed)
+      if (void *payload = carveFromSlab(c, classBytes)) {
+        *headerOf(payload) = {classBytes, 0};
+        return payload;
+      }
   }
   void *base = std::aligned_alloc(kHeaderBytes, classBytes + kHeaderBytes);
   if (!base)
@@ -86,6 +131,15 @@ void releaseBuffer(void *buffer) {
     return;
   Header header = *headerOf(buffer);
   void *base = static_cast<char *>(buffer) - header.offset;
+  if (header.offset == 0) {
+    // A slab's buffer is always kept: it cannot go back on its own.
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.free[header.classBytes].push_back(buffer);
+    c.cachedBytes += header.classBytes;
+    --c.slabBuffersOut;
+    return;
+  }
   if (header.classBytes != 0) {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -104,9 +158,19 @@ size_t trimBufferCache() {
   size_t released = c.cachedBytes;
   for (auto &[classBytes, buffers] : c.free)
     for (void *buffer : buffers)
-      std::free(static_cast<char *>(buffer) - headerOf(buffer)->offset);
+      if (headerOf(buffer)->offset != 0)
+        std::free(static_cast<char *>(buffer) - headerOf(buffer)->offset);
   c.free.clear();
   c.cachedBytes = 0;
+  // Slab buffers still out keep their slabs mapped; the free space of those
+  // slabs is forgotten until they are all back.
+  if (c.slabBuffersOut == 0) {
+    for (void *slab : c.slabs)
+      munmap(slab, kSlabBytes);
+    c.slabs.clear();
+    c.slabNext = nullptr;
+    c.slabLeft = 0;
+  }
   return released;
 }
 
