@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <thread>
 #include <cstdint>
@@ -47,6 +49,47 @@ TEST(BufferCache, ReleasedBufferIsReusedForTheSameSizeClass) {
   cpu::releaseBuffer(second);
   cpu::releaseBuffer(other);
   EXPECT_GE(cpu::trimBufferCache(), size_t(4) << 20);
+  EXPECT_EQ(cpu::cachedBufferBytes(), 0u);
+}
+
+long pageFaults() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt + usage.ru_majflt;
+}
+
+// Decode steps ask for buffers that grow with the context: new small size
+// classes must not fault fresh pages in as they are first written.
+TEST(BufferCache, GrowingSmallBuffersTouchNoFreshPages) {
+  cpu::trimBufferCache();
+  std::vector<void *> buffers = {cpu::allocateBuffer(64, 64)};
+  long before = pageFaults();
+  for (uint64_t size = 1024; size <= 48 * 1024; size += 1024) {
+    void *buffer = cpu::allocateBuffer(size, 64);
+    ASSERT_NE(buffer, nullptr);
+    std::memset(buffer, 0x5a, size);
+    buffers.push_back(buffer);
+  }
+  EXPECT_EQ(pageFaults() - before, 0);
+  for (void *buffer : buffers)
+    cpu::releaseBuffer(buffer);
+  cpu::trimBufferCache();
+}
+
+// A trim while slab buffers are out leaves them usable, and they can still be
+// released and handed out again.
+TEST(BufferCache, TrimKeepsBuffersThatAreOut) {
+  cpu::trimBufferCache();
+  void *out = cpu::allocateBuffer(4096, 64);
+  ASSERT_NE(out, nullptr);
+  void *cached = cpu::allocateBuffer(8192, 64);
+  cpu::releaseBuffer(cached);
+  EXPECT_GE(cpu::trimBufferCache(), 8192u);
+  std::memset(out, 1, 4096);
+  cpu::releaseBuffer(out);
+  EXPECT_EQ(cpu::allocateBuffer(4000, 64), out);
+  cpu::releaseBuffer(out);
+  cpu::trimBufferCache();
   EXPECT_EQ(cpu::cachedBufferBytes(), 0u);
 }
 
