@@ -22,8 +22,20 @@ constexpr size_t kCacheLimitBytes = size_t(1) << 30;
 /// so a new size class is needed every few steps, and fresh heap pages
 /// would each fault on first touch: in a sandboxed kernel that is tens of
 /// microseconds a page, more than a whole step of a small model.
+/// Under AddressSanitizer every buffer comes from the heap instead, so
+/// overruns of generated code stay visible.
 constexpr uint64_t kSlabBytes = uint64_t(4) << 20;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kLargestSlabbed = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr uint64_t kLargestSlabbed = 0;
+#else
 constexpr uint64_t kLargestSlabbed = uint64_t(256) << 10;
+#endif
+#else
+constexpr uint64_t kLargestSlabbed = uint64_t(256) << 10;
+#endif
 
 struct Header {
   uint64_t classBytes;
