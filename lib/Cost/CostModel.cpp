@@ -47,6 +47,7 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
     attention.kernels = 13;
     attention.attentionFlopsPerContext =
         4.0 * static_cast<double>(shape.numHeads * shape.headDim);
+    attention.attentionHeads = shape.numHeads;
     attention.kvBytesPerContext = shape.kvBytesPerTokenLayer(kvBytesPerElement);
     Unit ffn;
     ffn.kind = UnitKind::Ffn;
@@ -128,8 +129,11 @@ double calibrated(const std::map<std::string, double> &rates,
   return found == rates.end() ? 0 : found->second;
 }
 
+/// `headPositions`: the (head, position) pairs a decode step's attention
+/// visits (0 for a prefill), costed at the device's measured rate when the
+/// cache is in its home tier and that is slower than reading the cache.
 Estimate estimate(double flops, double weightBytes, double kvBytes,
-                  int kernels, const Unit &unit,
+                  double headPositions, int kernels, const Unit &unit,
                   const hardware::Device &device,
                   const hardware::MemoryTier &weightTier,
                   const hardware::MemoryTier &kvTier,
@@ -150,10 +154,15 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
       peak = rate * 1e12;
     overheadUs = c.dispatchUs;
   }
+  double kvSeconds = kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
+  // Small heads make attention a loop over positions rather than a stream
+  // of the cache; the calibration measured what a position costs.
+  if (device.calibration && &kvTier == &device.memory.front())
+    kvSeconds = std::max(kvSeconds, headPositions *
+                                        device.calibration->attentionNsPerHeadPosition *
+                                        1e-9);
   result.computeSeconds = peak > 0 ? flops / peak : 0;
-  result.memorySeconds =
-      weightBytes / weightRate +
-      kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
+  result.memorySeconds = weightBytes / weightRate + kvSeconds;
   result.overheadSeconds = kernels * overheadUs * 1e-6;
   return result;
 }
@@ -172,8 +181,10 @@ Estimate decodeStep(const Unit &unit, const Workload &workload,
   // Weights are read once per step for the whole batch; each sequence reads
   // its own KV cache.
   double kvBytes = batch * unit.kvBytesPerContext * context;
-  return estimate(flops, unit.weightBytesPerStep, kvBytes, unit.kernels, unit,
-                  device, weightTier, kvTier, efficiency);
+  double headPositions =
+      batch * static_cast<double>(unit.attentionHeads) * context;
+  return estimate(flops, unit.weightBytesPerStep, kvBytes, headPositions,
+                  unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 
 Estimate prefill(const Unit &unit, const Workload &workload,
@@ -193,8 +204,8 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                            ? unit.weightBytesPerStep * tokens
                            : static_cast<double>(unit.weightBytes);
   double kvBytes = tokens * unit.kvBytesPerContext;
-  return estimate(flops, weightBytes, kvBytes, unit.kernels, unit, device,
-                  weightTier, kvTier, efficiency);
+  return estimate(flops, weightBytes, kvBytes, /*headPositions=*/0,
+                  unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 
 double samplingSeconds(const hardware::Device &cpu, int64_t vocabSize,

@@ -322,7 +322,8 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
     else {
       check.onlyKnown(*calibration, calibrationPath,
                       {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
-                       "sample_us", "sample_ns_per_logit"});
+                       "sample_us", "sample_ns_per_logit",
+                       "attention_ns_per_head_position"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -352,6 +353,10 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
       measured.sampleNsPerLogit = check.number(
           *calibration, calibrationPath, "sample_ns_per_logit", true,
           "give the measured sampling cost per vocabulary entry in ns",
+          /*required=*/false);
+      measured.attentionNsPerHeadPosition = check.number(
+          *calibration, calibrationPath, "attention_ns_per_head_position", true,
+          "give the measured attention cost per head and cached position in ns",
           /*required=*/false);
       device.calibration = measured;
     }
@@ -682,7 +687,9 @@ std::string deviceToJson(const Device &device, int indent) {
                              {"dispatch_us", c.dispatchUs},
                              {"threads", c.threads},
                              {"sample_us", c.sampleUs},
-                             {"sample_ns_per_logit", c.sampleNsPerLogit}};
+                             {"sample_ns_per_logit", c.sampleNsPerLogit},
+                             {"attention_ns_per_head_position",
+                              c.attentionNsPerHeadPosition}};
   }
   return object.dump(indent);
 }

@@ -271,15 +271,38 @@ Action registerCalibrateCommand(CLI::App &app) {
       spec.vocabSize = 320;
       Timing timing;
       cost::ModelShape shape;
-      if (!measure("tiny", spec, 8, 64, timing, shape)) {
+      constexpr int64_t kShortPrompt = 8, kLongPrompt = 176, kSteps = 64;
+      if (!measure("tiny", spec, kShortPrompt, kSteps, timing, shape)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;
       }
+      // Attention: the same steps after a long prompt visit more cached
+      // positions; the difference is what a (head, position) costs.
+      Timing late;
+      if (!timeModel(directory + "/tiny.gguf", directory + "/tiny.hetpack", threads,
+                     kLongPrompt, kSteps, /*chooseThreads=*/true, /*sample=*/false,
+                     late, error)) {
+        std::cerr << "hetc calibrate: " << error << "\n";
+        cleanup();
+        return 1;
+      }
+      // Step i after a prompt of P attends to P + i + 1 positions.
+      auto meanPositions = [&](int64_t prompt) {
+        return static_cast<double>(prompt) + (kSteps + 1) / 2.0;
+      };
+      double perPosition =
+          std::max(0.0, (late.decodeStepSeconds - timing.decodeStepSeconds) /
+                            (meanPositions(kLongPrompt) - meanPositions(kShortPrompt)));
+      calibration.attentionNsPerHeadPosition =
+          perPosition / static_cast<double>(spec.layers * spec.heads) * 1e9;
       int kernels = 0;
       for (const cost::Unit &unit : cost::unitsOf(shape, 4))
         kernels += unit.kernels;
-      calibration.dispatchUs = timing.decodeStepSeconds / kernels * 1e6;
+      double dispatchSeconds =
+          std::max(timing.decodeStepSeconds * 0.25,
+                   timing.decodeStepSeconds - perPosition * meanPositions(kShortPrompt));
+      calibration.dispatchUs = dispatchSeconds / kernels * 1e6;
       // Sampling: measured in the decode loop for the tiny vocabulary, where
       // it follows each step as in hetc run, and on its own for a large one;
       // a line through both.
@@ -322,16 +345,20 @@ Action registerCalibrateCommand(CLI::App &app) {
         cleanup();
         return 1;
       }
-      double stepBytes = 0, flopsPerToken = 0;
+      double stepBytes = 0, flopsPerToken = 0, heads = 0;
       int kernels = 0;
       for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
         stepBytes += unit.weightBytesPerStep;
         flopsPerToken += unit.flopsPerToken;
         kernels += unit.kernels;
+        heads += static_cast<double>(unit.attentionHeads);
       }
-      // What the weights cost beyond the dispatches, as a streaming rate.
+      // What the weights cost beyond the dispatches and the attention over
+      // the 64-token prompt and the steps after it, as a streaming rate.
+      double attention = heads * (64 + 8.5) *
+                         calibration.attentionNsPerHeadPosition * 1e-9;
       double streaming = std::max(timing.decodeStepSeconds * 0.25,
-                                  timing.decodeStepSeconds -
+                                  timing.decodeStepSeconds - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
       double decodeRate = stepBytes / streaming / 1e9;
       double prefillRate = 64 * flopsPerToken / timing.prefillSeconds / 1e12;
@@ -387,6 +414,8 @@ Action registerCalibrateCommand(CLI::App &app) {
                   bandwidth / 1e9, calibration.dispatchUs, threads);
       std::printf("sampling %.2f us + %.3f ns per vocabulary entry\n",
                   calibration.sampleUs, calibration.sampleNsPerLogit);
+      std::printf("attention %.2f ns per head and cached position\n",
+                  calibration.attentionNsPerHeadPosition);
       std::printf("%-8s %16s %16s\n", "format", "decode GB/s", "prefill TFLOPS");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,

@@ -149,6 +149,45 @@ TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
               (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
 }
 
+// A calibration that measured attention per (head, cached position) bounds a
+// decode step's cache time from below: small heads cost their positions,
+// large caches their bytes. Prefills are not affected.
+TEST(CostModel, CalibratedAttentionCostsItsPositions) {
+  std::string path = writeTemp("llama3-8b-attention.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  std::vector<Unit> units = unitsOf(*shape, 4);
+  const Unit &attention = units[1];
+  ASSERT_EQ(attention.attentionHeads, 32);
+  EXPECT_EQ(units[2].attentionHeads, 0);
+  Device cpu = testDevice(true);
+  hetc::hardware::Calibration calibration;
+  calibration.attentionNsPerHeadPosition = 10;
+  calibration.dispatchUs = 2;
+  cpu.calibration = calibration;
+  Efficiency exact{1.0, 1.0};
+  Workload context{2, 1000, 1};
+  Estimate attend =
+      decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
+  double kvBytes = 2 * 1000.0 * 2 * 8 * 128 * 4;
+  double positions = 2 * 32 * 1000 * 10e-9;
+  ASSERT_GT(positions, kvBytes / 100e9);
+  EXPECT_NEAR(attend.memorySeconds,
+              attention.weightBytesPerStep / 100e9 + positions, 1e-12);
+  // Cheap positions: the cache's bytes bound it again.
+  cpu.calibration->attentionNsPerHeadPosition = 0.01;
+  attend = decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(attend.memorySeconds,
+              (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
+  Estimate prompt =
+      prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
+  cpu.calibration->attentionNsPerHeadPosition = 0;
+  EXPECT_EQ(prompt.memorySeconds,
+            prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact)
+                .memorySeconds);
+}
+
 TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {
   std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
   std::string error;
