@@ -47,7 +47,6 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
     attention.kernels = 13;
     attention.attentionFlopsPerContext =
         4.0 * static_cast<double>(shape.numHeads * shape.headDim);
-    attention.attentionHeads = shape.numHeads;
     attention.kvBytesPerContext = shape.kvBytesPerTokenLayer(kvBytesPerElement);
     Unit ffn;
     ffn.kind = UnitKind::Ffn;
@@ -129,11 +128,10 @@ double calibrated(const std::map<std::string, double> &rates,
   return found == rates.end() ? 0 : found->second;
 }
 
-/// `headPositions`: the (head, position) pairs a decode step's attention
-/// visits (0 for a prefill), costed at the device's measured rate when the
-/// cache is in its home tier and that is slower than reading the cache.
+/// `attentionFlops`: those of `flops` a decode step's attention kernels do
+/// over the cache (0 for a prefill, whose attention is matmuls).
 Estimate estimate(double flops, double weightBytes, double kvBytes,
-                  double headPositions, int kernels, const Unit &unit,
+                  double attentionFlops, int kernels, const Unit &unit,
                   const hardware::Device &device,
                   const hardware::MemoryTier &weightTier,
                   const hardware::MemoryTier &kvTier,
@@ -155,12 +153,16 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     overheadUs = c.dispatchUs;
   }
   double kvSeconds = kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
-  // Small heads make attention a loop over positions rather than a stream
-  // of the cache; the calibration measured what a position costs.
-  if (device.calibration && &kvTier == &device.memory.front())
-    kvSeconds = std::max(kvSeconds, headPositions *
-                                        device.calibration->attentionNsPerHeadPosition *
-                                        1e-9);
+  // The attention kernels run after the projections: their time adds to
+  // the weights', the slower of reading the cache and their arithmetic at
+  // the rate the calibration measured (far below the matmul peak: a loop
+  // over positions with an exponential each).
+  if (device.calibration && device.calibration->attentionGflops > 0 &&
+      &kvTier == &device.memory.front()) {
+    kvSeconds = std::max(kvSeconds,
+                         attentionFlops / (device.calibration->attentionGflops * 1e9));
+    flops -= attentionFlops;
+  }
   result.computeSeconds = peak > 0 ? flops / peak : 0;
   result.memorySeconds = weightBytes / weightRate + kvSeconds;
   result.overheadSeconds = kernels * overheadUs * 1e-6;
@@ -181,9 +183,8 @@ Estimate decodeStep(const Unit &unit, const Workload &workload,
   // Weights are read once per step for the whole batch; each sequence reads
   // its own KV cache.
   double kvBytes = batch * unit.kvBytesPerContext * context;
-  double headPositions =
-      batch * static_cast<double>(unit.attentionHeads) * context;
-  return estimate(flops, unit.weightBytesPerStep, kvBytes, headPositions,
+  double attentionFlops = batch * unit.attentionFlopsPerContext * context;
+  return estimate(flops, unit.weightBytesPerStep, kvBytes, attentionFlops,
                   unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 
@@ -204,7 +205,7 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                            ? unit.weightBytesPerStep * tokens
                            : static_cast<double>(unit.weightBytes);
   double kvBytes = tokens * unit.kvBytesPerContext;
-  return estimate(flops, weightBytes, kvBytes, /*headPositions=*/0,
+  return estimate(flops, weightBytes, kvBytes, /*attentionFlops=*/0,
                   unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 

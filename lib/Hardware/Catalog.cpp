@@ -323,7 +323,7 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
       check.onlyKnown(*calibration, calibrationPath,
                       {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
                        "sample_us", "sample_ns_per_logit",
-                       "attention_ns_per_head_position"});
+                       "attention_gflops"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -354,9 +354,9 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
           *calibration, calibrationPath, "sample_ns_per_logit", true,
           "give the measured sampling cost per vocabulary entry in ns",
           /*required=*/false);
-      measured.attentionNsPerHeadPosition = check.number(
-          *calibration, calibrationPath, "attention_ns_per_head_position", true,
-          "give the measured attention cost per head and cached position in ns",
+      measured.attentionGflops = check.number(
+          *calibration, calibrationPath, "attention_gflops", true,
+          "give the measured rate of decode attention in GFLOP/s",
           /*required=*/false);
       device.calibration = measured;
     }
@@ -688,8 +688,7 @@ std::string deviceToJson(const Device &device, int indent) {
                              {"threads", c.threads},
                              {"sample_us", c.sampleUs},
                              {"sample_ns_per_logit", c.sampleNsPerLogit},
-                             {"attention_ns_per_head_position",
-                              c.attentionNsPerHeadPosition}};
+                             {"attention_gflops", c.attentionGflops}};
   }
   return object.dump(indent);
 }

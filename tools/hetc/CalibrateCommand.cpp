@@ -278,7 +278,7 @@ Action registerCalibrateCommand(CLI::App &app) {
         return 1;
       }
       // Attention: the same steps after a long prompt visit more cached
-      // positions; the difference is what a (head, position) costs.
+      // positions; the difference is what attention over them costs.
       Timing late;
       if (!timeModel(directory + "/tiny.gguf", directory + "/tiny.hetpack", threads,
                      kLongPrompt, kSteps, /*chooseThreads=*/true, /*sample=*/false,
@@ -294,11 +294,14 @@ Action registerCalibrateCommand(CLI::App &app) {
       double perPosition =
           std::max(0.0, (late.decodeStepSeconds - timing.decodeStepSeconds) /
                             (meanPositions(kLongPrompt) - meanPositions(kShortPrompt)));
-      calibration.attentionNsPerHeadPosition =
-          perPosition / static_cast<double>(spec.layers * spec.heads) * 1e9;
       int kernels = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+      double flopsPerPosition = 0;
+      for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
         kernels += unit.kernels;
+        flopsPerPosition += unit.attentionFlopsPerContext;
+      }
+      if (perPosition > 0)
+        calibration.attentionGflops = flopsPerPosition / perPosition / 1e9;
       double dispatchSeconds =
           std::max(timing.decodeStepSeconds * 0.25,
                    timing.decodeStepSeconds - perPosition * meanPositions(kShortPrompt));
@@ -345,18 +348,20 @@ Action registerCalibrateCommand(CLI::App &app) {
         cleanup();
         return 1;
       }
-      double stepBytes = 0, flopsPerToken = 0, heads = 0;
+      double stepBytes = 0, flopsPerToken = 0, attentionFlops = 0;
       int kernels = 0;
       for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
         stepBytes += unit.weightBytesPerStep;
         flopsPerToken += unit.flopsPerToken;
         kernels += unit.kernels;
-        heads += static_cast<double>(unit.attentionHeads);
+        attentionFlops += unit.attentionFlopsPerContext;
       }
       // What the weights cost beyond the dispatches and the attention over
       // the 64-token prompt and the steps after it, as a streaming rate.
-      double attention = heads * (64 + 8.5) *
-                         calibration.attentionNsPerHeadPosition * 1e-9;
+      double attention =
+          calibration.attentionGflops > 0
+              ? attentionFlops * (64 + 8.5) / (calibration.attentionGflops * 1e9)
+              : 0;
       double streaming = std::max(timing.decodeStepSeconds * 0.25,
                                   timing.decodeStepSeconds - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
@@ -414,8 +419,7 @@ Action registerCalibrateCommand(CLI::App &app) {
                   bandwidth / 1e9, calibration.dispatchUs, threads);
       std::printf("sampling %.2f us + %.3f ns per vocabulary entry\n",
                   calibration.sampleUs, calibration.sampleNsPerLogit);
-      std::printf("attention %.2f ns per head and cached position\n",
-                  calibration.attentionNsPerHeadPosition);
+      std::printf("decode attention %.2f GFLOP/s\n", calibration.attentionGflops);
       std::printf("%-8s %16s %16s\n", "format", "decode GB/s", "prefill TFLOPS");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,

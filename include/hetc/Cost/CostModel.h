@@ -41,9 +41,6 @@ struct Unit {
   double flopsPerToken = 0;
   /// Attention FLOPs per token per token of context (scores and weighted sum).
   double attentionFlopsPerContext = 0;
-  /// Query heads of an attention unit: a decode step visits heads × context
-  /// (head, position) pairs.
-  int64_t attentionHeads = 0;
   /// KV-cache bytes per token of context (one layer's K and V).
   double kvBytesPerContext = 0;
   /// Kernels one step dispatches.

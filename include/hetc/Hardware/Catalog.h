@@ -46,9 +46,9 @@ struct Calibration {
   /// when not measured.
   double sampleUs = 0;
   double sampleNsPerLogit = 0;
-  /// What a decode step's attention costs per (query head, cached position),
-  /// in ns, with the cache in the home tier. Zero when not measured.
-  double attentionNsPerHeadPosition = 0;
+  /// The rate a decode step's attention kernels reach over a cache in the
+  /// home tier, in 10^9 FLOP/s. Zero when not measured.
+  double attentionGflops = 0;
 };
 
 struct Device {

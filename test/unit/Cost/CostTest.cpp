@@ -149,21 +149,21 @@ TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
               (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
 }
 
-// A calibration that measured attention per (head, cached position) bounds a
-// decode step's cache time from below: small heads cost their positions,
-// large caches their bytes. Prefills are not affected.
-TEST(CostModel, CalibratedAttentionCostsItsPositions) {
+// A calibration that measured decode attention's rate makes the attention
+// kernels the slower of reading the cache and their arithmetic at that rate,
+// added to the weights' time and taken out of the matmuls' compute.
+// Prefills are not affected.
+TEST(CostModel, CalibratedAttentionIsTheSlowerOfItsBytesAndItsRate) {
   std::string path = writeTemp("llama3-8b-attention.json", kLlama3_8B);
   std::string error;
   std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
   ASSERT_TRUE(shape) << error;
   std::vector<Unit> units = unitsOf(*shape, 4);
   const Unit &attention = units[1];
-  ASSERT_EQ(attention.attentionHeads, 32);
-  EXPECT_EQ(units[2].attentionHeads, 0);
+  ASSERT_EQ(attention.kind, UnitKind::Attention);
   Device cpu = testDevice(true);
   hetc::hardware::Calibration calibration;
-  calibration.attentionNsPerHeadPosition = 10;
+  calibration.attentionGflops = 5;
   calibration.dispatchUs = 2;
   cpu.calibration = calibration;
   Efficiency exact{1.0, 1.0};
@@ -171,21 +171,26 @@ TEST(CostModel, CalibratedAttentionCostsItsPositions) {
   Estimate attend =
       decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
   double kvBytes = 2 * 1000.0 * 2 * 8 * 128 * 4;
-  double positions = 2 * 32 * 1000 * 10e-9;
-  ASSERT_GT(positions, kvBytes / 100e9);
+  double attentionFlops = 2 * 1000.0 * 4 * 32 * 128;
+  double arithmetic = attentionFlops / 5e9;
+  ASSERT_GT(arithmetic, kvBytes / 100e9);
   EXPECT_NEAR(attend.memorySeconds,
-              attention.weightBytesPerStep / 100e9 + positions, 1e-12);
-  // Cheap positions: the cache's bytes bound it again.
-  cpu.calibration->attentionNsPerHeadPosition = 0.01;
+              attention.weightBytesPerStep / 100e9 + arithmetic, 1e-12);
+  EXPECT_NEAR(attend.computeSeconds, 2 * attention.flopsPerToken / 1e12, 1e-12);
+  // A fast rate: the cache's bytes bound it again.
+  cpu.calibration->attentionGflops = 1e6;
   attend = decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
   EXPECT_NEAR(attend.memorySeconds,
               (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
   Estimate prompt =
       prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
-  cpu.calibration->attentionNsPerHeadPosition = 0;
+  cpu.calibration->attentionGflops = 0;
   EXPECT_EQ(prompt.memorySeconds,
             prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact)
                 .memorySeconds);
+  EXPECT_EQ(prompt.computeSeconds,
+            prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact)
+                .computeSeconds);
 }
 
 TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {

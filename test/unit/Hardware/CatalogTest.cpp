@@ -111,7 +111,7 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
       "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
       "{\"q4_0\": 20.5}, \"prefill_tflops\": {\"q4_0\": 0.4}, "
       "\"dispatch_us\": 0.3, \"threads\": 2, \"sample_us\": 1.5, "
-      "\"sample_ns_per_logit\": 0.8, \"attention_ns_per_head_position\": 2.5}";
+      "\"sample_ns_per_logit\": 0.8, \"attention_gflops\": 2.5}";
   std::string error;
   std::optional<Device> device = parseDevice(
       deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
@@ -126,7 +126,7 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
   ASSERT_TRUE(again && again->calibration) << error;
   EXPECT_EQ(again->calibration->sampleNsPerLogit, 0.8);
   EXPECT_EQ(again->calibration->threads, 2);
-  EXPECT_EQ(again->calibration->attentionNsPerHeadPosition, 2.5);
+  EXPECT_EQ(again->calibration->attentionGflops, 2.5);
 
   std::string older = calibration;
   older.erase(older.find(", \"sample_us\""));
