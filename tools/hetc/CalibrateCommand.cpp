@@ -24,7 +24,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -209,6 +212,17 @@ Action registerCalibrateCommand(CLI::App &app) {
       if (!flags->quiet)
         std::cerr << "hetc calibrate: " << line << "\n";
     };
+    // Minutes of measurement must not end in a path that cannot be written.
+    std::string outputDirectory =
+        std::filesystem::path(flags->output).parent_path().string();
+    if (outputDirectory.empty())
+      outputDirectory = ".";
+    if (access(outputDirectory.c_str(), W_OK) != 0) {
+      std::cerr << "hetc calibrate: " << flags->output << ": cannot write into "
+                << outputDirectory << " (" << std::strerror(errno)
+                << "); give -o a file in a writable directory\n";
+      return 1;
+    }
     Topology topology = readTopology();
     int threads = flags->threads > 0
                       ? flags->threads
@@ -227,7 +241,10 @@ Action registerCalibrateCommand(CLI::App &app) {
       return 1;
     }
     std::string directory = directoryTemplate;
-    auto cleanup = [&]() { std::system(("rm -rf '" + directory + "'").c_str()); };
+    auto cleanup = [&]() {
+      std::error_code ignored;
+      std::filesystem::remove_all(directory, ignored);
+    };
     std::string error;
 
     // Builds, compiles and times one synthetic model; its shape as the cost
@@ -408,12 +425,24 @@ Action registerCalibrateCommand(CLI::App &app) {
         {"devices", {{{"id", "cpu0"},
                       {"device", nlohmann::json::parse(hardware::deviceToJson(device, -1))}}}},
         {"links", nlohmann::json::array()}};
-    std::ofstream out(flags->output);
-    if (!out) {
-      std::cerr << "hetc calibrate: " << flags->output << ": cannot write\n";
+    // Written beside the target and renamed over it, so a failure leaves an
+    // earlier calibration as it was.
+    std::string partial = flags->output + ".partial";
+    {
+      std::ofstream out(partial);
+      out << system.dump(2) << "\n";
+      if (!out.flush()) {
+        std::cerr << "hetc calibrate: " << partial << ": cannot write\n";
+        return 1;
+      }
+    }
+    std::error_code renamed;
+    std::filesystem::rename(partial, flags->output, renamed);
+    if (renamed) {
+      std::cerr << "hetc calibrate: " << flags->output << ": cannot write ("
+                << renamed.message() << ")\n";
       return 1;
     }
-    out << system.dump(2) << "\n";
     if (!flags->quiet) {
       std::printf("read bandwidth %.1f GB/s, dispatch %.2f us, %d threads\n",
                   bandwidth / 1e9, calibration.dispatchUs, threads);
