@@ -47,6 +47,7 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
     attention.kernels = 13;
     attention.attentionFlopsPerContext =
         4.0 * static_cast<double>(shape.numHeads * shape.headDim);
+    attention.headDim = shape.headDim;
     attention.kvBytesPerContext = shape.kvBytesPerTokenLayer(kvBytesPerElement);
     Unit ffn;
     ffn.kind = UnitKind::Ffn;
@@ -129,7 +130,10 @@ double calibrated(const std::map<std::string, double> &rates,
 }
 
 /// `attentionFlops`: those of `flops` a decode step's attention kernels do
-/// over the cache (0 for a prefill, whose attention is matmuls).
+/// over the cache. A prefill passes 0: its attention works on a block of
+/// queries at once, far faster per FLOP than the decode rate at short
+/// prompts (and slower at long ones, whose score matrices leave the cache),
+/// and is costed with the matmuls.
 Estimate estimate(double flops, double weightBytes, double kvBytes,
                   double attentionFlops, int kernels, const Unit &unit,
                   const hardware::Device &device,
@@ -153,14 +157,15 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     overheadUs = c.dispatchUs;
   }
   double kvSeconds = kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
-  // The attention kernels run after the projections: their time adds to
-  // the weights', the slower of reading the cache and their arithmetic at
-  // the rate the calibration measured (far below the matmul peak: a loop
-  // over positions with an exponential each).
-  if (device.calibration && device.calibration->attentionGflops > 0 &&
-      &kvTier == &device.memory.front()) {
-    kvSeconds = std::max(kvSeconds,
-                         attentionFlops / (device.calibration->attentionGflops * 1e9));
+  // Measured attention: the slower of moving the cache and the arithmetic
+  // at the calibrated rate (far below the matmul peak: a loop over
+  // positions with an exponential each).
+  double attentionRate =
+      device.calibration ? device.calibration->attentionGflopsAt(unit.headDim) : 0;
+  if (attentionFlops > 0 && attentionRate > 0 && &kvTier == &device.memory.front()) {
+    result.attentionSeconds =
+        std::max(kvSeconds, attentionFlops / (attentionRate * 1e9));
+    kvSeconds = 0;
     flops -= attentionFlops;
   }
   result.computeSeconds = peak > 0 ? flops / peak : 0;

@@ -3,8 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -354,10 +356,29 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
           *calibration, calibrationPath, "sample_ns_per_logit", true,
           "give the measured sampling cost per vocabulary entry in ns",
           /*required=*/false);
-      measured.attentionGflops = check.number(
-          *calibration, calibrationPath, "attention_gflops", true,
-          "give the measured rate of decode attention in GFLOP/s",
-          /*required=*/false);
+      // Optional: {"<head size>": GFLOP/s}.
+      std::string attentionPath = Checker::join(calibrationPath, "attention_gflops");
+      if (const json *rates = check.member(*calibration, calibrationPath,
+                                           "attention_gflops", false, "")) {
+        if (!rates->is_object())
+          check.fail(attentionPath,
+                     "expected {\"<head size>\": GFLOP/s}, got " + describe(*rates),
+                     "let `hetc calibrate` write it");
+        else
+          for (auto it = rates->begin(); it != rates->end(); ++it) {
+            char *end = nullptr;
+            long long headDim = std::strtoll(it.key().c_str(), &end, 10);
+            if (it.key().empty() || *end != '\0' || headDim <= 0) {
+              check.fail(Checker::join(attentionPath, it.key().c_str()),
+                         "is not a head size",
+                         "key each rate by the head size it was measured at");
+              continue;
+            }
+            measured.attentionGflops[headDim] = check.number(
+                *rates, attentionPath, it.key().c_str(), false,
+                "give a positive measured rate in GFLOP/s");
+          }
+      }
       device.calibration = measured;
     }
   }
@@ -655,6 +676,25 @@ std::string defaultCatalogDir() {
   return HETC_DEFAULT_HARDWARE_DIR;
 }
 
+double Calibration::attentionGflopsAt(int64_t headDim) const {
+  if (attentionGflops.empty())
+    return 0;
+  auto above = attentionGflops.lower_bound(headDim);
+  if (above == attentionGflops.begin())
+    return above->second;
+  if (above == attentionGflops.end())
+    return std::prev(above)->second;
+  if (above->first == headDim)
+    return above->second;
+  auto below = std::prev(above);
+  double t = (std::log(static_cast<double>(headDim)) -
+              std::log(static_cast<double>(below->first))) /
+             (std::log(static_cast<double>(above->first)) -
+              std::log(static_cast<double>(below->first)));
+  return std::exp(std::log(below->second) +
+                  t * (std::log(above->second) - std::log(below->second)));
+}
+
 std::string deviceToJson(const Device &device, int indent) {
   json peak = json::object();
   for (int i = 0; i < kNumDataTypes; ++i)
@@ -688,7 +728,9 @@ std::string deviceToJson(const Device &device, int indent) {
                              {"threads", c.threads},
                              {"sample_us", c.sampleUs},
                              {"sample_ns_per_logit", c.sampleNsPerLogit},
-                             {"attention_gflops", c.attentionGflops}};
+                             {"attention_gflops", nlohmann::json::object()}};
+    for (const auto &[headDim, rate] : c.attentionGflops)
+      object["calibration"]["attention_gflops"][std::to_string(headDim)] = rate;
   }
   return object.dump(indent);
 }

@@ -276,6 +276,36 @@ Action registerCalibrateCommand(CLI::App &app) {
 
     hardware::Calibration calibration;
     calibration.threads = threads;
+    // Decode steps after a short and a long prompt: the difference is
+    // attention over the positions the long one adds, which gives its rate
+    // for the model's head size. `early` is the short prompt's timing.
+    constexpr int64_t kShortPrompt = 8, kLongPrompt = 176, kSteps = 64;
+    auto measureAttention = [&](const std::string &tag,
+                                const hetc::synth::SyntheticModelSpec &spec,
+                                Timing &early, cost::ModelShape &shape,
+                                double &perPosition) -> bool {
+      if (!measure(tag, spec, kShortPrompt, kSteps, early, shape))
+        return false;
+      Timing late;
+      if (!timeModel(directory + "/" + tag + ".gguf",
+                     directory + "/" + tag + ".hetpack", threads, kLongPrompt,
+                     kSteps, /*chooseThreads=*/true, /*sample=*/false, late, error))
+        return false;
+      // Step i after a prompt of P attends to P + i + 1 positions.
+      double addedPositions = static_cast<double>(kLongPrompt - kShortPrompt);
+      perPosition = std::max(
+          0.0, (late.decodeStepSeconds - early.decodeStepSeconds) / addedPositions);
+      double flopsPerPosition = 0;
+      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+        flopsPerPosition += unit.attentionFlopsPerContext;
+      if (perPosition > 0)
+        calibration.attentionGflops[shape.headDim] =
+            flopsPerPosition / perPosition / 1e9;
+      return true;
+    };
+    auto meanPositions = [&](int64_t prompt) {
+      return static_cast<double>(prompt) + (kSteps + 1) / 2.0;
+    };
     // Dispatch cost: a model so small that its steps are all overhead.
     progress("measuring the dispatch cost on a tiny model");
     {
@@ -288,37 +318,15 @@ Action registerCalibrateCommand(CLI::App &app) {
       spec.vocabSize = 320;
       Timing timing;
       cost::ModelShape shape;
-      constexpr int64_t kShortPrompt = 8, kLongPrompt = 176, kSteps = 64;
-      if (!measure("tiny", spec, kShortPrompt, kSteps, timing, shape)) {
+      double perPosition = 0;
+      if (!measureAttention("tiny", spec, timing, shape, perPosition)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;
       }
-      // Attention: the same steps after a long prompt visit more cached
-      // positions; the difference is what attention over them costs.
-      Timing late;
-      if (!timeModel(directory + "/tiny.gguf", directory + "/tiny.hetpack", threads,
-                     kLongPrompt, kSteps, /*chooseThreads=*/true, /*sample=*/false,
-                     late, error)) {
-        std::cerr << "hetc calibrate: " << error << "\n";
-        cleanup();
-        return 1;
-      }
-      // Step i after a prompt of P attends to P + i + 1 positions.
-      auto meanPositions = [&](int64_t prompt) {
-        return static_cast<double>(prompt) + (kSteps + 1) / 2.0;
-      };
-      double perPosition =
-          std::max(0.0, (late.decodeStepSeconds - timing.decodeStepSeconds) /
-                            (meanPositions(kLongPrompt) - meanPositions(kShortPrompt)));
       int kernels = 0;
-      double flopsPerPosition = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
+      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
         kernels += unit.kernels;
-        flopsPerPosition += unit.attentionFlopsPerContext;
-      }
-      if (perPosition > 0)
-        calibration.attentionGflops = flopsPerPosition / perPosition / 1e9;
       double dispatchSeconds =
           std::max(timing.decodeStepSeconds * 0.25,
                    timing.decodeStepSeconds - perPosition * meanPositions(kShortPrompt));
@@ -334,6 +342,26 @@ Action registerCalibrateCommand(CLI::App &app) {
       calibration.sampleNsPerLogit = std::max(perLogit * 1e9, 1e-3);
       calibration.sampleUs = std::max(
           0.0, (timing.sampleSeconds - perLogit * static_cast<double>(spec.vocabSize)) * 1e6);
+    }
+    // Attention with heads of 128 elements, which vectorize where the tiny
+    // model's 16 loop over positions; weights small enough to stay cached.
+    progress("measuring attention with large heads");
+    {
+      hetc::synth::SyntheticModelSpec spec;
+      spec.dim = 512;
+      spec.layers = 2;
+      spec.heads = 4;
+      spec.kvHeads = 4;
+      spec.ffnDim = 128;
+      spec.vocabSize = 320;
+      Timing timing;
+      cost::ModelShape shape;
+      double perPosition = 0;
+      if (!measureAttention("wide-heads", spec, timing, shape, perPosition)) {
+        std::cerr << "hetc calibrate: " << error << "\n";
+        cleanup();
+        return 1;
+      }
     }
 
     double bestPrefill = 0;
@@ -375,10 +403,9 @@ Action registerCalibrateCommand(CLI::App &app) {
       }
       // What the weights cost beyond the dispatches and the attention over
       // the 64-token prompt and the steps after it, as a streaming rate.
+      double attentionRate = calibration.attentionGflopsAt(shape.headDim);
       double attention =
-          calibration.attentionGflops > 0
-              ? attentionFlops * (64 + 8.5) / (calibration.attentionGflops * 1e9)
-              : 0;
+          attentionRate > 0 ? attentionFlops * (64 + 8.5) / (attentionRate * 1e9) : 0;
       double streaming = std::max(timing.decodeStepSeconds * 0.25,
                                   timing.decodeStepSeconds - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
@@ -448,7 +475,9 @@ Action registerCalibrateCommand(CLI::App &app) {
                   bandwidth / 1e9, calibration.dispatchUs, threads);
       std::printf("sampling %.2f us + %.3f ns per vocabulary entry\n",
                   calibration.sampleUs, calibration.sampleNsPerLogit);
-      std::printf("decode attention %.2f GFLOP/s\n", calibration.attentionGflops);
+      for (const auto &[headDim, rate] : calibration.attentionGflops)
+        std::printf("decode attention %.2f GFLOP/s with heads of %lld\n", rate,
+                    static_cast<long long>(headDim));
       std::printf("%-8s %16s %16s\n", "format", "decode GB/s", "prefill TFLOPS");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,

@@ -100,7 +100,8 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
     plan.weightTier.push_back(static_cast<int>(t));
   }
   cost::Efficiency efficiency;
-  double memoryTime = 0, computeTime = 0, overheadTime = 0, prefillSeconds = 0;
+  double memoryTime = 0, computeTime = 0, attentionTime = 0, overheadTime = 0,
+         prefillSeconds = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const hardware::MemoryTier &weights = device.memory[plan.weightTier[i]];
     const hardware::MemoryTier &kv = device.memory[plan.kvTier];
@@ -109,19 +110,23 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
       memoryTime += step.memorySeconds;
     else
       computeTime += step.computeSeconds;
+    attentionTime += step.attentionSeconds;
     overheadTime += step.overheadSeconds;
     prefillSeconds +=
         cost::prefill(units[i], workload, device, weights, kv, efficiency).seconds();
   }
-  double stepSeconds = memoryTime + computeTime + overheadTime + samplingSeconds;
+  double stepSeconds =
+      memoryTime + computeTime + attentionTime + overheadTime + samplingSeconds;
   plan.decodeTokensPerS = static_cast<double>(workload.batch) / stepSeconds;
   plan.prefillTokensPerS =
       static_cast<double>(workload.batch * workload.promptTokens) / prefillSeconds;
   double secondsPerToken = stepSeconds / static_cast<double>(workload.batch);
   plan.joulesPerToken = device.activeWatts * secondsPerToken;
   plan.usdPerMillionTokens = device.priceUsdPerHour / 3600 * secondsPerToken * 1e6;
-  if (samplingSeconds >= std::max({memoryTime, computeTime, overheadTime}))
+  if (samplingSeconds >= std::max({memoryTime, computeTime, attentionTime, overheadTime}))
     plan.limit = "sampling the tokens";
+  else if (attentionTime >= std::max({memoryTime, computeTime, overheadTime}))
+    plan.limit = "attention over the KV cache";
   else if (overheadTime >= memoryTime && overheadTime >= computeTime)
     plan.limit = "kernel dispatch overhead";
   else if (memoryTime >= computeTime)

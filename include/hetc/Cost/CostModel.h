@@ -41,6 +41,8 @@ struct Unit {
   double flopsPerToken = 0;
   /// Attention FLOPs per token per token of context (scores and weighted sum).
   double attentionFlopsPerContext = 0;
+  /// Elements per attention head (attention units only).
+  int64_t headDim = 0;
   /// KV-cache bytes per token of context (one layer's K and V).
   double kvBytesPerContext = 0;
   /// Kernels one step dispatches.
@@ -67,14 +69,21 @@ struct Efficiency {
 struct Estimate {
   double computeSeconds = 0;
   double memorySeconds = 0;
+  /// Attention over the KV cache as its own kernels, where the device's
+  /// calibration measured their rate: they run after the projections, so
+  /// their time adds to the rest. Otherwise 0, and the cache's bytes and
+  /// the attention's FLOPs count with memory and compute.
+  double attentionSeconds = 0;
   double overheadSeconds = 0;
   double seconds() const {
-    return std::max(computeSeconds, memorySeconds) + overheadSeconds;
+    return std::max(computeSeconds, memorySeconds) + attentionSeconds +
+           overheadSeconds;
   }
   bool memoryBound() const { return memorySeconds >= computeSeconds; }
   Estimate &operator+=(const Estimate &other) {
     computeSeconds += other.computeSeconds;
     memorySeconds += other.memorySeconds;
+    attentionSeconds += other.attentionSeconds;
     overheadSeconds += other.overheadSeconds;
     return *this;
   }

@@ -47,8 +47,15 @@ struct Calibration {
   double sampleUs = 0;
   double sampleNsPerLogit = 0;
   /// The rate a decode step's attention kernels reach over a cache in the
-  /// home tier, in 10^9 FLOP/s. Zero when not measured.
-  double attentionGflops = 0;
+  /// home tier, in 10^9 FLOP/s, per head size (elements) measured: small
+  /// heads loop over positions, large ones vectorize. Empty when not
+  /// measured.
+  std::map<int64_t, double> attentionGflops;
+
+  /// The attention rate for heads of `headDim` elements: interpolated on a
+  /// log scale between the sizes measured, the nearest one's outside them;
+  /// 0 when none was measured.
+  double attentionGflopsAt(int64_t headDim) const;
 };
 
 struct Device {

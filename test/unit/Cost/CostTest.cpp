@@ -150,9 +150,9 @@ TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
 }
 
 // A calibration that measured decode attention's rate makes the attention
-// kernels the slower of reading the cache and their arithmetic at that rate,
-// added to the weights' time and taken out of the matmuls' compute.
-// Prefills are not affected.
+// kernels their own term, added to the rest: the slower of moving the cache
+// and their arithmetic at that rate, which leaves the matmuls' compute. A
+// prefill's attention stays with its matmuls.
 TEST(CostModel, CalibratedAttentionIsTheSlowerOfItsBytesAndItsRate) {
   std::string path = writeTemp("llama3-8b-attention.json", kLlama3_8B);
   std::string error;
@@ -163,34 +163,41 @@ TEST(CostModel, CalibratedAttentionIsTheSlowerOfItsBytesAndItsRate) {
   ASSERT_EQ(attention.kind, UnitKind::Attention);
   Device cpu = testDevice(true);
   hetc::hardware::Calibration calibration;
-  calibration.attentionGflops = 5;
+  // Measured at the model's head size (128) and at a smaller one.
+  calibration.attentionGflops = {{16, 1}, {128, 5}};
   calibration.dispatchUs = 2;
   cpu.calibration = calibration;
   Efficiency exact{1.0, 1.0};
-  Workload context{2, 1000, 1};
+  Workload context{2, 1000, 100};
   Estimate attend =
       decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
   double kvBytes = 2 * 1000.0 * 2 * 8 * 128 * 4;
-  double attentionFlops = 2 * 1000.0 * 4 * 32 * 128;
-  double arithmetic = attentionFlops / 5e9;
+  double perContext = 4.0 * 32 * 128;
+  double arithmetic = 2 * 1000 * perContext / 5e9;
   ASSERT_GT(arithmetic, kvBytes / 100e9);
-  EXPECT_NEAR(attend.memorySeconds,
-              attention.weightBytesPerStep / 100e9 + arithmetic, 1e-12);
+  EXPECT_NEAR(attend.attentionSeconds, arithmetic, 1e-12);
+  EXPECT_NEAR(attend.memorySeconds, attention.weightBytesPerStep / 100e9, 1e-12);
   EXPECT_NEAR(attend.computeSeconds, 2 * attention.flopsPerToken / 1e12, 1e-12);
-  // A fast rate: the cache's bytes bound it again.
-  cpu.calibration->attentionGflops = 1e6;
+  EXPECT_NEAR(attend.seconds(),
+              attend.memorySeconds + arithmetic + attend.overheadSeconds, 1e-12);
+  // A fast rate: the cache's bytes bound it.
+  cpu.calibration->attentionGflops[128] = 1e6;
   attend = decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
-  EXPECT_NEAR(attend.memorySeconds,
-              (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
+  EXPECT_NEAR(attend.attentionSeconds, kvBytes / 100e9, 1e-12);
+  // A prefill of 100 tokens: token i attends to i + 1 positions.
+  cpu.calibration->attentionGflops[128] = 5;
   Estimate prompt =
       prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
-  cpu.calibration->attentionGflops = 0;
-  EXPECT_EQ(prompt.memorySeconds,
-            prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact)
-                .memorySeconds);
-  EXPECT_EQ(prompt.computeSeconds,
-            prefill(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact)
-                .computeSeconds);
+  EXPECT_EQ(prompt.attentionSeconds, 0);
+  EXPECT_NEAR(prompt.computeSeconds,
+              2 * (100 * attention.flopsPerToken + perContext * 100 * 101 / 2) / 1e12,
+              1e-12);
+  // Without the measurement, attention is part of the roofline.
+  cpu.calibration->attentionGflops.clear();
+  attend = decodeStep(attention, context, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_EQ(attend.attentionSeconds, 0);
+  EXPECT_NEAR(attend.memorySeconds,
+              (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
 }
 
 TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {

@@ -111,7 +111,7 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
       "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
       "{\"q4_0\": 20.5}, \"prefill_tflops\": {\"q4_0\": 0.4}, "
       "\"dispatch_us\": 0.3, \"threads\": 2, \"sample_us\": 1.5, "
-      "\"sample_ns_per_logit\": 0.8, \"attention_gflops\": 2.5}";
+      "\"sample_ns_per_logit\": 0.8, \"attention_gflops\": {\"16\": 2.5, \"128\": 20}}";
   std::string error;
   std::optional<Device> device = parseDevice(
       deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
@@ -126,7 +126,13 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
   ASSERT_TRUE(again && again->calibration) << error;
   EXPECT_EQ(again->calibration->sampleNsPerLogit, 0.8);
   EXPECT_EQ(again->calibration->threads, 2);
-  EXPECT_EQ(again->calibration->attentionGflops, 2.5);
+  EXPECT_EQ(again->calibration->attentionGflops.at(16), 2.5);
+  EXPECT_EQ(again->calibration->attentionGflops.at(128), 20);
+  // Between the sizes measured, log-linear; outside them, the nearest.
+  EXPECT_DOUBLE_EQ(again->calibration->attentionGflopsAt(8), 2.5);
+  EXPECT_DOUBLE_EQ(again->calibration->attentionGflopsAt(256), 20);
+  EXPECT_NEAR(again->calibration->attentionGflopsAt(64), 2.5 * 4, 1e-9);
+  EXPECT_EQ(Calibration{}.attentionGflopsAt(64), 0);
 
   std::string older = calibration;
   older.erase(older.find(", \"sample_us\""));
@@ -141,6 +147,10 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
   expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", negative),
                     "calibration.sample_ns_per_logit",
                     "expected a non-negative number, got -2");
+  std::string badHead = calibration;
+  badHead.replace(badHead.find("\"16\""), 4, "\"wide\"");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", badHead),
+                    "calibration.attention_gflops.wide", "is not a head size");
 }
 
 TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
