@@ -251,7 +251,7 @@ Action registerCalibrateCommand(CLI::App &app) {
     // model sees it comes back in `shape`.
     auto measure = [&](const std::string &tag, hetc::synth::SyntheticModelSpec spec,
                        int64_t promptTokens, int64_t decodeSteps, Timing &timing,
-                       cost::ModelShape &shape) -> bool {
+                       cost::ModelShape &shape, int64_t contextLength = 256) -> bool {
       std::string gguf = directory + "/" + tag + ".gguf";
       std::string pack = directory + "/" + tag + ".hetpack";
       if (!hetc::synth::writeSyntheticModel(spec, gguf, error))
@@ -259,7 +259,7 @@ Action registerCalibrateCommand(CLI::App &app) {
       hetc::pipeline::CompileOptions options;
       options.modelPath = gguf;
       options.outputPath = pack;
-      options.contextLength = 256;
+      options.contextLength = contextLength;
       options.cpuVariants = {"host"};
       if (!hetc::pipeline::compileModel(options, error))
         return false;
@@ -279,12 +279,15 @@ Action registerCalibrateCommand(CLI::App &app) {
     // Decode steps after a short and a long prompt: the difference is
     // attention over the positions the long one adds, which gives its rate
     // for the model's head size. `early` is the short prompt's timing.
-    constexpr int64_t kShortPrompt = 8, kLongPrompt = 176, kSteps = 64;
+    // The long prompt adds enough positions that their attention outweighs
+    // the noise in steps that also stream the weights.
+    constexpr int64_t kShortPrompt = 8, kLongPrompt = 896, kSteps = 64,
+                      kAttentionContext = 1024;
     auto measureAttention = [&](const std::string &tag,
                                 const hetc::synth::SyntheticModelSpec &spec,
                                 Timing &early, cost::ModelShape &shape,
                                 double &perPosition) -> bool {
-      if (!measure(tag, spec, kShortPrompt, kSteps, early, shape))
+      if (!measure(tag, spec, kShortPrompt, kSteps, early, shape, kAttentionContext))
         return false;
       Timing late;
       if (!timeModel(directory + "/" + tag + ".gguf",
