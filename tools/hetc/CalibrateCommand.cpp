@@ -309,16 +309,22 @@ Action registerCalibrateCommand(CLI::App &app) {
     auto meanPositions = [&](int64_t prompt) {
       return static_cast<double>(prompt) + (kSteps + 1) / 2.0;
     };
-    // Dispatch cost: a model so small that its steps are all overhead.
-    progress("measuring the dispatch cost on a tiny model");
-    {
+    // The attention models: 4 heads, a small FFN and vocabulary, so their
+    // weights stay cached and their steps are overhead and attention.
+    auto attentionModel = [](int64_t dim, int64_t layers) {
       hetc::synth::SyntheticModelSpec spec;
-      spec.dim = 64;
-      spec.layers = 4;
+      spec.dim = dim;
+      spec.layers = layers;
       spec.heads = 4;
       spec.kvHeads = 4;
       spec.ffnDim = 128;
       spec.vocabSize = 320;
+      return spec;
+    };
+    // Dispatch cost: a model so small that its steps are all overhead.
+    progress("measuring the dispatch cost on a tiny model");
+    {
+      hetc::synth::SyntheticModelSpec spec = attentionModel(64, 4);
       Timing timing;
       cost::ModelShape shape;
       double perPosition = 0;
@@ -350,17 +356,11 @@ Action registerCalibrateCommand(CLI::App &app) {
     // model's 16 loop over positions; weights small enough to stay cached.
     progress("measuring attention with large heads");
     {
-      hetc::synth::SyntheticModelSpec spec;
-      spec.dim = 512;
-      spec.layers = 2;
-      spec.heads = 4;
-      spec.kvHeads = 4;
-      spec.ffnDim = 128;
-      spec.vocabSize = 320;
       Timing timing;
       cost::ModelShape shape;
       double perPosition = 0;
-      if (!measureAttention("wide-heads", spec, timing, shape, perPosition)) {
+      if (!measureAttention("wide-heads", attentionModel(512, 2), timing, shape,
+                            perPosition)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;

@@ -162,19 +162,6 @@ Action registerPlanCommand(CLI::App &app) {
     const hardware::System *system = &inputs->system;
     const cost::ModelShape *shape = &inputs->shape;
     cost::Workload workload{flags->batch, flags->context, flags->promptTokens};
-    // Tokens are sampled on the system's first CPU, whichever device runs
-    // the model.
-    double samplingSeconds = 0;
-    for (const hardware::SystemDevice &entry : system->devices)
-      if (entry.device.kind == hardware::DeviceKind::Cpu) {
-        samplingSeconds = cost::samplingSeconds(entry.device, shape->vocabSize,
-                                                workload.batch);
-        break;
-      }
-    std::vector<DevicePlan> plans;
-    for (const hardware::SystemDevice &entry : system->devices)
-      plans.push_back(
-          planOn(entry.id, entry.device, *shape, workload, samplingSeconds));
     partition::PlanRequest request;
     request.workload = workload;
     request.objective = inputs->objective;
@@ -185,6 +172,11 @@ Action registerPlanCommand(CLI::App &app) {
       return 3;
     }
     const partition::ModelPlan &plan = *placed;
+    // The plan's host samples the tokens whichever device runs the model.
+    std::vector<DevicePlan> plans;
+    for (const hardware::SystemDevice &entry : system->devices)
+      plans.push_back(
+          planOn(entry.id, entry.device, *shape, workload, plan.samplingSeconds));
     auto memoryName = [&](int memory) { return plan.memories[memory].name; };
 
     if (flags->json) {

@@ -214,7 +214,6 @@ Action registerRunCommand(CLI::App &app) {
         std::chrono::duration<double>(Clock::now() - decodeStart).count();
     double prefillRate = prefillSeconds > 0 ? prompt.size() / prefillSeconds : 0;
     double decodeRate = decodeSeconds > 0 ? decodeSteps / decodeSeconds : 0;
-    std::string text = tokenizer.decode(generated);
 
     if (!flags->logitsOut.empty() &&
         !writeNpy(flags->logitsOut, logitRows,
@@ -227,7 +226,7 @@ Action registerRunCommand(CLI::App &app) {
       nlohmann::json result = {
           {"prompt_tokens", prompt},
           {"tokens", generated},
-          {"text", text},
+          {"text", tokenizer.decode(generated)},
           {"prefill_tokens_per_s", prefillRate},
           {"decode_tokens_per_s", decodeRate},
           {"seed", seed},
