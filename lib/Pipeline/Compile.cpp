@@ -9,6 +9,7 @@
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/format/OutputFile.h"
 #include "runtime/format/Pack.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -59,16 +60,19 @@ bool selectVariants(const std::vector<std::string> &names,
   return true;
 }
 
+/// Prints to standard output for "-", else to a file written beside `path`
+/// and renamed, so a failure never leaves half an IR file.
 bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostream &)> print,
                std::string &error) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    error = path + ": cannot write: " + ec.message();
-    return false;
+  if (path == "-") {
+    print(llvm::outs());
+    llvm::outs().flush();
+    return true;
   }
+  std::string text;
+  llvm::raw_string_ostream out(text);
   print(out);
-  return true;
+  return hetrt::format::writeFileAtomically(path, text, error);
 }
 
 } // namespace

@@ -15,9 +15,7 @@ struct hetrt_model_t {
   std::unique_ptr<hetrt::core::Model> model;
 };
 struct hetrt_session_t {
-  explicit hetrt_session_t(const hetrt::core::Model &model, int threads)
-      : session(model, threads) {}
-  hetrt::core::Session session;
+  std::unique_ptr<hetrt::core::Session> session;
 };
 struct hetrt_sampler_t {
   explicit hetrt_sampler_t(const hetrt::core::SamplingParams &params)
@@ -160,7 +158,15 @@ hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_create: needs a model and num_threads >= 0");
   return guarded([&] {
-    *out_session = new hetrt_session_t(*model->model, num_threads);
+    std::string error;
+    std::unique_ptr<hetrt::core::Session> session =
+        hetrt::core::Session::create(*model->model, num_threads, error);
+    if (!session)
+      return fail(error.find("memory") != std::string::npos
+                      ? HETRT_OUT_OF_MEMORY
+                      : HETRT_INVALID_ARGUMENT,
+                  error);
+    *out_session = new hetrt_session_t{std::move(session)};
     return HETRT_OK;
   });
 }
@@ -179,9 +185,9 @@ hetrt_status_t hetrt_session_prefill(hetrt_session_t *session,
                 "hetrt_session_prefill: needs a session and at least one id");
   return guarded([&] {
     std::string error;
-    if (!session->session.prefill(std::vector<int32_t>(ids, ids + count), error))
+    if (!session->session->prefill(std::vector<int32_t>(ids, ids + count), error))
       return fail(HETRT_INVALID_ARGUMENT, error);
-    *out_logits = session->session.logits();
+    *out_logits = session->session->logits();
     return HETRT_OK;
   });
 }
@@ -195,16 +201,16 @@ hetrt_status_t hetrt_session_decode(hetrt_session_t *session, int32_t id,
     return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_decode: session is NULL");
   return guarded([&] {
     std::string error;
-    if (!session->session.decode(id, error))
+    if (!session->session->decode(id, error))
       return fail(HETRT_INVALID_ARGUMENT, error);
-    *out_logits = session->session.logits();
+    *out_logits = session->session->logits();
     return HETRT_OK;
   });
 }
 
 void hetrt_session_reset(hetrt_session_t *session) {
   if (session)
-    session->session.reset();
+    session->session->reset();
 }
 
 hetrt_status_t hetrt_sampler_create(const hetrt_sampling_params_t *params,

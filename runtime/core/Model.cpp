@@ -1,6 +1,9 @@
-// Model loading: pack → manifest → weights (checked against the manifest) →
-// tokenizer → code.
+// Model loading: pack (checksums) → manifest → sizes against memory → code
+// (its record against the manifest) → weights (checked against the manifest)
+// → tokenizer.
 #include "runtime/core/Model.h"
+
+#include "runtime/core/Limits.h"
 
 namespace hetrt::core {
 
@@ -24,6 +27,17 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
     return nullptr;
   model->manifest_ = std::move(*manifest);
   const format::Manifest &m = model->manifest_;
+  // Sizes first, then the code's own record of them, and only then anything
+  // that reads the weights: a manifest is untrusted until both agree.
+  if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
+                        /*elementBytes=*/4, packPath,
+                        "compile the model for a smaller context with "
+                        "`hetc compile --context N`",
+                        error))
+    return nullptr;
+  model->code_ = cpu::CpuCode::load(*model->pack_, m, error);
+  if (!model->code_)
+    return nullptr;
 
   std::string weights = weightsPath.empty() ? m.weightsPath : weightsPath;
   model->weights_ = format::GgufFile::open(weights, error);
@@ -57,9 +71,6 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
             std::to_string(m.vocabSize);
     return nullptr;
   }
-  model->code_ = cpu::CpuCode::load(*model->pack_, m, error);
-  if (!model->code_)
-    return nullptr;
   return model;
 }
 

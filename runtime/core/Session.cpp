@@ -4,6 +4,10 @@
 // by the runtime interface the kernels dispatch through.
 #include "runtime/core/Session.h"
 
+#include "runtime/core/Limits.h"
+
+#include <system_error>
+
 #include <chrono>
 
 namespace hetrt::core {
@@ -42,6 +46,37 @@ Session::Session(const Model &model, int numThreads)
   caches_.assign(static_cast<size_t>(m.numLayers),
                  std::vector<float>(cacheFloats, 0.0f));
   logits_.assign(static_cast<size_t>(m.vocabSize), 0.0f);
+}
+
+std::unique_ptr<Session> Session::create(const Model &model,
+                                         int64_t numThreads,
+                                         std::string &error) {
+  const format::Manifest &m = model.manifest();
+  if (!checkThreadCount(numThreads, "the thread count", error))
+    return nullptr;
+  // Checked again at creation: memory that was free when the model loaded
+  // may be taken by now, and an allocation that fails half-way must not
+  // abort the process.
+  if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
+                        /*elementBytes=*/4, "cannot create a session",
+                        "free memory, or compile the model for a smaller "
+                        "context with `hetc compile --context N`",
+                        error))
+    return nullptr;
+  try {
+    return std::unique_ptr<Session>(
+        new Session(model, static_cast<int>(numThreads)));
+  } catch (const std::bad_alloc &) {
+    error = "cannot create a session: out of memory allocating its " +
+            formatBytes(*kvCacheBytes(m.numLayers, m.contextLength,
+                                      m.numKvHeads, m.headDim, 4)) +
+            " KV cache; free memory or compile for a smaller context";
+  } catch (const std::system_error &failure) {
+    error = "cannot create a session: cannot start " +
+            std::to_string(numThreads) + " threads (" + failure.what() +
+            "); give fewer with --threads";
+  }
+  return nullptr;
 }
 
 bool Session::prefill(const std::vector<int32_t> &ids, std::string &error) {

@@ -6,6 +6,7 @@
 #include "runtime/core/ThreadPool.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@ class Session {
 public:
   /// Allocates the KV cache for the model's context length and starts
   /// `numThreads` threads (0: one per core) for the kernels. `model` must
-  /// outlive the session.
-  explicit Session(const Model &model, int numThreads = 0);
+  /// outlive the session. Returns null and sets `error` when the thread count
+  /// is outside [0, kMaxThreads], the cache does not fit the memory available
+  /// or the threads cannot be started; never throws.
+  static std::unique_ptr<Session> create(const Model &model, int64_t numThreads,
+                                         std::string &error);
 
   int numThreads() const { return pool_.numThreads(); }
 
@@ -53,6 +57,7 @@ public:
   bool decodeRanInParallel() const { return pool_.parallel(); }
 
 private:
+  Session(const Model &model, int numThreads);
   bool run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
            std::string &error);
 

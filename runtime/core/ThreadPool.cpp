@@ -39,11 +39,19 @@ uint64_t nextOf(uint64_t word) { return word & kChunkMask; }
 ThreadPool::ThreadPool(int numThreads) {
   if (numThreads <= 0)
     numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < numThreads; ++i)
-    workers_.emplace_back([this] { work(); });
+  try {
+    for (int i = 1; i < numThreads; ++i)
+      workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    // The destructor does not run for a constructor that throws: the workers
+    // already started must be stopped here, or their std::thread objects
+    // would terminate the process.
+    stop();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(wakeMutex_);
     stopping_ = true;
@@ -52,7 +60,10 @@ ThreadPool::~ThreadPool() {
   wake_.notify_all();
   for (std::thread &worker : workers_)
     worker.join();
+  workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
                              int64_t end) {

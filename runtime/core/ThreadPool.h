@@ -48,6 +48,8 @@ public:
 
 private:
   void work();
+  /// Stops and joins every worker.
+  void stop();
   /// Claims and runs chunks of dispatch `generation` until none is left.
   void runChunks(uint32_t generation);
 

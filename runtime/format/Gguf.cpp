@@ -4,6 +4,8 @@
 // allocation.
 #include "runtime/format/Gguf.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -536,20 +538,13 @@ GgufFile::~GgufFile() {
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
                                          std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = path + ": cannot open: " + std::strerror(errno);
+  uint64_t size = 0;
+  int fd = openRegularFile(path, "a GGUF model", size, error);
+  if (fd < 0)
     return nullptr;
-  }
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    error = path + ": not a regular file";
-    ::close(fd);
-    return nullptr;
-  }
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  file->size_ = static_cast<uint64_t>(info.st_size);
+  file->size_ = size;
   if (file->size_ == 0) {
     ::close(fd);
     error = path + ": the file is empty, not a GGUF model";

@@ -1,6 +1,8 @@
 // GGUF v3 serialization (little-endian, as every GGUF reader expects).
 #include "runtime/format/GgufWriter.h"
 
+#include "runtime/format/OutputFile.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -123,29 +125,9 @@ std::string GgufWriter::serialize() const {
 }
 
 bool GgufWriter::writeFile(const std::string &path, std::string &error) const {
-  std::string image = serialize();
-  // Write to a temporary name and rename, so a failed write never leaves a
-  // truncated model where a good one was.
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      error = path + ": cannot create: " + std::strerror(errno);
-      return false;
-    }
-    out.write(image.data(), static_cast<std::streamsize>(image.size()));
-    if (!out.flush()) {
-      error = path + ": write failed: " + std::strerror(errno);
-      return false;
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot rename the written file into place: " +
-            std::strerror(errno);
-    std::remove(temporary.c_str());
-    return false;
-  }
-  return true;
+  // Through a temporary name beside the target, so a failed write never
+  // leaves a truncated model where a good one was.
+  return writeFileAtomically(path, serialize(), error);
 }
 
 } // namespace hetrt::format

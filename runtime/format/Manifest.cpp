@@ -1,6 +1,8 @@
 // Manifest (de)serialization with nlohmann_json, and the model-file hash.
 #include "runtime/format/Manifest.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -109,10 +111,26 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   str("entries", "decode", manifest.decodeSymbol);
   if (!missing.empty())
     return fail(missing);
-  if (manifest.vocabSize <= 0 || manifest.numLayers <= 0 ||
-      manifest.numKvHeads <= 0 || manifest.headDim <= 0 ||
-      manifest.contextLength <= 0)
-    return fail("model sizes must be positive");
+  // Bounds well past any real model; the code's own record (CodeRecord.h)
+  // then pins the exact values.
+  struct Bound {
+    const char *name;
+    int64_t value, limit;
+  };
+  const Bound bounds[] = {
+      {"model.vocab_size", manifest.vocabSize, int64_t(1) << 24},
+      {"model.layers", manifest.numLayers, 4096},
+      {"model.kv_heads", manifest.numKvHeads, 4096},
+      {"model.head_dim", manifest.headDim, 65536},
+      {"model.context_length", manifest.contextLength, int64_t(1) << 32},
+  };
+  for (const Bound &bound : bounds)
+    if (bound.value < 1 || bound.value > bound.limit)
+      return fail(std::string("field \"") + bound.name + "\" is " +
+                  std::to_string(bound.value) + "; it must be in [1, " +
+                  std::to_string(bound.limit) + "]");
+  if (size < 0)
+    return fail("field \"weights.size\" is negative");
   if (manifest.kvElementType != "f32")
     return fail("field \"model.kv_element_type\" is \"" +
                 manifest.kvElementType + "\"; this runtime supports \"f32\"");
@@ -142,28 +160,21 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
 
 std::optional<std::string> hashFile(const std::string &path,
                                     std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = path + ": cannot open: " + std::strerror(errno);
+  uint64_t size = 0;
+  int fd = openRegularFile(path, "a model file", size, error);
+  if (fd < 0)
     return std::nullopt;
-  }
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    error = path + ": cannot stat: " + std::strerror(errno);
-    ::close(fd);
-    return std::nullopt;
-  }
   XXH64_hash_t hash = XXH3_64bits(nullptr, 0);
-  if (info.st_size > 0) {
-    void *data = mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ,
+  if (size > 0) {
+    void *data = mmap(nullptr, static_cast<size_t>(size), PROT_READ,
                       MAP_PRIVATE, fd, 0);
     if (data == MAP_FAILED) {
       error = path + ": cannot map: " + std::strerror(errno);
       ::close(fd);
       return std::nullopt;
     }
-    hash = XXH3_64bits(data, static_cast<size_t>(info.st_size));
-    munmap(data, static_cast<size_t>(info.st_size));
+    hash = XXH3_64bits(data, static_cast<size_t>(size));
+    munmap(data, static_cast<size_t>(size));
   }
   ::close(fd);
   char text[17];

@@ -15,22 +15,29 @@ namespace hetrt::format {
 class PackWriter {
 public:
   void addSection(std::string name, std::vector<char> bytes);
-  /// Writes the file through a temporary name, so a failure never leaves a
-  /// truncated pack behind. Returns false and sets `error` on failure.
+  /// The whole file: header, section table with checksums, sections.
+  std::string image() const;
+  /// Writes the file through a temporary name beside it, so a failure never
+  /// leaves a truncated pack behind. Returns false and sets `error` on failure.
   bool write(const std::string &path, std::string &error) const;
 
 private:
   std::vector<std::pair<std::string, std::vector<char>>> sections_;
 };
 
-/// A pack read into memory and validated: every section lies inside the file.
-/// Immutable after open.
+/// A pack read into memory and validated: the header and every section match
+/// their XXH3-64 checksums and lie inside the file. Immutable after open.
 class PackFile {
 public:
   /// Reads and validates `path`; on failure returns null and sets `error` to a
   /// message naming the file, the field and the fix.
   static std::unique_ptr<PackFile> open(const std::string &path,
                                         std::string &error);
+  /// Validates a pack image held in memory, as `open` does; `path` names it
+  /// in messages.
+  static std::unique_ptr<PackFile> fromBytes(std::string bytes,
+                                             const std::string &path,
+                                             std::string &error);
 
   const std::string &path() const { return path_; }
   /// The bytes of section `name`, or nullptr when absent.

@@ -1,9 +1,11 @@
 // `hetc bench`: prefill and decode speed at each thread count, beside the
 // machine's read bandwidth and the decode roofline measured in the same run.
 #include "Commands.h"
+#include "Flags.h"
 #include "PackCache.h"
 
 #include "runtime/core/Bandwidth.h"
+#include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
@@ -187,7 +189,7 @@ Action registerBenchCommand(CLI::App &app) {
   command->add_option("-t,--threads", flags->threads,
                       "Thread counts to measure (default: 1 and all cores)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(threadCount());
   command->add_option("--bandwidth-mib", flags->bandwidthMiB,
                       "Buffer size of the bandwidth measurement (MiB)")
       ->check(CLI::PositiveNumber);
@@ -222,6 +224,17 @@ Action registerBenchCommand(CLI::App &app) {
                 << "\n";
       return 2;
     }
+    // The buffer is written whole before it is read: it must fit beside the
+    // model, with room to spare for the rest of the process.
+    uint64_t available = hetrt::core::availableMemoryBytes();
+    if (flags->bandwidthMiB > static_cast<int64_t>(available / 2 >> 20)) {
+      std::cerr << "hetc bench: --bandwidth-mib " << flags->bandwidthMiB
+                << " is more than half of the "
+                << hetrt::core::formatBytes(available)
+                << " of memory available; give at most "
+                << (available / 2 >> 20) << "\n";
+      return 2;
+    }
     std::vector<int> threadCounts = flags->threads;
     if (threadCounts.empty()) {
       int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -243,7 +256,13 @@ Action registerBenchCommand(CLI::App &app) {
       hetrt::core::ThreadPool pool(threads);
       double bandwidth = hetrt::core::measureReadBandwidth(
           pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
-      hetrt::core::Session session(*model, threads);
+      std::unique_ptr<hetrt::core::Session> created =
+          hetrt::core::Session::create(*model, threads, error);
+      if (!created) {
+        std::cerr << "hetc bench: " << error << "\n";
+        return 1;
+      }
+      hetrt::core::Session &session = *created;
       // Each row measures its thread count as given.
       session.setDecodeThreadChoice(false);
       double prefillRate = 0, decodeRate = 0;

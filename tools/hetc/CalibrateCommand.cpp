@@ -10,10 +10,12 @@
 #include "hetc/Pipeline/Compile.h"
 #include "hetc/Synth/SyntheticModel.h"
 #include "runtime/core/Bandwidth.h"
+#include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
 #include <hwloc.h>
@@ -103,7 +105,11 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
       hetrt::core::Model::load(pack, gguf, error);
   if (!model)
     return false;
-  hetrt::core::Session session(*model, threads);
+  std::unique_ptr<hetrt::core::Session> created =
+      hetrt::core::Session::create(*model, threads, error);
+  if (!created)
+    return false;
+  hetrt::core::Session &session = *created;
   session.setDecodeThreadChoice(chooseThreads);
   std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
   for (size_t i = 0; i < prompt.size(); ++i)
@@ -213,14 +219,9 @@ Action registerCalibrateCommand(CLI::App &app) {
         std::cerr << "hetc calibrate: " << line << "\n";
     };
     // Minutes of measurement must not end in a path that cannot be written.
-    std::string outputDirectory =
-        std::filesystem::path(flags->output).parent_path().string();
-    if (outputDirectory.empty())
-      outputDirectory = ".";
-    if (access(outputDirectory.c_str(), W_OK) != 0) {
-      std::cerr << "hetc calibrate: " << flags->output << ": cannot write into "
-                << outputDirectory << " (" << std::strerror(errno)
-                << "); give -o a file in a writable directory\n";
+    std::string outputError;
+    if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", outputError)) {
+      std::cerr << "hetc calibrate: " << outputError << "\n";
       return 1;
     }
     Topology topology = readTopology();
@@ -457,20 +458,9 @@ Action registerCalibrateCommand(CLI::App &app) {
         {"links", nlohmann::json::array()}};
     // Written beside the target and renamed over it, so a failure leaves an
     // earlier calibration as it was.
-    std::string partial = flags->output + ".partial";
-    {
-      std::ofstream out(partial);
-      out << system.dump(2) << "\n";
-      if (!out.flush()) {
-        std::cerr << "hetc calibrate: " << partial << ": cannot write\n";
-        return 1;
-      }
-    }
-    std::error_code renamed;
-    std::filesystem::rename(partial, flags->output, renamed);
-    if (renamed) {
-      std::cerr << "hetc calibrate: " << flags->output << ": cannot write ("
-                << renamed.message() << ")\n";
+    if (!hetrt::format::writeFileAtomically(flags->output, system.dump(2) + "\n",
+                                            outputError)) {
+      std::cerr << "hetc calibrate: " << outputError << "\n";
       return 1;
     }
     if (!flags->quiet) {

@@ -3,6 +3,7 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
+#include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
 
@@ -81,6 +82,12 @@ Action registerCompileCommand(CLI::App &app) {
       std::cerr << "hetc compile: a pack is binary; give -o a file name\n";
       return 2;
     }
+    std::string error;
+    if (!hetrt::format::checkOutputPath(options.outputPath, {options.modelPath},
+                                        "-o", error)) {
+      std::cerr << "hetc compile: " << error << "\n";
+      return 1;
+    }
     auto start = std::chrono::steady_clock::now();
     int step = 0;
     if (!flags->quiet)
@@ -92,7 +99,6 @@ Action registerCompileCommand(CLI::App &app) {
                      line.c_str());
       };
     registerAllPasses();
-    std::string error;
     if (!pipeline::compileModel(options, error)) {
       std::cerr << "hetc compile: " << error << "\n";
       return 1;

@@ -4,6 +4,7 @@
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
 #include "runtime/format/Gguf.h"
+#include "runtime/format/OutputFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -48,6 +49,11 @@ Action registerImportCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
+    if (!hetrt::format::checkOutputPath(flags->output, {flags->model}, "-o",
+                                        error)) {
+      std::cerr << "hetc import: " << error << "\n";
+      return 1;
+    }
     std::unique_ptr<hetrt::format::GgufFile> file =
         hetrt::format::GgufFile::open(flags->model, error);
     if (!file) {
@@ -65,17 +71,20 @@ Action registerImportCommand(CLI::App &app) {
       std::cerr << "hetc import: " << error << "\n";
       return 1;
     }
-    std::error_code ec;
-    llvm::raw_fd_ostream out(flags->output, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      std::cerr << "hetc import: " << flags->output
-                << ": cannot write: " << ec.message() << "\n";
-      return 1;
-    }
     mlir::OpPrintingFlags printing;
     if (flags->debugInfo)
       printing.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    if (flags->output == "-") {
+      module->print(llvm::outs(), printing);
+      return 0;
+    }
+    std::string text;
+    llvm::raw_string_ostream out(text);
     module->print(out, printing);
+    if (!hetrt::format::writeFileAtomically(flags->output, text, error)) {
+      std::cerr << "hetc import: " << error << "\n";
+      return 1;
+    }
     return 0;
   };
 }

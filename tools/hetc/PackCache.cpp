@@ -4,22 +4,37 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
+#include "runtime/format/Pack.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <string_view>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace hetc::cli {
 
 bool isPack(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
+  // By name too, so an empty or damaged pack is reported as a pack and not
+  // parsed as a GGUF.
+  static constexpr std::string_view kSuffix = ".hetpack";
+  if (path.size() >= kSuffix.size() &&
+      path.compare(path.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+    return true;
+  std::string error;
+  uint64_t size = 0;
+  int fd = hetrt::format::openRegularFile(path, "a model", size, error);
+  if (fd < 0)
+    return false;
   char magic[8] = {};
-  in.read(magic, sizeof(magic));
-  return in && std::memcmp(magic, "HETCPACK", 8) == 0;
+  bool matches = ::read(fd, magic, sizeof(magic)) == sizeof(magic) &&
+                 std::memcmp(magic, "HETCPACK", 8) == 0;
+  ::close(fd);
+  return matches;
 }
 
 namespace {
@@ -49,6 +64,21 @@ bool makeDirectories(const std::string &path) {
 
 /// Identifies this build of the compiler, so a rebuilt hetc never reuses a
 /// pack an older build generated (its code may follow another ABI).
+/// Whether `path` opens as a pack whose checksums and manifest are valid.
+bool validatePack(const std::string &path, std::string &error) {
+  std::unique_ptr<hetrt::format::PackFile> pack =
+      hetrt::format::PackFile::open(path, error);
+  if (!pack)
+    return false;
+  const std::string_view *manifest = pack->section("manifest.json");
+  if (!manifest) {
+    error = path + ": the pack has no manifest.json section";
+    return false;
+  }
+  return hetrt::format::Manifest::fromJson(std::string(*manifest), path, error)
+      .has_value();
+}
+
 std::string compilerStamp() {
   struct stat self;
   if (stat("/proc/self/exe", &self) != 0)
@@ -74,8 +104,16 @@ std::string packFor(const std::string &model, int64_t contextLength,
                      std::to_string(contextLength) + "-hetc" + HETC_VERSION +
                      "-" + compilerStamp() + ".hetpack";
   struct stat info;
-  if (stat(path.c_str(), &info) == 0)
-    return path;
+  if (stat(path.c_str(), &info) == 0) {
+    // A cache entry is checked as any pack is; a damaged one (a full disk,
+    // a crash while copying, an edit) is replaced, not failed on forever.
+    std::string damage;
+    if (validatePack(path, damage))
+      return path;
+    std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
+                         "again: %s\n", tool.c_str(), damage.c_str());
+    std::remove(path.c_str());
+  }
   if (!makeDirectories(dir)) {
     error = dir + ": cannot create the pack cache directory: " +
             std::strerror(errno) + " (set HETC_CACHE_DIR)";

@@ -1,12 +1,14 @@
 // `hetc run`: generate text from a model. A GGUF is compiled on first use and
 // the pack cached by the model's content hash.
 #include "Commands.h"
+#include "Flags.h"
 #include "PackCache.h"
 
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 #include "runtime/format/Manifest.h"
+#include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -66,18 +68,16 @@ bool writeNpy(const std::string &path, const std::vector<float> &values,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) {
-    error = path + ": cannot write: " + std::strerror(errno);
+  hetrt::format::OutputFile out;
+  if (!out.open(path, error))
     return false;
-  }
-  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(std::string_view("\x93NUMPY\x01\x00", 8));
   uint16_t length = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char *>(&length), 2);
-  out << header;
-  out.write(reinterpret_cast<const char *>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(float)));
-  return static_cast<bool>(out);
+  out.write(std::string_view(reinterpret_cast<const char *>(&length), 2));
+  out.write(header);
+  out.write(std::string_view(reinterpret_cast<const char *>(values.data()),
+                             values.size() * sizeof(float)));
+  return out.commit(error);
 }
 
 } // namespace
@@ -96,21 +96,21 @@ Action registerRunCommand(CLI::App &app) {
       ->check(CLI::NonNegativeNumber);
   command->add_option("--temp", flags->temperature,
                       "Sampling temperature; 0 is greedy (ties to the lowest id)")
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->check(finiteRange(0, 100));
   command->add_option("--top-k", flags->topK, "Keep the k most likely tokens (0: all)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
-      ->check(CLI::Range(0.0f, 1.0f));
+      ->check(finiteRange(0, 1));
   command->add_option("--repeat-penalty", flags->repeatPenalty,
                       "Penalty for recently generated tokens (1: off; must be "
                       "positive)")
-      ->check(CLI::Range(0.001f, 100.0f));
+      ->check(finiteRange(0.001, 100));
   command->add_option("--seed", flags->seed,
                       "Random seed (default: a fresh one, reported in --json)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(threadCount());
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity when compiling a GGUF (default: the "
                       "model's)")
@@ -125,6 +125,12 @@ Action registerRunCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
+    if (!flags->logitsOut.empty() &&
+        !hetrt::format::checkOutputPath(flags->logitsOut, {flags->model},
+                                        "--logits-out", error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
     std::string packPath =
         packFor(flags->model, flags->contextLength, "hetc run", error);
     if (packPath.empty()) {
@@ -155,7 +161,13 @@ Action registerRunCommand(CLI::App &app) {
     params.repetitionPenalty = flags->repeatPenalty;
     params.seed = seed;
     hetrt::core::Sampler sampler(params);
-    hetrt::core::Session session(*model, flags->threads);
+    std::unique_ptr<hetrt::core::Session> created =
+        hetrt::core::Session::create(*model, flags->threads, error);
+    if (!created) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    hetrt::core::Session &session = *created;
 
     std::vector<float> logitRows;
     auto recordLogits = [&] {

@@ -4,6 +4,8 @@
 #include "Commands.h"
 #include "PlanningOptions.h"
 
+#include "runtime/format/OutputFile.h"
+
 #include "hetc/Cost/ModelShape.h"
 #include "hetc/Hardware/Catalog.h"
 #include "hetc/Partition/ModelPlan.h"
@@ -43,6 +45,12 @@ Action registerSimulateCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
+    if (!flags->svg.empty() &&
+        !hetrt::format::checkOutputPath(flags->svg, {flags->model, flags->system},
+                                        "--svg", error)) {
+      std::cerr << "hetc simulate: " << error << "\n";
+      return 1;
+    }
     std::optional<PlanningInputs> inputs = loadPlanningInputs(*flags, error);
     if (!inputs) {
       std::cerr << "hetc simulate: " << error << "\n";
@@ -64,12 +72,12 @@ Action registerSimulateCommand(CLI::App &app) {
     partition::Timeline timeline = partition::simulate(
         *plan, request.workload, request.workload.context, flags->decodeTokens);
     if (!flags->svg.empty()) {
-      std::ofstream out(flags->svg);
-      out << partition::timelineSvg(*plan, timeline,
-                                    flags->model + " on " + system->name);
-      if (!out) {
-        std::cerr << "hetc simulate: " << flags->svg << ": cannot write the "
-                  << "chart; check the directory exists and is writable\n";
+      if (!hetrt::format::writeFileAtomically(
+              flags->svg,
+              partition::timelineSvg(*plan, timeline,
+                                     flags->model + " on " + system->name),
+              error)) {
+        std::cerr << "hetc simulate: " << error << "\n";
         return 1;
       }
     }

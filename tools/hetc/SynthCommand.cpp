@@ -2,6 +2,7 @@
 #include "Commands.h"
 
 #include "hetc/Synth/SyntheticModel.h"
+#include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
 
@@ -48,6 +49,10 @@ Action registerSynthCommand(CLI::App &app) {
       return -1;
     synth::parseWeightType(flags->type, flags->spec.weightType);
     std::string error;
+    if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", error)) {
+      std::cerr << "hetc synth: " << error << "\n";
+      return 1;
+    }
     if (!synth::writeSyntheticModel(flags->spec, flags->output, error)) {
       std::cerr << "hetc synth: " << error << "\n";
       return 1;

@@ -2,9 +2,14 @@
 // model entry points the runtime's calling convention (see Passes.td).
 #include "passes/target/x86/Passes.h"
 
+#include "runtime/format/CodeRecord.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+
+#include <array>
 
 namespace hetc::x86 {
 #define GEN_PASS_DEF_HETCX86PREPAREENTRIESPASS
@@ -36,10 +41,60 @@ struct PrepareEntriesPass
   }
 };
 
+using CodeRecord = std::array<int64_t, hetrt::format::kCodeRecordLength>;
+
+/// The shapes an exported entry point assumes, read off its buffer arguments:
+/// the KV caches (memref<2xCxKxDxT>, one per layer) and the logits, its last
+/// buffer (memref<NxVxf32>). Fails with a diagnostic when they are not static.
+FailureOr<CodeRecord> recordOf(func::FuncOp func) {
+  using namespace hetrt::format;
+  CodeRecord record{};
+  record[CodeRecordMagic] = kCodeRecordMagic;
+  record[CodeRecordAbiVersion] = kKernelAbiVersion;
+  MemRefType logits;
+  for (BlockArgument argument : func.getArguments()) {
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type)
+      continue;
+    logits = type;
+    if (type.getRank() != 4 || type.getDimSize(0) != 2)
+      continue;
+    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+      return func.emitOpError()
+             << "takes a KV cache of type " << type
+             << " with a dynamic shape; the runtime allocates caches from "
+                "static shapes";
+    CodeRecord cache = record;
+    cache[CodeRecordContextLength] = type.getDimSize(1);
+    cache[CodeRecordNumKvHeads] = type.getDimSize(2);
+    cache[CodeRecordHeadDim] = type.getDimSize(3);
+    cache[CodeRecordKvElementBytes] =
+        type.getElementType().getIntOrFloatBitWidth() / 8;
+    if (record[CodeRecordNumLayers] > 0 &&
+        (cache[CodeRecordContextLength] != record[CodeRecordContextLength] ||
+         cache[CodeRecordNumKvHeads] != record[CodeRecordNumKvHeads] ||
+         cache[CodeRecordHeadDim] != record[CodeRecordHeadDim] ||
+         cache[CodeRecordKvElementBytes] != record[CodeRecordKvElementBytes]))
+      return func.emitOpError()
+             << "takes KV caches of different shapes; the runtime gives every "
+                "layer the same cache shape";
+    cache[CodeRecordNumLayers] = record[CodeRecordNumLayers] + 1;
+    record = cache;
+  }
+  if (!logits || logits.getRank() != 2 || !logits.hasStaticShape() ||
+      !logits.getElementType().isF32())
+    return func.emitOpError()
+           << "must take the logits as its last buffer argument, a static "
+              "memref<NxVxf32>";
+  record[CodeRecordVocabSize] = logits.getDimSize(1);
+  return record;
+}
+
 struct ExportEntriesPass
     : hetc::x86::impl::HetcX86ExportEntriesPassBase<ExportEntriesPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    std::optional<CodeRecord> record;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(hetc::x86::kEntryAttrName))
         continue;
@@ -50,6 +105,21 @@ struct ExportEntriesPass
                "runtime can pass every buffer in";
         return signalPassFailure();
       }
+      FailureOr<CodeRecord> entryRecord = recordOf(func);
+      if (failed(entryRecord))
+        return signalPassFailure();
+      if (record && *record != *entryRecord) {
+        func.emitOpError() << "assumes other model shapes than the entry "
+                              "points before it; one module holds one model";
+        return signalPassFailure();
+      }
+      record = *entryRecord;
+    }
+    if (record)
+      writeRecord(*record);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(hetc::x86::kEntryAttrName))
+        continue;
       func.setPublic();
       func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                     UnitAttr::get(ctx));
@@ -64,6 +134,24 @@ struct ExportEntriesPass
                 func.getLoc())))
           return signalPassFailure();
     }
+  }
+
+  /// The record as an exported constant array, which the runtime finds with
+  /// dlsym; a record already present (the pass run twice) is replaced.
+  void writeRecord(const CodeRecord &record) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (Operation *old = module.lookupSymbol(hetrt::format::kCodeRecordSymbol))
+      old->erase();
+    auto i64 = IntegerType::get(ctx, 64);
+    auto values = DenseIntElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(record.size())}, i64),
+        llvm::ArrayRef<int64_t>(record));
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    LLVM::GlobalOp::create(builder, module.getLoc(),
+                           LLVM::LLVMArrayType::get(i64, record.size()),
+                           /*isConstant=*/true, LLVM::Linkage::External,
+                           hetrt::format::kCodeRecordSymbol, values);
   }
 };
 

@@ -34,8 +34,24 @@ def HetcX86ExportEntriesPass
     `_mlir_ciface_<name>` with one memref descriptor per buffer argument, then
     the runtime interface.
 
-    Fails if an entry point still returns values: the runtime passes every
-    buffer in, so results must have become output arguments.
+    It also writes the record the runtime checks before it runs the code
+    (`runtime/format/CodeRecord.h`): an exported constant
+    `@hetc_code_record`, an array of i64 holding a magic number, the kernel
+    ABI version and the shapes the entry points assume, read off their
+    buffer types (the logits' vocabulary, and from the KV caches
+    `memref<2xCxKxDxT>` the layers, context length, KV heads, head size and
+    element bytes). A pack whose manifest disagrees with it is refused.
+
+    ```mlir
+    llvm.mlir.global external constant @hetc_code_record(dense<[magic, 2,
+        512, 5, 4, 8, 512, 4]> : tensor<8xi64>) : !llvm.array<8 x i64>
+    ```
+
+    Fails if an entry point still returns values (the runtime passes every
+    buffer in, so results must have become output arguments), if its last
+    buffer is not a static `memref<NxVxf32>` of logits, if a KV cache has a
+    dynamic shape or the caches differ, or if two entry points assume
+    different shapes.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -6,6 +6,7 @@
 
 #include "runtime/core/CpuFeatures.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
@@ -13,6 +14,64 @@
 #include <unistd.h>
 
 namespace hetrt::cpu {
+
+namespace {
+
+/// Reads the code's record and compares it with the manifest.
+bool checkRecord(void *handle, const format::PackFile &pack,
+                 const format::Manifest &manifest,
+                 const format::CodeVariant &variant,
+                 std::array<int64_t, format::kCodeRecordLength> &record,
+                 std::string &error) {
+  using namespace format;
+  const std::string origin =
+      pack.path() + ": the code of variant \"" + variant.name + "\"";
+  const auto *values =
+      static_cast<const int64_t *>(dlsym(handle, kCodeRecordSymbol));
+  if (!values || values[CodeRecordMagic] != kCodeRecordMagic) {
+    error = origin + " carries no record of the shapes it was compiled for "
+                     "(an older hetc wrote it); compile the model again with "
+                     "`hetc compile`";
+    return false;
+  }
+  std::copy(values, values + kCodeRecordLength, record.begin());
+  if (record[CodeRecordAbiVersion] != kKernelAbiVersion) {
+    error = origin + " follows kernel ABI version " +
+            std::to_string(record[CodeRecordAbiVersion]) +
+            " but this runtime calls version " +
+            std::to_string(kKernelAbiVersion) +
+            "; compile the model again with this hetc";
+    return false;
+  }
+  int64_t elementBytes = manifest.kvElementType == "f32" ? 4 : 0;
+  struct Field {
+    const char *name;
+    int64_t manifestValue;
+    CodeRecordField field;
+  };
+  const Field fields[] = {
+      {"model.vocab_size", manifest.vocabSize, CodeRecordVocabSize},
+      {"model.layers", manifest.numLayers, CodeRecordNumLayers},
+      {"model.kv_heads", manifest.numKvHeads, CodeRecordNumKvHeads},
+      {"model.head_dim", manifest.headDim, CodeRecordHeadDim},
+      {"model.context_length", manifest.contextLength, CodeRecordContextLength},
+      {"model.kv_element_type (bytes)", elementBytes, CodeRecordKvElementBytes},
+  };
+  for (const Field &f : fields) {
+    if (f.manifestValue == record[f.field])
+      continue;
+    error = pack.path() + ": manifest field \"" + f.name + "\" is " +
+            std::to_string(f.manifestValue) + " but the code of variant \"" +
+            variant.name + "\" was compiled for " +
+            std::to_string(record[f.field]) +
+            "; the manifest does not describe this code (compile the model "
+            "again with `hetc compile`)";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
 
 std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
                                        const format::Manifest &manifest,
@@ -61,6 +120,9 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
             chosen->name + "\": " + dlerror();
     return nullptr;
   }
+  if (!checkRecord(loaded->handle_, pack, manifest, *chosen,
+                   loaded->record_, error))
+    return nullptr;
   // Code generated with routed allocations exports a table for the buffer
   // allocator; older code without it keeps the C library's.
   if (void *table = dlsym(loaded->handle_, "hetc_buffer_allocator")) {

@@ -3,9 +3,11 @@
 #ifndef HETRT_BACKENDS_CPU_CPUCODE_H
 #define HETRT_BACKENDS_CPU_CPUCODE_H
 
+#include "runtime/format/CodeRecord.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -20,7 +22,11 @@ using EntryFunction = void (*)(void **descriptors);
 class CpuCode {
 public:
   /// Picks the first variant of `manifest` the host supports and loads it from
-  /// `pack`. On failure returns null and sets `error`.
+  /// `pack`, then checks the code's own record (CodeRecord.h) against the
+  /// manifest: a kernel ABI other than this runtime's, or any shape the code
+  /// was not compiled for, is refused before an entry point could run. On
+  /// failure returns null and sets `error` naming the pack, the field and the
+  /// fix.
   static std::unique_ptr<CpuCode> load(const format::PackFile &pack,
                                        const format::Manifest &manifest,
                                        std::string &error);
@@ -31,6 +37,10 @@ public:
   const std::string &variantName() const { return variant_; }
   EntryFunction prefill() const { return prefill_; }
   EntryFunction decode() const { return decode_; }
+  /// What the code was compiled for, indexed by format::CodeRecordField.
+  const std::array<int64_t, format::kCodeRecordLength> &record() const {
+    return record_;
+  }
 
 private:
   CpuCode() = default;
@@ -39,6 +49,7 @@ private:
   int fd_ = -1;
   EntryFunction prefill_ = nullptr;
   EntryFunction decode_ = nullptr;
+  std::array<int64_t, format::kCodeRecordLength> record_{};
 };
 
 } // namespace hetrt::cpu

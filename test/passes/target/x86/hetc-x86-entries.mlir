@@ -3,7 +3,9 @@
 
 // Model entry points (a leading llm.weights argument) are privatized and tagged
 // for bufferization, then exported with a C interface; other functions are
-// left alone.
+// left alone. Export writes the record of the shapes the entry points assume
+// (magic, ABI version, vocabulary, layers, KV heads, head size, context,
+// element bytes), read off the two KV caches and the logits.
 // PREPARE-LABEL: func.func private @entry
 // PREPARE-SAME: attributes {hetc.entry}
 // PREPARE-LABEL: func.func @helper
@@ -13,7 +15,10 @@
 // EXPORT-SAME: attributes {hetc.entry, llvm.emit_c_interface}
 // EXPORT-LABEL: func.func @helper
 // EXPORT-NOT: llvm.emit_c_interface
-func.func @entry(%w: memref<?xi8> {llm.weights}, %out: memref<4xf32>) {
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 2, 300, 2, 4, 16, 64, 4]> : tensor<8xi64>) {addr_space = 0 : i32} : !llvm.array<8 x i64>
+func.func @entry(%w: memref<?xi8> {llm.weights}, %t: memref<?xi32>,
+                 %p: memref<?xi32>, %c0: memref<2x64x4x16xf32>,
+                 %c1: memref<2x64x4x16xf32>, %out: memref<1x300xf32>) {
   return
 }
 func.func @helper(%x: memref<4xf32>) {

@@ -1,4 +1,4 @@
-// RUN: hetc-opt %s --verify-diagnostics --hetc-x86-prepare-entries --hetc-x86-export-entries
+// RUN: hetc-opt %s --split-input-file --verify-diagnostics --hetc-x86-prepare-entries --hetc-x86-export-entries
 
 // An entry point that still returns a buffer cannot take the runtime's calling
 // convention, where every buffer is passed in.
@@ -6,4 +6,44 @@
 func.func @entry(%w: memref<?xi8> {llm.weights}) -> memref<4xf32> {
   %a = memref.alloc() : memref<4xf32>
   return %a : memref<4xf32>
+}
+
+// -----
+
+// The code record needs the logits' vocabulary: the last buffer must be a
+// static memref<NxVxf32>.
+// expected-error @+1 {{must take the logits as its last buffer argument, a static memref<NxVxf32>}}
+func.func @entry(%w: memref<?xi8> {llm.weights}, %out: memref<4xf32>) {
+  return
+}
+
+// -----
+
+// The runtime allocates KV caches from the recorded static shape.
+// expected-error @+1 {{with a dynamic shape; the runtime allocates caches from static shapes}}
+func.func @entry(%w: memref<?xi8> {llm.weights}, %c: memref<2x?x4x16xf32>,
+                 %out: memref<1x300xf32>) {
+  return
+}
+
+// -----
+
+// One record describes every layer's cache.
+// expected-error @+1 {{takes KV caches of different shapes}}
+func.func @entry(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
+                 %c1: memref<2x32x4x16xf32>, %out: memref<1x300xf32>) {
+  return
+}
+
+// -----
+
+// Prefill and decode of one module must assume one model.
+func.func @prefill(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
+                   %out: memref<1x300xf32>) {
+  return
+}
+// expected-error @+1 {{assumes other model shapes than the entry points before it}}
+func.func @decode(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
+                  %out: memref<1x301xf32>) {
+  return
 }

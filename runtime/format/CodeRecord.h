@@ -1,0 +1,43 @@
+// The record that generated model code carries of what it was compiled for:
+// the kernel ABI version and the shapes its entry points assume. The compiler
+// writes it into the code (hetc-x86-export-entries); the runtime reads it
+// before running anything and refuses a manifest that disagrees, since a
+// wrong shape would make the code read and write outside its buffers.
+#ifndef HETRT_FORMAT_CODERECORD_H
+#define HETRT_FORMAT_CODERECORD_H
+
+#include <cstdint>
+
+namespace hetrt::format {
+
+/// Version of the calling convention between generated code and the runtime:
+/// the entry arguments' order and descriptors, the runtime interface, the
+/// buffer-allocator table. Bumped on any change to one of them.
+inline constexpr int64_t kKernelAbiVersion = 2;
+
+/// The exported symbol of the record: an array of kCodeRecordLength int64
+/// values, indexed by CodeRecordField.
+inline constexpr const char *kCodeRecordSymbol = "hetc_code_record";
+
+/// "HETCREC1" read as a little-endian int64: tells a record from other bytes.
+inline constexpr int64_t kCodeRecordMagic = 0x3143455243544548;
+
+enum CodeRecordField : int {
+  CodeRecordMagic = 0,
+  CodeRecordAbiVersion,
+  /// Columns of the logits the entry points write.
+  CodeRecordVocabSize,
+  /// KV caches the entry points take: one per layer.
+  CodeRecordNumLayers,
+  CodeRecordNumKvHeads,
+  CodeRecordHeadDim,
+  /// Positions each KV cache holds.
+  CodeRecordContextLength,
+  /// Bytes of one KV-cache element.
+  CodeRecordKvElementBytes,
+  kCodeRecordLength,
+};
+
+} // namespace hetrt::format
+
+#endif // HETRT_FORMAT_CODERECORD_H

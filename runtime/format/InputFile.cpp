@@ -1,0 +1,90 @@
+// Regular-file checks with O_NONBLOCK: open(2) on a FIFO otherwise waits for a
+// writer forever, before any fstat could refuse it.
+#include "runtime/format/InputFile.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hetrt::format {
+
+const char *fileKindName(unsigned mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISREG(mode))
+    return "a regular file";
+  return "not a regular file";
+}
+
+int openRegularFile(const std::string &path, const char *what, uint64_t &size,
+                    std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return -1;
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    error = path + ": cannot stat: " + std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    error = path + ": is " + fileKindName(info.st_mode) +
+            ", not a regular file; give the path of " + what;
+    ::close(fd);
+    return -1;
+  }
+  // Reads of a regular file never block; the flag is cleared only so that the
+  // descriptor behaves normally for whoever uses it next.
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  size = static_cast<uint64_t>(info.st_size);
+  return fd;
+}
+
+std::optional<std::string> readRegularFile(const std::string &path,
+                                           const char *what, uint64_t maxBytes,
+                                           std::string &error) {
+  uint64_t size = 0;
+  int fd = openRegularFile(path, what, size, error);
+  if (fd < 0)
+    return std::nullopt;
+  if (size > maxBytes) {
+    error = path + ": is " + std::to_string(size) + " bytes, more than the " +
+            std::to_string(maxBytes) + " bytes " + what +
+            " may have; give the right file";
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      error = path + ": cannot read: " +
+              (n == 0 ? std::string("the file shrank while being read")
+                      : std::string(std::strerror(errno)));
+      ::close(fd);
+      return std::nullopt;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+} // namespace hetrt::format

@@ -1,0 +1,33 @@
+// Opening untrusted input files: regular files only, checked before any read,
+// so a FIFO, a directory or a device is an error at once and never a hang.
+#ifndef HETRT_FORMAT_INPUTFILE_H
+#define HETRT_FORMAT_INPUTFILE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hetrt::format {
+
+/// Opens `path` read-only when it is a regular file and returns the
+/// descriptor (the caller closes it) with the file's size in `size`. On
+/// failure returns -1 and sets `error` to "PATH: is a directory, not a regular
+/// file; give the path of WHAT" (or the system's reason). `what` names the
+/// expected content ("a GGUF model", "a .hetpack"). Never blocks: a FIFO is
+/// opened without waiting for a writer and refused.
+int openRegularFile(const std::string &path, const char *what, uint64_t &size,
+                    std::string &error);
+
+/// Reads the whole regular file `path` (see openRegularFile), refusing files
+/// larger than `maxBytes` with an error naming both sizes.
+std::optional<std::string> readRegularFile(const std::string &path,
+                                           const char *what, uint64_t maxBytes,
+                                           std::string &error);
+
+/// The kind of a non-regular file for messages ("a directory", "a FIFO", ...),
+/// from a stat mode.
+const char *fileKindName(unsigned mode);
+
+} // namespace hetrt::format
+
+#endif // HETRT_FORMAT_INPUTFILE_H

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Reads and rewrites .hetpack files for tests of the runtime's pack checks.
+
+    hetpack.py list PACK                    section names, sizes and checksums
+    hetpack.py extract PACK SECTION OUT     one section's bytes
+    hetpack.py set PACK OUT KEY=VALUE...    manifest fields changed (model.layers=1),
+                                            checksums written anew: a pack forged
+                                            to look valid
+    hetpack.py flip PACK OUT SECTION OFFSET one byte of a section inverted, checksums
+                                            kept: damage the header does not know of
+    hetpack.py trap PACK OUT SECTION        a section's bytes overwritten with int3
+                                            (0xcc) from its middle on, checksums kept
+
+The layout is runtime/format/Pack.cpp's: "HETCPACK", u32 version, u32 count, per
+section u32 name length, name, u64 offset, u64 size, u64 XXH3-64, then the XXH3-64
+of the header. XXH3 comes from libxxhash (a dependency of hetc) through ctypes.
+"""
+import ctypes
+import ctypes.util
+import json
+import struct
+import sys
+
+_xxhash = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+_xxhash.XXH3_64bits.restype = ctypes.c_uint64
+_xxhash.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def xxh3(data: bytes) -> int:
+    return _xxhash.XXH3_64bits(data, len(data))
+
+
+def read(path):
+    data = open(path, "rb").read()
+    assert data[:8] == b"HETCPACK", "not a pack"
+    version, count = struct.unpack_from("<II", data, 8)
+    pos = 16
+    sections = []
+    for _ in range(count):
+        (length,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        name = data[pos : pos + length].decode()
+        pos += length
+        offset, size, checksum = struct.unpack_from("<QQQ", data, pos)
+        pos += 24
+        sections.append([name, data[offset : offset + size], checksum])
+    return version, sections
+
+
+def write(path, version, sections, rechecksum):
+    table = b""
+    offset = 16 + sum(4 + len(n.encode()) + 24 for n, _, _ in sections) + 8
+    for name, payload, checksum in sections:
+        table += struct.pack("<I", len(name.encode())) + name.encode()
+        table += struct.pack("<QQQ", offset, len(payload),
+                             xxh3(payload) if rechecksum else checksum)
+        offset += len(payload)
+    header = b"HETCPACK" + struct.pack("<II", version, len(sections)) + table
+    header += struct.pack("<Q", xxh3(header))
+    with open(path, "wb") as out:
+        out.write(header + b"".join(p for _, p, _ in sections))
+
+
+def main(argv):
+    command = argv[1]
+    version, sections = read(argv[2])
+    if command == "list":
+        for name, payload, checksum in sections:
+            print(f"{name} {len(payload)} {checksum:016x}")
+        return
+    out = argv[3]
+    if command == "extract":
+        payload = next(p for n, p, _ in sections if n == argv[3])
+        open(argv[4], "wb").write(payload)
+    elif command == "set":
+        for name_payload in sections:
+            if name_payload[0] != "manifest.json":
+                continue
+            manifest = json.loads(name_payload[1])
+            for assignment in argv[4:]:
+                key, value = assignment.split("=", 1)
+                obj, field = key.split(".")
+                manifest[obj][field] = json.loads(value)
+            name_payload[1] = json.dumps(manifest, indent=2).encode()
+        write(out, version, sections, rechecksum=True)
+    elif command in ("flip", "trap"):
+        for name_payload in sections:
+            if name_payload[0] != argv[4]:
+                continue
+            payload = bytearray(name_payload[1])
+            if command == "flip":
+                payload[int(argv[5])] ^= 0xFF
+            else:
+                half = len(payload) // 2
+                payload[half:] = b"\xcc" * (len(payload) - half)
+            name_payload[1] = bytes(payload)
+        write(out, version, sections, rechecksum=False)
+    else:
+        sys.exit(f"unknown command {command}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
