@@ -10,6 +10,8 @@
 #include "runtime/tokenizer/SyntheticVocab.h"
 
 #include <cmath>
+#include <cstdio>
+#include <sys/statvfs.h>
 #include <vector>
 
 namespace hetc::synth {
@@ -57,6 +59,12 @@ private:
   uint64_t state_;
 };
 
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", bytes / double(1 << 30));
+  return text;
+}
+
 uint64_t hashName(const std::string &name, uint64_t seed) {
   uint64_t hash = 1469598103934665603ull ^ seed;
   for (char c : name)
@@ -96,10 +104,6 @@ public:
   bool addTensor(const std::string &name, int64_t rows, int64_t columns,
                  BlockFormat format, float center, float scale,
                  std::string &error) {
-    Generator generator(hashName(name, spec_.seed));
-    // Uniform on [-a, a] has standard deviation a / sqrt(3).
-    float amplitude = scale * std::sqrt(3.0f);
-    std::vector<float> row(static_cast<size_t>(columns));
     std::optional<int64_t> rowBytes =
         hetrt::format::storageBytes(format, columns);
     if (!rowBytes) {
@@ -111,20 +115,34 @@ public:
               "; choose dimensions that are multiples of it";
       return false;
     }
-    std::vector<uint8_t> data(static_cast<size_t>(*rowBytes * rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float &value : row)
-        value = center + amplitude * generator.uniform();
-      hetrt::format::quantizeRow(format, row.data(), columns,
-                                 data.data() + r * *rowBytes);
-    }
     // Norm weights and biases are vectors; everything else a matrix.
     std::vector<int64_t> dims = {columns};
     bool vector = rows == 1 && (name.find("norm") != std::string::npos ||
                                 name.find(".bias") != std::string::npos);
     if (!vector)
       dims.push_back(rows);
-    writer_.addTensor(name, dims, format, std::move(data));
+    uint64_t seed = hashName(name, spec_.seed);
+    int64_t bytesPerRow = *rowBytes;
+    // Rows are generated and quantized as the file is written, one at a
+    // time: a model larger than memory streams to disk.
+    writer_.addTensor(
+        name, dims, format, static_cast<uint64_t>(bytesPerRow * rows),
+        [=](const std::function<void(std::string_view)> &sink, std::string &) {
+          Generator generator(seed);
+          // Uniform on [-a, a] has standard deviation a / sqrt(3).
+          float amplitude = scale * std::sqrt(3.0f);
+          std::vector<float> row(static_cast<size_t>(columns));
+          std::vector<uint8_t> stored(static_cast<size_t>(bytesPerRow));
+          for (int64_t r = 0; r < rows; ++r) {
+            for (float &value : row)
+              value = center + amplitude * generator.uniform();
+            hetrt::format::quantizeRow(format, row.data(), columns,
+                                       stored.data());
+            sink(std::string_view(reinterpret_cast<const char *>(stored.data()),
+                                  stored.size()));
+          }
+          return true;
+        });
     return true;
   }
 
@@ -139,18 +157,26 @@ private:
 
 bool writeSyntheticModel(const SyntheticModelSpec &spec,
                          const std::string &path, std::string &error) {
-  auto positive = [&](int64_t value, const char *flag) {
-    if (value > 0)
+  // Bounds past every released model keep the sizes' products in range.
+  auto inRange = [&](int64_t value, const char *flag, int64_t limit) {
+    if (value > 0 && value <= limit)
       return true;
-    error = std::string("--") + flag + " must be positive, got " +
-            std::to_string(value);
+    error = std::string("--") + flag + " " + std::to_string(value) +
+            " is outside [1, " + std::to_string(limit) + "]";
     return false;
   };
-  if (!positive(spec.dim, "dim") || !positive(spec.layers, "layers") ||
-      !positive(spec.heads, "heads") || !positive(spec.kvHeads, "kv-heads") ||
-      !positive(spec.ffnDim, "ffn") || !positive(spec.vocabSize, "vocab") ||
-      !positive(spec.contextLength, "context"))
+  if (!inRange(spec.dim, "dim", 65536) || !inRange(spec.layers, "layers", 1024) ||
+      !inRange(spec.heads, "heads", 1024) ||
+      !inRange(spec.kvHeads, "kv-heads", 1024) ||
+      !inRange(spec.ffnDim, "ffn", 1 << 20) ||
+      !inRange(spec.vocabSize, "vocab", 1 << 20) ||
+      !inRange(spec.contextLength, "context", INT32_MAX))
     return false;
+  if (!std::isfinite(spec.ropeBase) || !(spec.ropeBase > 0)) {
+    error = "--rope-base " + std::to_string(spec.ropeBase) +
+            " must be a positive finite number (10000 is Llama 2's)";
+    return false;
+  }
   // qwen2 is llama with Q/K/V biases and NeoX RoPE; the synthetic vocabulary
   // serves both.
   if (spec.architecture != "llama" && spec.architecture != "qwen2") {
@@ -246,9 +272,22 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
   if (!spec.tiedOutput &&
       !matrix("output.weight", spec.vocabSize, spec.dim))
     return false;
-  if (!writer.writeFile(path, error))
-    return false;
-  return true;
+  // Refused before a byte is written when the file system cannot hold it.
+  uint64_t bytes = writer.fileSize();
+  std::string directory = path.find('/') == std::string::npos
+                              ? std::string(".")
+                              : path.substr(0, path.find_last_of('/') + 1);
+  struct statvfs disk;
+  if (statvfs(directory.c_str(), &disk) == 0) {
+    uint64_t free = static_cast<uint64_t>(disk.f_bavail) * disk.f_frsize;
+    if (bytes > free) {
+      error = "-o " + path + ": the model is " + gib(bytes) +
+              " but its file system has " + gib(free) +
+              " free; choose smaller sizes or another directory";
+      return false;
+    }
+  }
+  return writer.writeFile(path, error);
 }
 
 } // namespace hetc::synth

@@ -5,6 +5,9 @@
 #include "runtime/core/Session.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/format/NonFinite.h"
+
+#include <cmath>
 
 #include <system_error>
 
@@ -173,7 +176,39 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
   arguments.push_back(&runtimeInterface_);
   entry(arguments.data());
   position_ += count;
+  if (!format::allFinite(logits_.data(), m.vocabSize)) {
+    error = describeNonFiniteLogits();
+    return false;
+  }
   return true;
+}
+
+std::string Session::describeNonFiniteLogits() const {
+  int64_t bad = 0;
+  for (float value : logits_)
+    bad += !std::isfinite(value);
+  std::string message = "the logits at position " +
+                        std::to_string(position_ - 1) + " are not finite (" +
+                        std::to_string(bad) + " of " +
+                        std::to_string(logits_.size()) +
+                        " values are NaN or infinite): ";
+  const format::GgufFile &weights = model_.weights();
+  std::optional<format::NonFiniteTensor> tensor =
+      format::firstNonFiniteTensor(weights);
+  if (!tensor)
+    return message +
+           "every weight is finite, so an activation overflowed inside the "
+           "model; its weights are too large for f32 arithmetic";
+  std::string where =
+      tensor->layer < 0 ? std::string("the token embedding")
+      : tensor->layer >= model_.manifest().numLayers
+          ? std::string("the output layers")
+          : "layer " + std::to_string(tensor->layer);
+  return message + "tensor \"" + tensor->name + "\" holds " +
+         std::to_string(tensor->count) +
+         " non-finite values; the first layer to produce them is " + where +
+         "; " + weights.path() +
+         " is damaged (download or convert the model again)";
 }
 
 } // namespace hetrt::core

@@ -27,7 +27,10 @@ public:
 
   /// Runs `ids` through the model from the current position (prompt
   /// processing). Returns false and sets `error` when an id is outside the
-  /// vocabulary or the context would overflow; the session is unchanged then.
+  /// vocabulary or the context would overflow (the session is unchanged
+  /// then), or when the logits come out non-finite (the tokens are in the
+  /// cache then; the error names the first layer whose weights hold a NaN or
+  /// an infinity).
   bool prefill(const std::vector<int32_t> &ids, std::string &error);
   /// Runs one token (generation); same failures as prefill.
   bool decode(int32_t id, std::string &error);
@@ -60,6 +63,9 @@ private:
   Session(const Model &model, int numThreads);
   bool run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
            std::string &error);
+  /// Why the logits are not finite: the first weight tensor, in forward
+  /// order, holding a non-finite value.
+  std::string describeNonFiniteLogits() const;
 
   const Model &model_;
   ThreadPool pool_;

@@ -3,9 +3,8 @@
 
 #include "runtime/format/OutputFile.h"
 
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <fstream>
 
 namespace hetrt::format {
 
@@ -87,10 +86,23 @@ void GgufWriter::addI32Array(std::string_view key,
 
 void GgufWriter::addTensor(std::string_view name, std::vector<int64_t> dims,
                            BlockFormat format, std::vector<uint8_t> data) {
-  tensors_.push_back({std::string(name), std::move(dims), format, std::move(data)});
+  uint64_t size = data.size();
+  tensors_.push_back(
+      {std::string(name), std::move(dims), format, std::move(data), {}, size});
 }
 
-std::string GgufWriter::serialize() const {
+void GgufWriter::addTensor(std::string_view name, std::vector<int64_t> dims,
+                           BlockFormat format, uint64_t sizeBytes,
+                           TensorProducer producer) {
+  tensors_.push_back({std::string(name), std::move(dims), format, {},
+                      std::move(producer), sizeBytes});
+}
+
+uint64_t GgufWriter::padded(uint64_t size) const {
+  return (size + alignment_ - 1) / alignment_ * alignment_;
+}
+
+std::string GgufWriter::header() const {
   std::string out;
   append<uint32_t>(out, 0x46554747);
   append<uint32_t>(out, 3);
@@ -113,21 +125,69 @@ std::string GgufWriter::serialize() const {
       append<uint64_t>(out, static_cast<uint64_t>(dim));
     append<uint32_t>(out, static_cast<uint32_t>(tensor.format));
     append<uint64_t>(out, offset);
-    offset += (tensor.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += padded(tensor.size);
   }
-  out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, '\0');
+  out.resize(padded(out.size()), '\0');
+  return out;
+}
+
+uint64_t GgufWriter::fileSize() const {
+  uint64_t size = header().size();
+  for (const Tensor &tensor : tensors_)
+    size += padded(tensor.size);
+  return size;
+}
+
+bool GgufWriter::emit(const std::function<void(std::string_view)> &sink,
+                      std::string &error) const {
+  sink(header());
+  static const char zeros[64] = {};
   for (const Tensor &tensor : tensors_) {
-    out.append(reinterpret_cast<const char *>(tensor.data.data()),
-               tensor.data.size());
-    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, '\0');
+    uint64_t written = 0;
+    if (tensor.producer) {
+      if (!tensor.producer([&](std::string_view bytes) {
+            written += bytes.size();
+            sink(bytes);
+          }, error))
+        return false;
+    } else {
+      sink(std::string_view(reinterpret_cast<const char *>(tensor.data.data()),
+                            tensor.data.size()));
+      written = tensor.data.size();
+    }
+    if (written != tensor.size) {
+      error = "tensor \"" + tensor.name + "\" produced " +
+              std::to_string(written) + " bytes instead of " +
+              std::to_string(tensor.size);
+      return false;
+    }
+    for (uint64_t pad = padded(written) - written; pad > 0;) {
+      uint64_t chunk = std::min<uint64_t>(pad, sizeof(zeros));
+      sink(std::string_view(zeros, chunk));
+      pad -= chunk;
+    }
   }
+  return true;
+}
+
+std::string GgufWriter::serialize() const {
+  std::string out;
+  std::string error;
+  bool ok = emit([&](std::string_view bytes) { out.append(bytes); }, error);
+  (void)ok;
   return out;
 }
 
 bool GgufWriter::writeFile(const std::string &path, std::string &error) const {
-  // Through a temporary name beside the target, so a failed write never
+  // Streamed through a temporary file beside the target: tensors are
+  // produced one at a time, never held whole, and a failed write never
   // leaves a truncated model where a good one was.
-  return writeFileAtomically(path, serialize(), error);
+  OutputFile out;
+  if (!out.open(path, error))
+    return false;
+  if (!emit([&](std::string_view bytes) { out.write(bytes); }, error))
+    return false;
+  return out.commit(error);
 }
 
 } // namespace hetrt::format

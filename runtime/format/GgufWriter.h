@@ -7,6 +7,7 @@
 #include "runtime/format/Gguf.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,9 +35,21 @@ public:
   void addTensor(std::string_view name, std::vector<int64_t> dims,
                  BlockFormat format, std::vector<uint8_t> data);
 
-  /// The complete file image.
+  /// Emits a tensor's stored bytes in pieces through `sink`; returns false
+  /// with `error` set when it cannot produce them.
+  using TensorProducer = std::function<bool(
+      const std::function<void(std::string_view)> &sink, std::string &error)>;
+  /// Adds a tensor whose `sizeBytes` stored bytes `producer` emits when the
+  /// file is written, so a large model is never held in memory.
+  void addTensor(std::string_view name, std::vector<int64_t> dims,
+                 BlockFormat format, uint64_t sizeBytes, TensorProducer producer);
+
+  /// The complete file image (producers run; for small files and tests).
   std::string serialize() const;
-  /// Writes the image to `path`; returns false and sets `error` on failure.
+  /// The size of the file serialize() and writeFile() produce.
+  uint64_t fileSize() const;
+  /// Streams the file to `path` through a temporary file beside it; returns
+  /// false and sets `error` on failure, leaving an earlier file intact.
   bool writeFile(const std::string &path, std::string &error) const;
 
 private:
@@ -45,8 +58,15 @@ private:
     std::vector<int64_t> dims;
     BlockFormat format;
     std::vector<uint8_t> data;
+    TensorProducer producer;
+    uint64_t size = 0;
   };
   void beginKey(std::string_view key, GgufType type);
+  uint64_t padded(uint64_t size) const;
+  /// Header, metadata and tensor infos, padded to the alignment.
+  std::string header() const;
+  bool emit(const std::function<void(std::string_view)> &sink,
+            std::string &error) const;
 
   uint64_t alignment_;
   uint64_t metadataCount_ = 0;

@@ -122,7 +122,7 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
       {"model.layers", manifest.numLayers, 4096},
       {"model.kv_heads", manifest.numKvHeads, 4096},
       {"model.head_dim", manifest.headDim, 65536},
-      {"model.context_length", manifest.contextLength, int64_t(1) << 32},
+      {"model.context_length", manifest.contextLength, INT32_MAX},
   };
   for (const Bound &bound : bounds)
     if (bound.value < 1 || bound.value > bound.limit)

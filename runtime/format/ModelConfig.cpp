@@ -1,6 +1,7 @@
 // Reading and validating model hyper-parameters from GGUF metadata.
 #include "runtime/format/ModelConfig.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace hetrt::format {
@@ -43,8 +44,12 @@ public:
       return true;
     }
     std::optional<double> number = value->asDouble();
-    if (!number || !(*number > 0))
-      return fail("metadata key \"" + key + "\" must be a positive number");
+    if (!number || !(*number > 0) || !std::isfinite(*number))
+      return fail("metadata key \"" + key +
+                  "\" must be a positive finite number, got " +
+                  (number ? std::to_string(*number)
+                          : "a " + std::string(ggufTypeName(value->type()))) +
+                  "; fix the metadata");
     out = static_cast<float>(*number);
     return true;
   }
@@ -59,6 +64,90 @@ private:
   std::string arch_;
   std::string &error_;
 };
+std::string shapeText(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// Checks that the tensors the hyper-parameters promise exist with the shapes
+/// they imply (GGUF order, innermost first), and that no tensor belongs to a
+/// layer past block_count: a file whose metadata contradicts its tensors is
+/// refused here, before anything is sized from the metadata.
+bool checkTensors(const GgufFile &file, const ModelConfig &config,
+                  std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = file.path() + ": " + message +
+            "; the metadata contradicts the tensors (re-convert the model "
+            "with a current llama.cpp converter)";
+    return false;
+  };
+  // One lookup bounds block_count by the tensors before any loop over it.
+  std::string lastNorm =
+      "blk." + std::to_string(config.numLayers - 1) + ".attn_norm.weight";
+  if (!file.findTensor(lastNorm))
+    return fail("block_count is " + std::to_string(config.numLayers) +
+                " but tensor \"" + lastNorm + "\" is missing");
+  auto expect = [&](const std::string &name, std::vector<int64_t> dims,
+                    const std::string &because) {
+    const GgufTensorInfo *tensor = file.findTensor(name);
+    if (!tensor)
+      return fail("tensor \"" + name + "\" is missing");
+    if (tensor->dims != dims)
+      return fail("tensor \"" + name + "\" has shape " +
+                  shapeText(tensor->dims) + " but " + because + " need " +
+                  shapeText(dims));
+    return true;
+  };
+  int64_t qDim = config.numHeads * config.headDim;
+  int64_t kvDim = config.numKvHeads * config.headDim;
+  std::string byDim = "embedding_length " + std::to_string(config.dim);
+  std::string byQ = byDim + ", head_count " + std::to_string(config.numHeads) +
+                    " and key_length " + std::to_string(config.headDim);
+  std::string byKv = byDim + ", head_count_kv " +
+                     std::to_string(config.numKvHeads) + " and key_length " +
+                     std::to_string(config.headDim);
+  std::string byFfn = byDim + " and feed_forward_length " +
+                      std::to_string(config.ffnDim);
+  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    std::string prefix = "blk." + std::to_string(layer) + ".";
+    if (!expect(prefix + "attn_norm.weight", {config.dim}, byDim) ||
+        !expect(prefix + "attn_q.weight", {config.dim, qDim}, byQ) ||
+        !expect(prefix + "attn_k.weight", {config.dim, kvDim}, byKv) ||
+        !expect(prefix + "attn_v.weight", {config.dim, kvDim}, byKv) ||
+        !expect(prefix + "attn_output.weight", {qDim, config.dim}, byQ) ||
+        !expect(prefix + "ffn_norm.weight", {config.dim}, byDim))
+      return false;
+    // Mixture-of-experts layers hold their FFNs as expert stacks.
+    if (file.findTensor(prefix + "ffn_gate_inp.weight"))
+      continue;
+    if (!expect(prefix + "ffn_gate.weight", {config.dim, config.ffnDim}, byFfn) ||
+        !expect(prefix + "ffn_up.weight", {config.dim, config.ffnDim}, byFfn) ||
+        !expect(prefix + "ffn_down.weight", {config.ffnDim, config.dim}, byFfn))
+      return false;
+  }
+  if (!expect("output_norm.weight", {config.dim}, byDim))
+    return false;
+  if (file.findTensor("output.weight") &&
+      !expect("output.weight", {config.dim, config.vocabSize},
+              byDim + " and the vocabulary of token_embd.weight"))
+    return false;
+  for (const GgufTensorInfo &tensor : file.tensors()) {
+    if (tensor.name.rfind("blk.", 0) != 0)
+      continue;
+    int64_t layer = 0;
+    size_t at = 4;
+    while (at < tensor.name.size() && tensor.name[at] >= '0' &&
+           tensor.name[at] <= '9' && layer < config.numLayers)
+      layer = layer * 10 + (tensor.name[at++] - '0');
+    if (layer >= config.numLayers)
+      return fail("tensor \"" + tensor.name + "\" belongs to a layer past "
+                  "block_count " + std::to_string(config.numLayers));
+  }
+  return true;
+}
+
 } // namespace
 
 std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
@@ -126,6 +215,13 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
                      "[vocab, " +
                      std::to_string(config.dim) + "]");
   config.vocabSize = embedding->dims[1];
+  if (config.contextLength > kMaxContextLength)
+    return invalid("context_length (" + std::to_string(config.contextLength) +
+                   ") is larger than the " + std::to_string(kMaxContextLength) +
+                   " positions hetc addresses (positions are 32-bit); fix the "
+                   "metadata");
+  if (!checkTensors(file, config, error))
+    return std::nullopt;
   config.tiedOutput = file.findTensor("output.weight") == nullptr;
   config.qkvBias = file.findTensor("blk.0.attn_q.bias") != nullptr;
   config.ropeFreqFactors = file.findTensor("rope_freqs.weight") != nullptr;

@@ -20,6 +20,9 @@ enum class RopeStyle {
   NeoX,
 };
 
+/// The longest context hetc addresses: positions are 32-bit in the kernels.
+inline constexpr int64_t kMaxContextLength = INT32_MAX;
+
 struct ModelConfig {
   /// `general.architecture`: llama, mistral or qwen2.
   std::string architecture;

@@ -4,8 +4,11 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
+#include "runtime/core/Limits.h"
+#include "runtime/format/Gguf.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
+#include "runtime/format/ModelConfig.h"
 #include "runtime/format/Pack.h"
 
 #include <cerrno>
@@ -96,6 +99,37 @@ std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error) {
   if (isPack(model))
     return model;
+  // The model's shapes are checked, and its KV cache against this machine's
+  // memory, before anything is hashed or compiled.
+  std::unique_ptr<hetrt::format::GgufFile> file =
+      hetrt::format::GgufFile::open(model, error);
+  if (!file)
+    return {};
+  std::optional<hetrt::format::ModelConfig> config =
+      hetrt::format::ModelConfig::fromGguf(*file, error);
+  if (!config)
+    return {};
+  if (contextLength > hetrt::format::kMaxContextLength) {
+    error = "--context " + std::to_string(contextLength) +
+            " is larger than the " +
+            std::to_string(hetrt::format::kMaxContextLength) +
+            " positions hetc addresses; give a smaller --context";
+    return {};
+  }
+  if (contextLength > config->contextLength)
+    std::fprintf(stderr,
+                 "%s: warning: --context %lld is longer than the %lld tokens "
+                 "%s was trained for; text past that length may degrade\n",
+                 tool.c_str(), static_cast<long long>(contextLength),
+                 static_cast<long long>(config->contextLength), model.c_str());
+  int64_t context = contextLength > 0 ? contextLength : config->contextLength;
+  if (!hetrt::core::checkKvCacheFits(
+          config->numLayers, context, config->numKvHeads, config->headDim,
+          /*elementBytes=*/4, model,
+          "give a smaller --context (the model was trained for " +
+              std::to_string(config->contextLength) + " tokens)",
+          error))
+    return {};
   std::optional<std::string> hash = hetrt::format::hashFile(model, error);
   if (!hash)
     return {};

@@ -7,6 +7,7 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/OutputFile.h"
 
@@ -21,6 +22,8 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
+#include <string_view>
 
 namespace hetc::cli {
 
@@ -40,7 +43,28 @@ struct RunFlags {
   bool json = false;
   bool ignoreEos = false;
   std::string logitsOut;
+  std::string promptFile;
 };
+
+/// Reads the prompt of -f: a file, or standard input for "-".
+bool readPromptFile(const std::string &path, std::string &prompt,
+                    std::string &error) {
+  if (path == "-") {
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    prompt = text.str();
+    return true;
+  }
+  // A prompt is text; 64 MiB is far past any context.
+  std::optional<std::string> text = hetrt::format::readRegularFile(
+      path, "a prompt text file", uint64_t(64) << 20, error);
+  if (!text) {
+    error = "-f: " + error;
+    return false;
+  }
+  prompt = std::move(*text);
+  return true;
+}
 
 /// Length of the longest prefix of `text` that ends on a UTF-8 character
 /// boundary, so streamed output never splits a character.
@@ -87,13 +111,19 @@ Action registerRunCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "run", "Generate text from a model (a GGUF file is compiled and cached "
              "on first use)");
-  command->add_option("model", flags->model, "A .gguf model or a .hetpack")
+  command->add_option("model,-m,--model", flags->model,
+                      "A .gguf model or a .hetpack")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("-p,--prompt", flags->prompt, "The prompt text");
-  command->add_option("-n,--tokens", flags->numTokens,
-                      "How many tokens to generate")
-      ->check(CLI::NonNegativeNumber);
+  command->add_option("-f,--file", flags->promptFile,
+                      "Read the prompt from a file ('-': standard input)")
+      ->excludes("--prompt");
+  command->add_option("-n,--tokens,--n-predict", flags->numTokens,
+                      "How many tokens to generate (at most what the context "
+                      "holds after the prompt)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--temp", flags->temperature,
                       "Sampling temperature; 0 is greedy (ties to the lowest id)")
       ->check(finiteRange(0, 100));
@@ -111,9 +141,10 @@ Action registerRunCommand(CLI::App &app) {
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
-  command->add_option("--context", flags->contextLength,
-                      "KV-cache capacity when compiling a GGUF (default: the "
-                      "model's)")
+  command->add_option("-c,--context,--ctx-size", flags->contextLength,
+                      "KV-cache capacity in tokens when compiling a GGUF "
+                      "(default: the model's trained context; a .hetpack keeps "
+                      "the context it was compiled for)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--json", flags->json,
                     "Print one JSON object with the token ids, text and speeds");
@@ -144,13 +175,48 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
+    const hetrt::format::Manifest &manifest = model->manifest();
+    bool packGiven = weights.empty();
+    if (packGiven && flags->contextLength > 0 &&
+        flags->contextLength != manifest.contextLength) {
+      std::cerr << "hetc run: --context " << flags->contextLength << ": "
+                << flags->model << " was compiled for a context of "
+                << manifest.contextLength
+                << " tokens; compile it again with `hetc compile --context "
+                << flags->contextLength << "`, or leave --context out\n";
+      return 2;
+    }
     const hetrt::tokenizer::Tokenizer &tokenizer = model->tokenizer();
+    std::string promptText = flags->prompt;
+    if (!flags->promptFile.empty() &&
+        !readPromptFile(flags->promptFile, promptText, error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 2;
+    }
     std::vector<int32_t> prompt =
-        tokenizer.encode(flags->prompt, /*addSpecial=*/true);
+        tokenizer.encode(promptText, /*addSpecial=*/true);
     if (prompt.empty()) {
       std::cerr << "hetc run: the prompt is empty and the model adds no BOS "
                    "token; give a prompt with -p\n";
       return 2;
+    }
+    int64_t context = manifest.contextLength;
+    if (static_cast<int64_t>(prompt.size()) > context) {
+      std::cerr << "hetc run: the prompt is " << prompt.size()
+                << " tokens but the context holds " << context
+                << "; give a shorter prompt or a larger --context\n";
+      return 2;
+    }
+    // Every generated token but the last enters the cache; the end of the
+    // context is where generation stops, never an error.
+    int64_t room = context - static_cast<int64_t>(prompt.size()) + 1;
+    int64_t numTokens = flags->numTokens;
+    if (numTokens > room) {
+      std::cerr << "hetc run: -n " << numTokens << " does not fit: the "
+                << "context holds " << context << " tokens and the prompt takes "
+                << prompt.size() << "; generating at most " << room
+                << " (give a larger --context for more)\n";
+      numTokens = room;
     }
     uint64_t seed = flags->seed >= 0 ? static_cast<uint64_t>(flags->seed)
                                      : std::random_device{}();
@@ -191,10 +257,11 @@ Action registerRunCommand(CLI::App &app) {
     }
     std::vector<int32_t> history = prompt;
     std::vector<int32_t> generated;
+    const char *stopReason = "length";
     std::string pending;
     auto decodeStart = Clock::now();
     int64_t decodeSteps = 0;
-    for (int64_t i = 0; i < flags->numTokens; ++i) {
+    for (int64_t i = 0; i < numTokens; ++i) {
       int32_t token =
           sampler.sample(session.logits(), session.vocabSize(), history);
       generated.push_back(token);
@@ -211,10 +278,15 @@ Action registerRunCommand(CLI::App &app) {
           pending.erase(0, ready);
         }
       }
-      if (!flags->ignoreEos && tokenizer.isEndOfGeneration(token))
+      if (!flags->ignoreEos && tokenizer.isEndOfGeneration(token)) {
+        stopReason = "eos";
         break;
-      if (i + 1 == flags->numTokens)
+      }
+      if (i + 1 == numTokens) {
+        if (numTokens < flags->numTokens)
+          stopReason = "context";
         break;
+      }
       if (!session.decode(token, error)) {
         std::cerr << "\nhetc run: " << error << "\n";
         return 1;
@@ -244,6 +316,7 @@ Action registerRunCommand(CLI::App &app) {
           {"seed", seed},
           {"variant", model->code().variantName()},
           {"threads", session.numThreads()},
+          {"stop_reason", stopReason},
       };
       // Generated bytes need not be valid UTF-8; invalid ones become U+FFFD.
       std::cout << result.dump(-1, ' ', false,
@@ -252,6 +325,11 @@ Action registerRunCommand(CLI::App &app) {
     } else {
       std::fwrite(pending.data(), 1, pending.size(), stdout);
       std::fprintf(stdout, "\n");
+      if (std::string_view(stopReason) == "context")
+        std::fprintf(stderr,
+                     "hetc run: stopped at the end of the context (%lld "
+                     "tokens)\n",
+                     static_cast<long long>(context));
       std::fprintf(stderr,
                    "hetc run: prefill %zu tokens at %.1f tokens/s, decode %lld "
                    "tokens at %.1f tokens/s (%s code)\n",
