@@ -1,6 +1,8 @@
 // Relative-efficiency tables (see Efficiency.h and docs/efficiency.md).
 #include "hetc/Cost/Efficiency.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -46,15 +48,13 @@ std::optional<hardware::DataType> parseDataType(const std::string &name) {
 std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                                                    const std::string &catalogDir,
                                                    std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = path + ": cannot open the efficiency table; give an existing "
-                   "file (hetc ships hardware/workloads/relative-efficiency.json)";
+  std::optional<std::string> text = hetrt::format::readRegularFile(
+      path, "an efficiency table", uint64_t(16) << 20, error);
+  if (!text) {
+    error += " (hetc ships hardware/workloads/relative-efficiency.json)";
     return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  json root = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
     error = path + ": not a JSON object; fix the syntax";
     return std::nullopt;

@@ -1,6 +1,8 @@
 // Model shapes from GGUF headers and Hugging Face configs (see ModelShape.h).
 #include "hetc/Cost/ModelShape.h"
 
+#include "runtime/format/InputFile.h"
+
 #include "runtime/format/Gguf.h"
 #include "runtime/format/ModelConfig.h"
 
@@ -136,14 +138,11 @@ std::optional<ModelShape> shapeFromGguf(const std::string &path,
 std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
                                             const std::string &weightType,
                                             std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = path + ": cannot be read (check the path)";
+  std::optional<std::string> text = hetrt::format::readRegularFile(
+      path, "a Hugging Face config.json", uint64_t(16) << 20, error);
+  if (!text)
     return std::nullopt;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
     error = path + ": is not a JSON object (expected a Hugging Face "
                    "config.json)";
@@ -155,6 +154,18 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
             "q4_k_m (--weight-type)";
     return std::nullopt;
   }
+  // Bounds past every released model keep the products of sizes (bytes of
+  // an expert stack, a KV cache) far inside 64 bits.
+  auto limitOf = [](std::string_view key) -> int64_t {
+    if (key == "num_hidden_layers")
+      return 4096;
+    if (key == "num_attention_heads" || key == "num_key_value_heads" ||
+        key == "num_local_experts" || key == "num_experts_per_tok")
+      return 4096;
+    if (key == "head_dim")
+      return 65536;
+    return int64_t(1) << 24; // hidden, intermediate and vocabulary sizes
+  };
   auto integer = [&](const char *key, bool required,
                      int64_t fallback) -> std::optional<int64_t> {
     auto found = json.find(key);
@@ -168,6 +179,13 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
     if (!found->is_number_integer() || found->get<int64_t>() <= 0) {
       error = path + ": field \"" + key + "\": expected a positive integer, "
               "got " + found->dump() + "; fix: correct the value";
+      return std::nullopt;
+    }
+    int64_t limit = limitOf(key);
+    if (found->get<int64_t>() > limit) {
+      error = path + ": field \"" + key + "\" is " + found->dump() +
+              ", more than the " + std::to_string(limit) +
+              " any model has; fix: correct the value";
       return std::nullopt;
     }
     return found->get<int64_t>();

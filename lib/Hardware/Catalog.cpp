@@ -1,6 +1,8 @@
 // Reading and validating the hardware catalog (see Catalog.h).
 #include "hetc/Hardware/Catalog.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -60,6 +62,9 @@ int System::deviceIndex(const std::string &id) const {
 }
 
 namespace {
+
+/// The largest number any field of a hardware file may hold.
+constexpr double kLargestPlausible = 1e9;
 
 std::string describe(const json &value) {
   std::string text = value.dump();
@@ -127,6 +132,16 @@ public:
       fail(join(path, key),
            std::string("expected a ") + (allowZero ? "non-negative" : "positive") +
                " number, got " + describe(*value),
+           fix);
+      return fallback;
+    }
+    // No rate, price, power or latency of real hardware comes near this; a
+    // larger value is a typo that would print hundreds of digits.
+    if (!std::isfinite(value->get<double>()) ||
+        value->get<double>() > kLargestPlausible) {
+      fail(join(path, key),
+           "is " + describe(*value) + ", beyond any real hardware (at most " +
+               "1e9 in the field's unit)",
            fix);
       return fallback;
     }
@@ -421,20 +436,20 @@ std::optional<Link> readLink(const json &object, const std::string &path,
 }
 
 bool readFile(const std::string &path, std::string &text, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot be read (check the path)";
+  // A FIFO or a directory is refused at once; a catalog file is small.
+  std::optional<std::string> contents = hetrt::format::readRegularFile(
+      path, "a hardware JSON file", uint64_t(16) << 20, error);
+  if (!contents)
     return false;
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  text = contents.str();
+  text = std::move(*contents);
   return true;
 }
 
-bool isFile(const std::string &path) {
+bool exists(const std::string &path) {
   struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+  // Anything that exists is read as a file, so a FIFO or a directory gets
+  // the reader's error instead of being looked up as a catalog name.
+  return ::stat(path.c_str(), &info) == 0;
 }
 
 /// A device or link given by catalog name or inline object.
@@ -445,7 +460,7 @@ std::optional<T> resolve(const json &value, const std::string &path,
   if (value.is_string()) {
     std::string file = catalogDir + "/" + folder + "/" +
                        value.get<std::string>() + ".json";
-    if (!isFile(file)) {
+    if (!exists(file)) {
       check.fail(path, "\"" + value.get<std::string>() + "\" is not in the catalog (" +
                            file + " does not exist)",
                  std::string("use a name from the catalog's ") + folder +
@@ -631,10 +646,10 @@ std::optional<System> loadSystem(const std::string &path,
 std::optional<System> findSystem(const std::string &nameOrPath,
                                  const std::string &catalogDir,
                                  std::string &error) {
-  if (isFile(nameOrPath))
+  if (exists(nameOrPath))
     return loadSystem(nameOrPath, catalogDir, error);
   std::string file = catalogDir + "/systems/" + nameOrPath + ".json";
-  if (nameOrPath.find('/') == std::string::npos && isFile(file))
+  if (nameOrPath.find('/') == std::string::npos && exists(file))
     return loadSystem(file, catalogDir, error);
   error = nameOrPath + ": no such system file, and not a system of the catalog "
                        "in " + catalogDir + "/systems (give a path, a catalog "
@@ -648,10 +663,10 @@ template <typename T, typename Load>
 std::optional<T> findEntry(const std::string &nameOrPath,
                            const std::string &catalogDir, const char *kind,
                            Load load, std::string &error) {
-  if (isFile(nameOrPath))
+  if (exists(nameOrPath))
     return load(nameOrPath, error);
   std::string file = catalogDir + "/" + kind + "s/" + nameOrPath + ".json";
-  if (nameOrPath.find('/') == std::string::npos && isFile(file))
+  if (nameOrPath.find('/') == std::string::npos && exists(file))
     return load(file, error);
   error = nameOrPath + ": no such " + kind + " file, and no " + kind +
           " of the catalog at " + file + " (give a path or a catalog name)";

@@ -329,6 +329,80 @@ Problem buildProblem(const cost::ModelShape &shape,
   return build(shape, system, request).problem;
 }
 
+/// Why unit `u` has no placement: its weights fit no memory, or (the
+/// usual case for large batches and contexts) its KV cache fits no memory a
+/// device keeps a cache in, beside those weights.
+std::string noPlacementError(const cost::ModelShape &shape,
+                             const hardware::System &system,
+                             const PlanRequest &request, const Built &built,
+                             size_t u) {
+  const cost::Unit &unit = built.units[u];
+  uint64_t largest = 0, largestKvHome = 0;
+  std::string kvHomeName;
+  uint64_t smallestKv = UINT64_MAX;
+  for (const auto &entry : system.devices) {
+    std::vector<cost::Unit> units =
+        cost::unitsOf(shape, kvElementBytes(entry.device));
+    smallestKv = std::min(smallestKv,
+                          built.kvBytesPerUnit(units[u], request.workload));
+    for (const hardware::MemoryTier &tier : entry.device.memory) {
+      largest = std::max(largest, tier.capacityBytes);
+      if (tier.space != "disk" && tier.capacityBytes > largestKvHome) {
+        largestKvHome = tier.capacityBytes;
+        kvHomeName = entry.id + " " + tier.name;
+      }
+    }
+  }
+  if (unit.weightBytes > largest || smallestKv == 0)
+    return shape.origin + ": unit " + unit.name + " (" + gib(unit.weightBytes) +
+           " of weights) fits in no single memory of " + system.name +
+           "; use a smaller weight type";
+  const cost::Workload &workload = request.workload;
+  return shape.origin + ": the KV cache is what does not fit: unit " +
+         unit.name + " needs " + gib(smallestKv) + " of KV cache (batch " +
+         std::to_string(workload.batch) + " x " +
+         std::to_string(workload.context + workload.promptTokens) +
+         " tokens) beside its " + gib(unit.weightBytes) +
+         " of weights, but the largest memory " + system.name +
+         " keeps a KV cache in is " + gib(largestKvHome) + " (" + kvHomeName +
+         "); fixes: a smaller --batch or --context, a KV cache in another "
+         "tier (a system whose devices have larger DRAM or CXL memory), or "
+         "more devices";
+}
+
+/// ", and the KV cache is what does not fit: ..." when the weights alone fit
+/// the system's memories but not beside the request's KV cache; empty
+/// otherwise.
+std::string kvShortfall(const cost::ModelShape &shape,
+                        const hardware::System &system,
+                        const PlanRequest &request, const Built &built) {
+  uint64_t weights = 0, kv = UINT64_MAX;
+  for (const cost::Unit &unit : built.units)
+    weights += unit.weightBytes;
+  uint64_t capacity = 0, kvCapacity = 0;
+  for (const auto &entry : system.devices) {
+    uint64_t deviceKv = 0;
+    for (const cost::Unit &unit :
+         cost::unitsOf(shape, kvElementBytes(entry.device)))
+      deviceKv += built.kvBytesPerUnit(unit, request.workload);
+    kv = std::min(kv, deviceKv);
+    for (const hardware::MemoryTier &tier : entry.device.memory) {
+      capacity += tier.capacityBytes;
+      if (tier.space != "disk")
+        kvCapacity += tier.capacityBytes;
+    }
+  }
+  if (kv == 0 || weights > capacity || kv <= kvCapacity / 2)
+    return {};
+  const cost::Workload &workload = request.workload;
+  return "; the KV cache is what does not fit: it needs " + gib(kv) +
+         " (batch " + std::to_string(workload.batch) + " x " +
+         std::to_string(workload.context + workload.promptTokens) +
+         " tokens) beside " + gib(weights) + " of weights, and " +
+         system.name + " offers " + gib(kvCapacity) +
+         " of memory a KV cache can live in";
+}
+
 std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
                                    const hardware::System &system,
                                    const PlanRequest &request,
@@ -340,10 +414,7 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
   Built built = build(shape, system, request);
   for (size_t u = 0; u < built.problem.units.size(); ++u)
     if (built.problem.units[u].options.empty()) {
-      error = shape.origin + ": unit " + built.units[u].name + " (" +
-              gib(built.units[u].weightBytes) +
-              " of weights) fits in no single memory of " + system.name +
-              "; use a smaller weight type";
+      error = noPlacementError(shape, system, request, built, u);
       return std::nullopt;
     }
   ChainDpOptions options = dpOptions(built.problem);
@@ -364,6 +435,7 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     error = result.shortfall
                 ? shape.origin + " does not fit " + system.name + ": " +
                       describe(built.problem, *result.shortfall) +
+                      kvShortfall(shape, system, request, built) +
                       "; use a smaller weight type, batch or context, or a "
                       "system with more memory"
                 : result.error;
