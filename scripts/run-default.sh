@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up (see setup.sh) and runs hetc's main job on its built-in
-# default: a small synthetic Llama-shaped model written by `hetc synth`,
-# compiled to a pack and run, printing the generated text and the speeds.
-# Extra arguments go to `hetc run` (e.g. -n 64 --temp 0).
+# default: the real stories260K model shipped in models/ (see
+# models/README.md), compiled to a pack and run on a prompt, printing the
+# story and the speeds. Extra arguments go to `hetc run` (e.g. -n 64 --temp 0).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HETC_BUILD_DIR:-$repo/build}"
@@ -10,11 +10,9 @@ build="${HETC_BUILD_DIR:-$repo/build}"
 work="$build/default-model"
 mkdir -p "$work"
 hetc="$build/bin/hetc"
-if [ ! -f "$work/model.gguf" ]; then
-  "$hetc" synth --arch llama --dim 512 --layers 4 --heads 8 --kv-heads 4 \
-    --ffn 1024 --vocab 4096 --type q8_0 -o "$work/model.gguf"
+model="$repo/models/stories260K.gguf"
+if [ ! -f "$work/model.hetpack" ] || [ "$work/model.hetpack" -ot "$hetc" ] ||
+   [ "$work/model.hetpack" -ot "$model" ]; then
+  "$hetc" compile "$model" -o "$work/model.hetpack" --cpu-variants host
 fi
-if [ ! -f "$work/model.hetpack" ] || [ "$work/model.hetpack" -ot "$hetc" ]; then
-  "$hetc" compile "$work/model.gguf" -o "$work/model.hetpack" --cpu-variants host
-fi
-exec "$hetc" run "$work/model.hetpack" -p "Once upon a time" -n 32 --seed 1 "$@"
+exec "$hetc" run "$work/model.hetpack" -p "Once upon a time" -n 200 --seed 1 "$@"

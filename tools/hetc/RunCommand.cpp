@@ -325,6 +325,8 @@ Action registerRunCommand(CLI::App &app) {
     } else {
       std::fwrite(pending.data(), 1, pending.size(), stdout);
       std::fprintf(stdout, "\n");
+      // The text is complete before the report on stderr begins.
+      std::fflush(stdout);
       if (std::string_view(stopReason) == "context")
         std::fprintf(stderr,
                      "hetc run: stopped at the end of the context (%lld "
