@@ -182,20 +182,20 @@ Action registerBenchCommand(CLI::App &app) {
       ->check(CLI::ExistingFile);
   command->add_option("--prompt-tokens", flags->promptTokens,
                       "Tokens in the prefill measurement")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_option("--decode-tokens", flags->decodeTokens,
                       "Tokens in the decode measurement")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_option("-t,--threads", flags->threads,
                       "Thread counts to measure (default: 1 and all cores)")
       ->delimiter(',')
       ->check(threadCount());
   command->add_option("--bandwidth-mib", flags->bandwidthMiB,
                       "Buffer size of the bandwidth measurement (MiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_option("--repeats", flags->repeats,
                       "Runs per measurement; the best is reported")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_flag("--json", flags->json, "Print the results as JSON");
   command->add_flag("--profile", flags->profile,
                     "After the measurements, time each kernel over the decode "

@@ -3,6 +3,7 @@
 // kernel, and, per weight format, the rates hetc's own generated code reaches
 // in decode and prefill — and writes a system JSON for `hetc plan`.
 #include "Commands.h"
+#include "Flags.h"
 
 #include "hetc/Cost/CostModel.h"
 #include "hetc/Cost/ModelShape.h"
@@ -195,7 +196,7 @@ Action registerCalibrateCommand(CLI::App &app) {
       ->capture_default_str();
   command->add_option("-t,--threads", flags->threads,
                       "Threads to measure with (default: all cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_option("--formats", flags->formats,
                       "Weight formats to measure")
       ->delimiter(',')
@@ -203,13 +204,13 @@ Action registerCalibrateCommand(CLI::App &app) {
       ->capture_default_str();
   command->add_option("--idle-watts", flags->idleWatts,
                       "Idle power of the CPU package (W); not measurable here")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_option("--active-watts", flags->activeWatts,
                       "Power under load (W); default 10 W per core")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   command->add_option("--price", flags->pricePerHour,
                       "Price of the machine in USD per hour")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_flag("-q,--quiet", flags->quiet, "No progress output");
   return [command, flags]() -> int {
     if (!*command)

@@ -32,6 +32,10 @@ Action registerPlanCommand(CLI::App &app);
 Action registerSimulateCommand(CLI::App &app);
 /// `hetc efficiency`: devices compared per class of workload.
 Action registerEfficiencyCommand(CLI::App &app);
+/// `hetc info MODEL`: what a model is and what it needs.
+Action registerInfoCommand(CLI::App &app);
+/// `hetc cache list|clear`: the cache of compiled packs.
+Action registerCacheCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

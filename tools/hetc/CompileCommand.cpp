@@ -1,5 +1,6 @@
 // `hetc compile`: a GGUF model to a .hetpack, or to the IR of any phase.
 #include "Commands.h"
+#include "Flags.h"
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
@@ -42,7 +43,7 @@ Action registerCompileCommand(CLI::App &app) {
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "

@@ -46,7 +46,9 @@ Action registerEfficiencyCommand(CLI::App &app) {
                       "The hardware catalog directory (default: hetc's own)");
   command->add_flag("--json", flags->json, "Print JSON (schema hetc.efficiency-result/1)");
 
-  return [flags]() -> int {
+  return [command, flags]() -> int {
+    if (!*command)
+      return -1;
     std::string catalogDir =
         flags->catalog.empty() ? hardware::defaultCatalogDir() : flags->catalog;
     std::string path = flags->table.empty()

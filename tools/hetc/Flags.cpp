@@ -3,6 +3,7 @@
 
 #include "runtime/core/Limits.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,40 @@ CLI::Validator threadCount() {
         return {};
       },
       "0 to " + std::to_string(hetrt::core::kMaxThreads));
+}
+
+namespace {
+CLI::Validator signCheck(bool allowZero) {
+  return CLI::Validator(
+      [allowZero](std::string &text) -> std::string {
+        char *end = nullptr;
+        double value = std::strtod(text.c_str(), &end);
+        const char *wanted = allowZero ? "zero or more" : "more than zero";
+        if (end == text.c_str() || *end != '\0')
+          return "\"" + text + "\" is not a number; give one " + wanted;
+        if (!std::isfinite(value) || value < 0 || (!allowZero && value == 0))
+          return text + " is not " + wanted + "; give a number " + wanted;
+        return {};
+      },
+      allowZero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+} // namespace
+
+CLI::Validator positive() { return signCheck(false); }
+CLI::Validator nonNegative() { return signCheck(true); }
+
+std::string misreadShortOption(const std::string &argument) {
+  if (argument.size() < 3 || argument[0] != '-' || argument[1] == '-' ||
+      !std::isalpha(static_cast<unsigned char>(argument[1])) ||
+      !std::isalpha(static_cast<unsigned char>(argument[2])))
+    return {};
+  std::string message = "unknown option " + argument +
+                        ": hetc's short options are one letter (write -n 64, "
+                        "not -n64 or -ngl)";
+  if (argument == "-ngl")
+    message += "; hetc places layers on devices with its cost model instead "
+               "of -ngl: see `hetc plan MODEL --system SYS`";
+  return message;
 }
 
 } // namespace hetc::cli

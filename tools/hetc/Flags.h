@@ -14,6 +14,16 @@ CLI::Validator finiteRange(double low, double high);
 /// A thread count in [0, hetrt::core::kMaxThreads]; 0 means one per core.
 CLI::Validator threadCount();
 
+/// A finite number above zero (`positive`) or at least zero (`nonNegative`);
+/// replaces CLI11's checks, whose messages print DBL_MAX in full.
+CLI::Validator positive();
+CLI::Validator nonNegative();
+
+/// The message for an argument CLI11 would misread: a single dash before
+/// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when
+/// `argument` is not one.
+std::string misreadShortOption(const std::string &argument);
+
 } // namespace hetc::cli
 
 #endif // HETC_TOOLS_HETC_FLAGS_H

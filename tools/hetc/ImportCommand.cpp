@@ -1,5 +1,6 @@
 // `hetc import`: GGUF → llm IR, printed for reading or for hetc-opt.
 #include "Commands.h"
+#include "Flags.h"
 
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
@@ -42,7 +43,7 @@ Action registerImportCommand(CLI::App &app) {
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_flag("--debug-info", flags->debugInfo,
                     "Print locations (the model's tensor names)");
   return [command, flags]() -> int {

@@ -40,19 +40,18 @@ bool isPack(const std::string &path) {
   return matches;
 }
 
-namespace {
-
-/// The directory for cached packs: $HETC_CACHE_DIR, $XDG_CACHE_HOME/hetc or
-/// ~/.cache/hetc.
 std::string cacheDirectory() {
-  if (const char *dir = std::getenv("HETC_CACHE_DIR"))
+  if (const char *dir = std::getenv("HETC_CACHE_DIR"); dir && *dir)
     return dir;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     return std::string(xdg) + "/hetc";
-  if (const char *home = std::getenv("HOME"))
+  if (const char *home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/hetc";
   return "/tmp/hetc-cache";
 }
+
+namespace {
+
 
 bool makeDirectories(const std::string &path) {
   for (size_t at = 1; at <= path.size(); ++at) {
@@ -82,7 +81,7 @@ bool validatePack(const std::string &path, std::string &error) {
       .has_value();
 }
 
-std::string compilerStamp() {
+std::string compilerStampOfThisBuild() {
   struct stat self;
   if (stat("/proc/self/exe", &self) != 0)
     return "unknown";
@@ -94,6 +93,10 @@ std::string compilerStamp() {
 }
 
 } // namespace
+
+std::string cacheStamp() {
+  return std::string("-hetc") + HETC_VERSION + "-" + compilerStampOfThisBuild();
+}
 
 std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error) {
@@ -135,8 +138,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     return {};
   std::string dir = cacheDirectory();
   std::string path = dir + "/" + *hash + "-ctx" +
-                     std::to_string(contextLength) + "-hetc" + HETC_VERSION +
-                     "-" + compilerStamp() + ".hetpack";
+                     std::to_string(contextLength) + cacheStamp() + ".hetpack";
   struct stat info;
   if (stat(path.c_str(), &info) == 0) {
     // A cache entry is checked as any pack is; a damaged one (a full disk,

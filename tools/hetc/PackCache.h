@@ -8,8 +8,16 @@
 
 namespace hetc::cli {
 
-/// True when `path` starts with the pack magic.
+/// True when `path` ends in ".hetpack" or starts with the pack magic.
 bool isPack(const std::string &path);
+
+/// The directory of cached packs: $HETC_CACHE_DIR, else $XDG_CACHE_HOME/hetc,
+/// else ~/.cache/hetc.
+std::string cacheDirectory();
+
+/// The part of a cache entry's name that identifies this build of hetc;
+/// entries of other builds are stale (their code may follow another ABI).
+std::string cacheStamp();
 
 /// The pack to load for `model` (see above); empty with `error` set on
 /// failure. `contextLength` 0 keeps the model's. Progress goes to stderr,

@@ -2,6 +2,7 @@
 // each device of a system — memory held, prefill and decode speed, energy and
 // price per token, and what limits each — from the model's shapes alone.
 #include "Commands.h"
+#include "Flags.h"
 #include "PlanningOptions.h"
 
 #include "hetc/Cost/CostModel.h"
@@ -146,7 +147,7 @@ Action registerPlanCommand(CLI::App &app) {
   addPlanningOptions(*command, *flags);
   command->add_option("--context", flags->context,
                       "Tokens in the KV cache at the decode step predicted")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegative())
       ->capture_default_str();
   command->add_flag("--json", flags->json,
                     "Print the plan as JSON (schema in docs/planning.md)");

@@ -1,5 +1,6 @@
 // The options `hetc plan` and `hetc simulate` share, and their loading.
 #include "PlanningOptions.h"
+#include "Flags.h"
 
 namespace hetc::cli {
 
@@ -24,11 +25,11 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
       ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
       ->capture_default_str();
   command.add_option("--batch", flags.batch, "Sequences decoded together")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   command.add_option("--prompt-tokens", flags.promptTokens,
                      "Prompt length of the prefill")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
 }
 

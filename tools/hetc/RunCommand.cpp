@@ -122,13 +122,13 @@ Action registerRunCommand(CLI::App &app) {
   command->add_option("-n,--tokens,--n-predict", flags->numTokens,
                       "How many tokens to generate (at most what the context "
                       "holds after the prompt)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegative())
       ->capture_default_str();
   command->add_option("--temp", flags->temperature,
                       "Sampling temperature; 0 is greedy (ties to the lowest id)")
       ->check(finiteRange(0, 100));
   command->add_option("--top-k", flags->topK, "Keep the k most likely tokens (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
       ->check(finiteRange(0, 1));
   command->add_option("--repeat-penalty", flags->repeatPenalty,
@@ -137,7 +137,7 @@ Action registerRunCommand(CLI::App &app) {
       ->check(finiteRange(0.001, 100));
   command->add_option("--seed", flags->seed,
                       "Random seed (default: a fresh one, reported in --json)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -145,7 +145,7 @@ Action registerRunCommand(CLI::App &app) {
                       "KV-cache capacity in tokens when compiling a GGUF "
                       "(default: the model's trained context; a .hetpack keeps "
                       "the context it was compiled for)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegative());
   command->add_flag("--json", flags->json,
                     "Print one JSON object with the token ids, text and speeds");
   command->add_flag("--ignore-eos", flags->ignoreEos,

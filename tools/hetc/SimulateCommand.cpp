@@ -2,6 +2,7 @@
 // steps) through the plan `hetc plan` makes, and reports each device's busy
 // time and utilization over it, optionally as an SVG Gantt chart.
 #include "Commands.h"
+#include "Flags.h"
 #include "PlanningOptions.h"
 
 #include "runtime/format/OutputFile.h"
@@ -36,7 +37,7 @@ Action registerSimulateCommand(CLI::App &app) {
   addPlanningOptions(*command, *flags);
   command->add_option("-n,--decode-tokens", flags->decodeTokens,
                       "Decode steps after the prefill")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonNegative())
       ->capture_default_str();
   command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
   command->add_flag("--json", flags->json,

@@ -1,6 +1,9 @@
 // hetc: the command-line entry point for compiling, planning and running models.
-// Each subcommand lives in its own file (see Commands.h); this file wires them.
+// Each subcommand lives in its own file (see Commands.h); this file wires them
+// and holds what every subcommand shares: the last of a repeated option wins,
+// --help shows every default, and the exit codes below.
 #include "Commands.h"
+#include "Flags.h"
 #include "Version.h"
 
 #include <CLI/CLI.hpp>
@@ -8,6 +11,21 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+
+namespace {
+
+/// Exit codes, documented in --help and docs/cli.md.
+constexpr int kExitUsage = 2;
+
+constexpr const char *kFooter =
+    "\nExit codes: 0 success; 1 an input, a file or the run failed (the "
+    "message names it); 2 the command line is wrong; 3 hetc plan or simulate "
+    "found no placement that fits.\n"
+    "Environment: HETC_CACHE_DIR is where compiled packs of GGUF models are "
+    "cached (default $XDG_CACHE_HOME/hetc, else ~/.cache/hetc); `hetc cache "
+    "list` shows it.";
+
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"hetc: a heterogeneous compiler for large-language-model "
@@ -17,6 +35,12 @@ int main(int argc, char **argv) {
                "chosen by a cost model.\n"
                "Inspect and transform the IR with hetc-opt.",
                "hetc"};
+  app.footer(kFooter);
+  // People repeat flags when they edit a command line: the last one counts,
+  // as in llama.cpp. Subcommands inherit these defaults.
+  app.option_defaults()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->always_capture_default();
   app.set_version_flag("--version",
                        std::string("hetc ") + HETC_VERSION + " (LLVM/MLIR " +
                            HETC_LLVM_VERSION + ")",
@@ -25,19 +49,55 @@ int main(int argc, char **argv) {
       hetc::cli::registerImportCommand(app),
       hetc::cli::registerCompileCommand(app),
       hetc::cli::registerRunCommand(app),
+      hetc::cli::registerInfoCommand(app),
       hetc::cli::registerSynthCommand(app),
       hetc::cli::registerBenchCommand(app),
       hetc::cli::registerCalibrateCommand(app),
       hetc::cli::registerPlanCommand(app),
       hetc::cli::registerSimulateCommand(app),
       hetc::cli::registerEfficiencyCommand(app),
+      hetc::cli::registerCacheCommand(app),
   };
-  CLI11_PARSE(app, argc, argv);
+  CLI::App *help = app.add_subcommand("help", "Print this list of commands");
+
+  bool afterSeparator = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string argument = argv[i];
+    afterSeparator = afterSeparator || argument == "--";
+    if (afterSeparator)
+      continue;
+    std::string message = hetc::cli::misreadShortOption(argument);
+    if (!message.empty()) {
+      std::fprintf(stderr, "hetc: %s\nRun with --help for more information.\n",
+                   message.c_str());
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    int code = app.exit(error);
+    // --help and --version end the same way; every real parse error is a
+    // usage error, whatever CLI11's internal code for it.
+    return code == 0 ? 0 : kExitUsage;
+  }
+  // App::help() describes the selected subcommand; `hetc help` wants the
+  // top level.
+  auto printCommandList = [&app] {
+    std::fputs(app.get_formatter()
+                   ->make_help(&app, "hetc", CLI::AppFormatMode::Normal)
+                   .c_str(),
+               stdout);
+  };
+  if (*help || argc == 1) {
+    printCommandList();
+    return 0;
+  }
   for (const hetc::cli::Action &action : actions) {
     int code = action();
     if (code >= 0)
       return code;
   }
-  std::fputs(app.help().c_str(), stdout);
+  printCommandList();
   return 0;
 }

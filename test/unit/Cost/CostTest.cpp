@@ -99,7 +99,19 @@ TEST(ModelShape, BadConfigsNameTheField) {
   EXPECT_NE(error.find("weight type \"q3_k\" cannot be planned"), std::string::npos)
       << error;
   EXPECT_FALSE(shapeFromHfConfig(::testing::TempDir() + "missing.json", "f16", error));
-  EXPECT_NE(error.find("cannot be read"), std::string::npos) << error;
+  EXPECT_NE(error.find("missing.json: cannot open: No such file or directory"),
+            std::string::npos)
+      << error;
+  // Sizes past any model are refused before anything is multiplied.
+  path = writeTemp("deep.json",
+                   R"({"hidden_size": 64, "num_hidden_layers": 1000000000,
+                       "num_attention_heads": 8, "intermediate_size": 100,
+                       "vocab_size": 100})");
+  EXPECT_FALSE(shapeFromHfConfig(path, "f16", error));
+  EXPECT_NE(error.find("field \"num_hidden_layers\" is 1000000000, more than "
+                       "the 4096 any model has"),
+            std::string::npos)
+      << error;
 }
 
 Device testDevice(bool cpu) {
