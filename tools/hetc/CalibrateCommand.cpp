@@ -159,6 +159,115 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
   return true;
 }
 
+/// Decode attention's cost per cached position: decode steps after a short
+/// and a long prompt are timed in interleaved pairs, as hetc run decodes
+/// (choosing its threads), so a change in the machine's load hits both of a
+/// pair; the median of the pairs' differences is divided by the positions
+/// the long prompt adds. A difference that does not come out positive is measured
+/// again; after `kAttempts` it is an error, never a rate left out.
+bool timeAttention(const std::string &gguf, const std::string &pack,
+                   int threads, int64_t shortPrompt, int64_t longPrompt,
+                   int64_t steps, double &perPosition, std::string &error) {
+  std::unique_ptr<hetrt::core::Model> model =
+      hetrt::core::Model::load(pack, gguf, error);
+  if (!model)
+    return false;
+  std::unique_ptr<hetrt::core::Session> session =
+      hetrt::core::Session::create(*model, threads, error);
+  if (!session)
+    return false;
+  session->setDecodeThreadChoice(true);
+  auto stepSeconds = [&](int64_t promptTokens, double &result) {
+    std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+    session->reset();
+    if (!session->prefill(prompt, error))
+      return false;
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < steps; ++i)
+      if (!session->decode(5, error))
+        return false;
+    result = seconds(start) / static_cast<double>(steps);
+    return true;
+  };
+  constexpr int kAttempts = 3, kPairs = 5;
+  double early = 0, late = 0;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    // A warm-up pair faults the cache and the buffers in.
+    if (!stepSeconds(shortPrompt, early) || !stepSeconds(longPrompt, late))
+      return false;
+    std::vector<double> differences, earlies, lates;
+    for (int pair = 0; pair < kPairs; ++pair) {
+      if (!stepSeconds(shortPrompt, early) || !stepSeconds(longPrompt, late))
+        return false;
+      differences.push_back(late - early);
+      earlies.push_back(early);
+      lates.push_back(late);
+    }
+    auto median = [](std::vector<double> values) {
+      std::nth_element(values.begin(), values.begin() + values.size() / 2,
+                       values.end());
+      return values[values.size() / 2];
+    };
+    double difference = median(differences);
+    early = median(earlies);
+    late = median(lates);
+    if (difference > 0) {
+      perPosition = difference / static_cast<double>(longPrompt - shortPrompt);
+      return true;
+    }
+  }
+  char message[320];
+  std::snprintf(message, sizeof message,
+                "decode attention could not be measured: steps after %lld "
+                "positions took %.1f us and after %lld took %.1f us (medians "
+                "of %d pairs, %d tries), so the machine was too busy to tell "
+                "them apart; run hetc calibrate again when it is idle",
+                static_cast<long long>(longPrompt), late * 1e6,
+                static_cast<long long>(shortPrompt), early * 1e6, kPairs,
+                kAttempts);
+  error = message;
+  return false;
+}
+
+/// The synthetic model a weight format is measured on, of about `bytes`.
+hetc::synth::SyntheticModelSpec formatModel(const std::string &format,
+                                            double bytes) {
+  hetc::synth::SyntheticModelSpec spec;
+  spec.dim = 2048;
+  spec.heads = 16;
+  spec.kvHeads = 16;
+  spec.ffnDim = 5632;
+  spec.vocabSize = 8192;
+  hetc::synth::parseWeightType(format, spec.weightType);
+  double bytesPerElement = format == "f32"      ? 4
+                           : format == "q8_0"   ? 34.0 / 32
+                           : format == "q4_0"   ? 18.0 / 32
+                           : format == "q4_k_m" ? 0.6
+                                                : 2;
+  double layerBytes =
+      bytesPerElement * static_cast<double>(4 * spec.dim * spec.dim +
+                                            3 * spec.dim * spec.ffnDim);
+  spec.layers = std::max<int64_t>(2, static_cast<int64_t>(bytes / layerBytes) + 1);
+  return spec;
+}
+
+/// What calibrating takes besides the formats (bandwidth, the tiny and the
+/// attention models), and an estimate for one format: writing its model,
+/// compiling it, and the timed decode and prefill runs (four of each), from
+/// figures of a 2-core machine scaled by the measured bandwidth.
+constexpr double kFixedSeconds = 8;
+double formatSeconds(double bytes, double bandwidth) {
+  constexpr double kWriteBytesPerSecond = 200e6, kCompileSeconds = 2,
+                   kPrefillFlopsPerSecond = 40e9;
+  double decode = 4 * 16 * bytes / std::max(bandwidth, 1e9);
+  // Prefill is compute-bound: 64 tokens x 2 FLOPs per weight, at most 4
+  // bytes per weight (f32) and about 1 for the quantized formats.
+  double prefill = 4 * 64 * 2 * (bytes / 2) / kPrefillFlopsPerSecond;
+  return bytes / kWriteBytesPerSecond + kCompileSeconds + decode + prefill;
+}
+
 /// Seconds the sampler at its defaults takes per token for `vocabSize`
 /// logits, over rows that differ from call to call as a model's do.
 double timeSampler(int64_t vocabSize) {
@@ -225,6 +334,7 @@ Action registerCalibrateCommand(CLI::App &app) {
       std::cerr << "hetc calibrate: " << outputError << "\n";
       return 1;
     }
+    auto started = std::chrono::steady_clock::now();
     Topology topology = readTopology();
     int threads = flags->threads > 0
                       ? flags->threads
@@ -237,6 +347,22 @@ Action registerCalibrateCommand(CLI::App &app) {
       bandwidth = hetrt::core::measureReadBandwidth(pool, size_t(512) << 20, 3);
     }
 
+    // Weights larger than the last-level cache stream from DRAM; past a
+    // few hundred MiB more bytes only take longer to write and time.
+    double formatBytes = std::clamp(2.0 * static_cast<double>(topology.l3Bytes),
+                                    256.0 * (1 << 20), 768.0 * (1 << 20));
+    if (!flags->quiet) {
+      std::string formats;
+      for (const std::string &format : flags->formats)
+        formats += (formats.empty() ? "" : ", ") + format;
+      double perFormat = formatSeconds(formatBytes, bandwidth);
+      std::fprintf(stderr,
+                   "hetc calibrate: measuring the dispatch cost, the sampler, "
+                   "decode attention with heads of 16 and 128, and hetc's "
+                   "kernels for %s on models of %.0f MiB: about %.0f s here\n",
+                   formats.c_str(), formatBytes / (1 << 20),
+                   kFixedSeconds + perFormat * flags->formats.size());
+    }
     char directoryTemplate[] = "/tmp/hetc-calibrate-XXXXXX";
     if (!mkdtemp(directoryTemplate)) {
       std::cerr << "hetc calibrate: cannot create a temporary directory\n";
@@ -291,21 +417,19 @@ Action registerCalibrateCommand(CLI::App &app) {
                                 double &perPosition) -> bool {
       if (!measure(tag, spec, kShortPrompt, kSteps, early, shape, kAttentionContext))
         return false;
-      Timing late;
-      if (!timeModel(directory + "/" + tag + ".gguf",
-                     directory + "/" + tag + ".hetpack", threads, kLongPrompt,
-                     kSteps, /*chooseThreads=*/true, /*sample=*/false, late, error))
+      // Step i after a prompt of P attends to P + i + 1 positions: the
+      // difference of the two prompts is the positions added.
+      if (!timeAttention(directory + "/" + tag + ".gguf",
+                         directory + "/" + tag + ".hetpack", threads,
+                         kShortPrompt, kLongPrompt, kSteps, perPosition, error)) {
+        error = "heads of " + std::to_string(shape.headDim) + ": " + error;
         return false;
-      // Step i after a prompt of P attends to P + i + 1 positions.
-      double addedPositions = static_cast<double>(kLongPrompt - kShortPrompt);
-      perPosition = std::max(
-          0.0, (late.decodeStepSeconds - early.decodeStepSeconds) / addedPositions);
+      }
       double flopsPerPosition = 0;
       for (const cost::Unit &unit : cost::unitsOf(shape, 4))
         flopsPerPosition += unit.attentionFlopsPerContext;
-      if (perPosition > 0)
-        calibration.attentionGflops[shape.headDim] =
-            flopsPerPosition / perPosition / 1e9;
+      calibration.attentionGflops[shape.headDim] =
+          flopsPerPosition / perPosition / 1e9;
       return true;
     };
     auto meanPositions = [&](int64_t prompt) {
@@ -372,25 +496,7 @@ Action registerCalibrateCommand(CLI::App &app) {
     double bestPrefill = 0;
     for (const std::string &format : flags->formats) {
       progress("measuring " + format + " kernels");
-      hetc::synth::SyntheticModelSpec spec;
-      spec.dim = 2048;
-      spec.heads = 16;
-      spec.kvHeads = 16;
-      spec.ffnDim = 5632;
-      spec.vocabSize = 8192;
-      hetc::synth::parseWeightType(format, spec.weightType);
-      // Enough layers that the weights are several times the last-level
-      // cache: a model that fits in it would stream at cache speed.
-      double bytesPerElement = format == "f32"    ? 4
-                               : format == "q8_0" ? 34.0 / 32
-                               : format == "q4_0" ? 18.0 / 32
-                               : format == "q4_k_m" ? 0.6
-                                                    : 2;
-      double layerBytes = bytesPerElement *
-                          static_cast<double>(4 * spec.dim * spec.dim +
-                                              3 * spec.dim * spec.ffnDim);
-      double target = std::max(256.0 * (1 << 20), 4.0 * topology.l3Bytes);
-      spec.layers = std::max<int64_t>(2, static_cast<int64_t>(target / layerBytes) + 1);
+      hetc::synth::SyntheticModelSpec spec = formatModel(format, formatBytes);
       Timing timing;
       cost::ModelShape shape;
       if (!measure(format, spec, 64, 16, timing, shape)) {
@@ -476,7 +582,8 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,
                     calibration.prefillTflops[name]);
-      std::printf("wrote %s\n", flags->output.c_str());
+      std::printf("wrote %s in %.0f s\n", flags->output.c_str(),
+                  seconds(started));
     }
     return 0;
   };
