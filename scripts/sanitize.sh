@@ -2,8 +2,10 @@
 # Builds the runtime's unit tests and C API client with AddressSanitizer and
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
 # quantizers, tokenizer, and a whole generation through libhetrt on
-# stories260K (packed by the regular build's hetc), and the planner's solver
-# and scenario tests.
+# stories260K (packed by the regular build's hetc), the planner's solver
+# and scenario tests, and the GGUF and pack fuzzers (libFuzzer, built with
+# ASan+UBSan in the regular build) over a fixed number of inputs each
+# (HETC_FUZZ_RUNS, default 200000).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HETC_BUILD_DIR:-$repo/build}"
@@ -35,4 +37,18 @@ pack="$asan/stories260K.hetpack"
 "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$pack" \
   --cpu-variants host -q
 "$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
+
+# The fuzzers: seeds are a real model, a real pack and its manifest.
+runs="${HETC_FUZZ_RUNS:-200000}"
+cmake --build "$build" --target hetrt-gguf-fuzzer hetrt-pack-fuzzer
+corpus="$asan/fuzz-corpus"
+rm -rf "$corpus" && mkdir -p "$corpus/gguf" "$corpus/pack"
+cp "$repo/../shared/models/stories260K.gguf" "$corpus/gguf/"
+cp "$pack" "$corpus/pack/"
+python3 "$repo/test/tools/hetc/Inputs/hetpack.py" extract "$pack" manifest.json \
+  "$corpus/pack/manifest.json"
+for fuzzer in gguf pack; do
+  (cd "$corpus" && "$build/bin/hetrt-$fuzzer-fuzzer" -runs="$runs" -seed=1 \
+     -max_len=70000 -timeout=20 "$corpus/$fuzzer" 2>&1 | tail -n 3)
+done
 echo "sanitizers: no reports"

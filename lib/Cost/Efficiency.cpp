@@ -45,6 +45,14 @@ std::optional<hardware::DataType> parseDataType(const std::string &name) {
 
 } // namespace
 
+/// The string `key` of `object`, or "" when it is absent or not a string
+/// (the checks after each read name the field and the fix).
+static std::string textOf(const json &object, const char *key) {
+  auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>()
+                                                     : std::string();
+}
+
 std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                                                    const std::string &catalogDir,
                                                    std::string &error) {
@@ -59,14 +67,14 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     error = path + ": not a JSON object; fix the syntax";
     return std::nullopt;
   }
-  if (root.value("schema", "") != "hetc.efficiency/1") {
+  if (textOf(root, "schema") != "hetc.efficiency/1") {
     error = fieldError(path, "schema", "is not \"hetc.efficiency/1\"",
                        "set it to \"hetc.efficiency/1\"");
     return std::nullopt;
   }
   EfficiencyTable table;
   table.origin = path;
-  table.source = root.value("source", "");
+  table.source = textOf(root, "source");
   const json &devices = root["devices"];
   if (!devices.is_array() || devices.empty()) {
     error = fieldError(path, "devices", "is missing or empty",
@@ -110,7 +118,7 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     names.push_back(name);
     table.devices.push_back(std::move(compared));
   }
-  std::string baseline = root.value("baseline", "");
+  std::string baseline = textOf(root, "baseline");
   auto found = std::find(names.begin(), names.end(), baseline);
   if (found == names.end()) {
     error = fieldError(path, "baseline", "\"" + baseline + "\" is not one of the devices",
@@ -134,13 +142,13 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       return std::nullopt;
     }
     Workload workload;
-    workload.name = entry.value("name", "");
-    workload.why = entry.value("why", "");
+    workload.name = textOf(entry, "name");
+    workload.why = textOf(entry, "why");
     if (workload.name.empty()) {
       error = fieldError(path, field + ".name", "is missing", "name the workload");
       return std::nullopt;
     }
-    std::optional<WorkloadModel> model = parseModel(entry.value("model", ""));
+    std::optional<WorkloadModel> model = parseModel(textOf(entry, "model"));
     if (!model) {
       error = fieldError(path, field + ".model",
                          "is not compute, stream_per_watt, gather or peak_per_watt",
@@ -150,7 +158,7 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     workload.model = *model;
     if (*model == WorkloadModel::Compute || *model == WorkloadModel::PeakPerWatt) {
       std::optional<hardware::DataType> type =
-          parseDataType(entry.value("data_type", ""));
+          parseDataType(textOf(entry, "data_type"));
       if (!type) {
         error = fieldError(path, field + ".data_type",
                            "is not f32, f16, bf16, int8 or int4", "use one of those");

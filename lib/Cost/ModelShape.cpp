@@ -192,7 +192,15 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
   };
   ModelShape shape;
   shape.origin = path;
-  shape.architecture = json.value("model_type", std::string("llama"));
+  shape.architecture = "llama";
+  if (auto type = json.find("model_type"); type != json.end()) {
+    if (!type->is_string()) {
+      error = path + ": field \"model_type\": expected a string, got " +
+              type->dump() + "; fix: give the architecture (\"llama\")";
+      return std::nullopt;
+    }
+    shape.architecture = type->get<std::string>();
+  }
   // The first problem is reported.
   std::optional<int64_t> dim, layers, heads, ffn, vocab;
   if (!(dim = integer("hidden_size", true, 0)) ||
@@ -219,7 +227,14 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
   shape.headDim = *headDim;
   shape.ffnDim = *ffn;
   shape.vocabSize = *vocab;
-  shape.tiedOutput = json.value("tie_word_embeddings", false);
+  if (auto tied = json.find("tie_word_embeddings"); tied != json.end()) {
+    if (!tied->is_boolean()) {
+      error = path + ": field \"tie_word_embeddings\": expected true or "
+              "false, got " + tied->dump() + "; fix: correct the value";
+      return std::nullopt;
+    }
+    shape.tiedOutput = tied->get<bool>();
+  }
   shape.numExperts = *experts;
   if (shape.numExperts > 0) {
     std::optional<int64_t> used = integer("num_experts_per_tok", true, 0);

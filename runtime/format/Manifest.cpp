@@ -56,7 +56,8 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   };
   if (json.is_discarded() || !json.is_object())
     return fail("is not a JSON object");
-  if (json.value("format", "") != "hetcpack")
+  auto format = json.find("format");
+  if (format == json.end() || !format->is_string() || *format != "hetcpack")
     return fail("field \"format\" is not \"hetcpack\"");
   if (!json.contains("version") || !json["version"].is_number_integer() ||
       json["version"].get<int>() != kManifestVersion)

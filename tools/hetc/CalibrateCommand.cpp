@@ -304,8 +304,8 @@ Action registerCalibrateCommand(CLI::App &app) {
   command->add_option("-o,--output", flags->output, "The system JSON to write")
       ->capture_default_str();
   command->add_option("-t,--threads", flags->threads,
-                      "Threads to measure with (default: all cores)")
-      ->check(positive());
+                      "Threads to measure with (0: all cores)")
+      ->check(threadCount());
   command->add_option("--formats", flags->formats,
                       "Weight formats to measure")
       ->delimiter(',')
@@ -313,13 +313,13 @@ Action registerCalibrateCommand(CLI::App &app) {
       ->capture_default_str();
   command->add_option("--idle-watts", flags->idleWatts,
                       "Idle power of the CPU package (W); not measurable here")
-      ->check(nonNegative());
+      ->check(finiteRange(0, 1e6));
   command->add_option("--active-watts", flags->activeWatts,
-                      "Power under load (W); default 10 W per core")
-      ->check(positive());
+                      "Power under load (W); 0: 10 W per core")
+      ->check(finiteRange(0, 1e6));
   command->add_option("--price", flags->pricePerHour,
                       "Price of the machine in USD per hour")
-      ->check(nonNegative());
+      ->check(finiteRange(0, 1e6));
   command->add_flag("-q,--quiet", flags->quiet, "No progress output");
   return [command, flags]() -> int {
     if (!*command)

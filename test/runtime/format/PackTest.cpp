@@ -1,0 +1,161 @@
+// Tests of the pack container and the manifest as untrusted input: a round
+// trip, every single-byte change and every truncation of a pack refused with
+// a message naming the pack, manifests of wrong types and impossible sizes
+// refused without throwing, and the non-finite weight scan.
+#include "runtime/format/GgufWriter.h"
+#include "runtime/format/Manifest.h"
+#include "runtime/format/NonFinite.h"
+#include "runtime/format/Pack.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+
+using namespace hetrt::format;
+
+namespace {
+
+Manifest sampleManifest() {
+  Manifest manifest;
+  manifest.weightsPath = "/models/m.gguf";
+  manifest.weightsSize = 1000;
+  manifest.weightsHash = "0123456789abcdef";
+  manifest.architecture = "llama";
+  manifest.vocabSize = 300;
+  manifest.numLayers = 2;
+  manifest.numKvHeads = 2;
+  manifest.headDim = 16;
+  manifest.contextLength = 64;
+  manifest.variants = {{"x86-64-v2", "code/x86-64-v2.so", {"sse4.2"}}};
+  return manifest;
+}
+
+std::string sampleImage() {
+  PackWriter writer;
+  std::string json = sampleManifest().toJson();
+  writer.addSection("manifest.json", std::vector<char>(json.begin(), json.end()));
+  writer.addSection("code/x86-64-v2.so", std::vector<char>(300, '\x90'));
+  return writer.image();
+}
+
+} // namespace
+
+TEST(PackTest, RoundTrips) {
+  std::string error;
+  std::unique_ptr<PackFile> pack =
+      PackFile::fromBytes(sampleImage(), "test.hetpack", error);
+  ASSERT_TRUE(pack) << error;
+  EXPECT_EQ(pack->sectionNames(),
+            (std::vector<std::string>{"manifest.json", "code/x86-64-v2.so"}));
+  ASSERT_TRUE(pack->section("code/x86-64-v2.so"));
+  EXPECT_EQ(pack->section("code/x86-64-v2.so")->size(), 300u);
+  std::optional<Manifest> manifest = Manifest::fromJson(
+      std::string(*pack->section("manifest.json")), "test.hetpack", error);
+  ASSERT_TRUE(manifest) << error;
+  EXPECT_EQ(manifest->contextLength, 64);
+}
+
+TEST(PackTest, EveryChangedByteIsRefused) {
+  std::string image = sampleImage();
+  for (size_t at = 0; at < image.size(); ++at) {
+    std::string changed = image;
+    changed[at] = static_cast<char>(changed[at] ^ 0x01);
+    std::string error;
+    EXPECT_FALSE(PackFile::fromBytes(changed, "test.hetpack", error))
+        << "byte " << at;
+    EXPECT_EQ(error.rfind("test.hetpack: ", 0), 0u) << error;
+  }
+}
+
+TEST(PackTest, EveryTruncationIsRefused) {
+  std::string image = sampleImage();
+  for (size_t size = 0; size < image.size(); ++size) {
+    std::string error;
+    EXPECT_FALSE(PackFile::fromBytes(image.substr(0, size), "test.hetpack", error))
+        << size << " bytes";
+    EXPECT_NE(error.find("test.hetpack: "), std::string::npos) << error;
+  }
+}
+
+TEST(PackTest, ManifestsOfWrongTypesAreErrorsNotExceptions) {
+  const char *cases[] = {
+      R"({"format": {}, "version": 1})",
+      R"({"format": "hetcpack", "version": "1"})",
+      R"({"format": "hetcpack", "version": 1, "weights": []})",
+      R"({"format": "hetcpack", "version": 1, "weights": {"path": 3}})",
+      R"([1, 2, 3])",
+      R"("hetcpack")",
+      R"({"format": "hetcpack")",
+      "",
+  };
+  for (const char *text : cases) {
+    std::string error;
+    EXPECT_FALSE(Manifest::fromJson(text, "test.hetpack", error)) << text;
+    EXPECT_NE(error.find("test.hetpack: manifest"), std::string::npos) << error;
+  }
+}
+
+TEST(PackTest, ManifestSizesAreBounded) {
+  struct Case {
+    const char *field;
+    int64_t value;
+  } cases[] = {{"layers", 0},          {"layers", 5000},
+               {"vocab_size", -1},     {"head_dim", int64_t(1) << 30},
+               {"kv_heads", 100000},   {"context_length", int64_t(1) << 40},
+               {"context_length", 0}};
+  for (const Case &c : cases) {
+    std::string json = sampleManifest().toJson();
+    std::string key = std::string("\"") + c.field + "\": ";
+    size_t at = json.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    size_t end = json.find_first_of(",\n}", at + key.size());
+    json.replace(at + key.size(), end - at - key.size(), std::to_string(c.value));
+    std::string error;
+    EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error))
+        << c.field << " " << c.value;
+    EXPECT_NE(error.find(std::string("\"model.") + c.field + "\""),
+              std::string::npos)
+        << error;
+  }
+}
+
+TEST(NonFiniteTest, FindsNaNAndInfinityInEveryFormat) {
+  auto f16 = [](uint16_t bits) {
+    std::vector<uint8_t> bytes(2);
+    std::memcpy(bytes.data(), &bits, 2);
+    return bytes;
+  };
+  GgufWriter writer;
+  std::vector<uint8_t> f32(16, 0);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(f32.data() + 8, &nan, 4);
+  writer.addTensor("blk.3.attn_q.weight", {4}, BlockFormat::F32, f32);
+  std::vector<uint8_t> half = f16(0x3C00);
+  std::vector<uint8_t> inf = f16(0x7C00);
+  half.insert(half.end(), inf.begin(), inf.end());
+  writer.addTensor("blk.1.ffn_up.weight", {2}, BlockFormat::F16, half);
+  // A Q8_0 block: f16 scale then 32 int8 values; an infinite scale.
+  std::vector<uint8_t> q8 = f16(0x7C00);
+  q8.resize(34, 1);
+  writer.addTensor("blk.0.attn_k.weight", {32}, BlockFormat::Q8_0, q8);
+  std::vector<uint8_t> finite = f16(0x3C00);
+  finite.resize(34, 1);
+  writer.addTensor("token_embd.weight", {32}, BlockFormat::Q8_0, finite);
+  std::string error;
+  std::unique_ptr<GgufFile> file =
+      GgufFile::openBuffer(writer.serialize(), "nan.gguf", error);
+  ASSERT_TRUE(file) << error;
+  EXPECT_EQ(countNonFinite(*file, *file->findTensor("blk.3.attn_q.weight")), 1u);
+  EXPECT_EQ(countNonFinite(*file, *file->findTensor("blk.1.ffn_up.weight")), 1u);
+  EXPECT_EQ(countNonFinite(*file, *file->findTensor("token_embd.weight")), 0u);
+  // Forward order, not file order: layer 0 comes first.
+  std::optional<NonFiniteTensor> first = firstNonFiniteTensor(*file);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->name, "blk.0.attn_k.weight");
+  EXPECT_EQ(first->layer, 0);
+  float values[3] = {1, 2, std::numeric_limits<float>::infinity()};
+  EXPECT_TRUE(allFinite(values, 2));
+  EXPECT_FALSE(allFinite(values, 3));
+}
