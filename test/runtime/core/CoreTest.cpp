@@ -1,5 +1,7 @@
-// The CPU back end's buffer cache and thread pool.
+// The CPU back end's buffer cache and thread pool, and the limits sizes are
+// checked against before allocation.
 #include "runtime/backends/cpu/BufferCache.h"
+#include "runtime/core/Limits.h"
 #include "runtime/core/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -182,3 +184,37 @@ TEST(ThreadPool, BackToBackDispatchesStayExact) {
 }
 
 } // namespace
+
+TEST(Limits, ProductsThatOverflowAreRefused) {
+  EXPECT_EQ(hetrt::core::checkedProduct({2, 3, 7}), std::optional<uint64_t>(42));
+  EXPECT_FALSE(hetrt::core::checkedProduct({int64_t(1) << 32, int64_t(1) << 32}));
+  EXPECT_FALSE(hetrt::core::checkedProduct({-1, 4}));
+  EXPECT_FALSE(hetrt::core::kvCacheBytes(4096, int64_t(1) << 40, 4096, 65536, 4));
+  EXPECT_EQ(hetrt::core::kvCacheBytes(5, 512, 4, 8, 4),
+            std::optional<uint64_t>(5 * 2 * 512 * 4 * 8 * 4));
+}
+
+TEST(Limits, KvCacheLargerThanMemoryIsAnErrorNamingItsSize) {
+  std::string error;
+  EXPECT_TRUE(hetrt::core::checkKvCacheFits(5, 512, 4, 8, 4, "m.hetpack", "fix",
+                                            error));
+  EXPECT_FALSE(hetrt::core::checkKvCacheFits(80, int64_t(1) << 30, 8, 128, 4,
+                                             "m.hetpack", "give less", error));
+  EXPECT_NE(error.find("m.hetpack: a KV cache for a context of 1073741824 "
+                       "positions needs 640.00 TiB"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("; give less"), std::string::npos) << error;
+}
+
+TEST(Limits, ThreadCountsAreBounded) {
+  std::string error;
+  EXPECT_TRUE(hetrt::core::checkThreadCount(0, "--threads", error));
+  EXPECT_TRUE(hetrt::core::checkThreadCount(hetrt::core::kMaxThreads, "--threads",
+                                            error));
+  EXPECT_FALSE(hetrt::core::checkThreadCount(1000000, "--threads", error));
+  EXPECT_NE(error.find("--threads 1000000 is outside [0, 1024]"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(hetrt::core::checkThreadCount(-1, "--threads", error));
+}
