@@ -285,6 +285,15 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
   std::optional<ModelConfig> config = ModelConfig::fromGguf(file, error);
   if (!config)
     return nullptr;
+  int64_t capacity =
+      options.contextLength > 0 ? options.contextLength : config->contextLength;
+  if (capacity > hetrt::format::kMaxContextLength) {
+    error = "--context " + std::to_string(capacity) + " is larger than the " +
+            std::to_string(hetrt::format::kMaxContextLength) +
+            " positions hetc addresses (positions are 32-bit); give a smaller "
+            "--context";
+    return nullptr;
+  }
 
   OpBuilder b(&context);
   Location fileLoc = FileLineColLoc::get(&context, file.path(), 0, 0);
@@ -303,8 +312,6 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
                             b.getI64IntegerAttr(static_cast<int64_t>(tensor.offset)));
   }
 
-  int64_t capacity =
-      options.contextLength > 0 ? options.contextLength : config->contextLength;
   auto cacheType = llm::KVCacheType::get(&context, capacity, config->numKvHeads,
                                          config->headDim, b.getF32Type());
   NamedAttrList model;
