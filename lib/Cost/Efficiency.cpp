@@ -115,6 +115,12 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       }
       compared.hostLink = *link;
     }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      error = fieldError(path, field + ".device",
+                         "\"" + name + "\" is listed twice",
+                         "list each device once");
+      return std::nullopt;
+    }
     names.push_back(name);
     table.devices.push_back(std::move(compared));
   }
@@ -175,7 +181,11 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       }
       workload.bytes = entry["bytes"];
     }
-    const json &reference = entry["reference"];
+    // find(), not operator[]: on a const object a missing key is undefined.
+    auto referenceAt = entry.find("reference");
+    static const json kMissing;
+    const json &reference =
+        referenceAt == entry.end() ? kMissing : *referenceAt;
     if (!reference.is_object()) {
       error = fieldError(path, field + ".reference", "is missing",
                          "give the reference table's figure per device (null: n/a)");
@@ -190,11 +200,13 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       const json &value = reference[name];
       if (value.is_null())
         workload.reference.push_back(std::nullopt);
-      else if (value.is_number())
+      else if (value.is_number() && value.get<double>() > 0 &&
+               std::isfinite(value.get<double>()))
         workload.reference.push_back(value.get<double>());
       else {
-        error = fieldError(path, field + ".reference." + name, "is not a number",
-                           "give a number, or null for n/a");
+        error = fieldError(path, field + ".reference." + name,
+                           "is not a positive number",
+                           "give the table's relative figure, or null for n/a");
         return std::nullopt;
       }
     }

@@ -8,7 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace hetc::cost {
@@ -200,6 +202,16 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       return std::nullopt;
     }
     shape.architecture = type->get<std::string>();
+    // The planner models decoder-only transformers of these families; any
+    // other would be planned as something it is not.
+    static const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), shape.architecture) ==
+        std::end(kKnown)) {
+      error = path + ": field \"model_type\" is \"" + shape.architecture +
+              "\", which hetc cannot plan; fix: give a model of type llama, "
+              "mistral, mixtral or qwen2";
+      return std::nullopt;
+    }
   }
   // The first problem is reported.
   std::optional<int64_t> dim, layers, heads, ffn, vocab;

@@ -65,6 +65,8 @@ namespace {
 
 /// The largest number any field of a hardware file may hold.
 constexpr double kLargestPlausible = 1e9;
+/// The smallest a field that must be positive (a rate, a power) may hold.
+constexpr double kSmallestPlausible = 1e-6;
 
 std::string describe(const json &value) {
   std::string text = value.dump();
@@ -137,6 +139,13 @@ public:
     }
     // No rate, price, power or latency of real hardware comes near this; a
     // larger value is a typo that would print hundreds of digits.
+    if (!allowZero && value->get<double>() < kSmallestPlausible) {
+      fail(join(path, key),
+           "is " + describe(*value) + ", too small for any real hardware (at "
+               "least 1e-6 in the field's unit)",
+           fix);
+      return fallback;
+    }
     if (!std::isfinite(value->get<double>()) ||
         value->get<double>() > kLargestPlausible) {
       fail(join(path, key),
@@ -601,6 +610,12 @@ std::optional<System> parseSystem(const std::string &text,
       }
       if (!endpointsOk)
         break;
+      if (systemLink.from.device == systemLink.to.device &&
+          systemLink.from.tier == systemLink.to.tier) {
+        check.fail(path, "links a memory to itself",
+                   "connect two different memories");
+        break;
+      }
       const json *link = check.member(entry, path, "link", true,
                                       "name a catalog link or write one inline");
       if (!link)

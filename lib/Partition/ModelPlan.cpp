@@ -43,9 +43,12 @@ struct Built {
   int host = -1;
   uint64_t kvBytesPerUnit(const cost::Unit &unit,
                           const cost::Workload &workload) const {
-    return static_cast<uint64_t>(
-        unit.kvBytesPerContext * static_cast<double>(workload.batch) *
-        static_cast<double>(workload.context + workload.promptTokens));
+    // In double and clamped: a request past any memory must compare as too
+    // large, never wrap.
+    double bytes = unit.kvBytesPerContext * static_cast<double>(workload.batch) *
+                   (static_cast<double>(workload.context) +
+                    static_cast<double>(workload.promptTokens));
+    return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
 
@@ -52,6 +53,18 @@ uint64_t availableMemoryBytes() {
   if (limit) {
     uint64_t used = readCgroupValue("memory.current").value_or(0);
     available = std::min(available, *limit > used ? *limit - used : 0);
+  }
+  // `ulimit -v` bounds the address space, mapped files included.
+  struct rlimit addressSpace;
+  if (getrlimit(RLIMIT_AS, &addressSpace) == 0 &&
+      addressSpace.rlim_cur != RLIM_INFINITY) {
+    uint64_t mapped = 0;
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    if (statm >> pages)
+      mapped = pages * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+    uint64_t cap = addressSpace.rlim_cur;
+    available = std::min(available, cap > mapped ? cap - mapped : 0);
   }
   return available;
 }

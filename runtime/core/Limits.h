@@ -15,7 +15,8 @@ namespace hetrt::core {
 inline constexpr int64_t kMaxThreads = 1024;
 
 /// Bytes this process can still allocate: the kernel's MemAvailable, capped
-/// by the cgroup's memory.max less its memory.current where one is set.
+/// by the cgroup's memory.max less its memory.current where one is set, and
+/// by the address-space limit (ulimit -v) less what is already mapped.
 uint64_t availableMemoryBytes();
 
 /// "1.50 GiB", "12.0 MiB", "512 bytes": sizes for messages.

@@ -182,20 +182,21 @@ Action registerBenchCommand(CLI::App &app) {
       ->check(CLI::ExistingFile);
   command->add_option("--prompt-tokens", flags->promptTokens,
                       "Tokens in the prefill measurement")
-      ->check(positive());
+      ->check(wholeRange(1, INT32_MAX));
   command->add_option("--decode-tokens", flags->decodeTokens,
                       "Tokens in the decode measurement")
-      ->check(positive());
+      ->check(wholeRange(1, INT32_MAX));
   command->add_option("-t,--threads", flags->threads,
                       "Thread counts to measure (default: 1 and all cores)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(threadCount());
   command->add_option("--bandwidth-mib", flags->bandwidthMiB,
                       "Buffer size of the bandwidth measurement (MiB)")
-      ->check(positive());
+      ->check(wholeRange(1, int64_t(1) << 30));
   command->add_option("--repeats", flags->repeats,
                       "Runs per measurement; the best is reported")
-      ->check(positive());
+      ->check(wholeRange(1, 1000));
   command->add_flag("--json", flags->json, "Print the results as JSON");
   command->add_flag("--profile", flags->profile,
                     "After the measurements, time each kernel over the decode "

@@ -96,25 +96,40 @@ struct Timing {
   double sampleSeconds = 0;
 };
 
+/// A measured model and one session over it.
+struct Loaded {
+  std::unique_ptr<hetrt::core::Model> model;
+  std::unique_ptr<hetrt::core::Session> session;
+  bool open(const std::string &gguf, const std::string &pack, int threads,
+            bool chooseThreads, std::string &error) {
+    model = hetrt::core::Model::load(pack, gguf, error);
+    if (model)
+      session = hetrt::core::Session::create(*model, threads, error);
+    if (session)
+      session->setDecodeThreadChoice(chooseThreads);
+    return session != nullptr;
+  }
+};
+
+/// Ids past the special tokens, the same for every measurement.
+std::vector<int32_t> syntheticPrompt(int64_t tokens) {
+  std::vector<int32_t> prompt(static_cast<size_t>(tokens));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+  return prompt;
+}
+
 /// With `sample`, each step's token is chosen from the previous step's
 /// logits by the sampler at hetc run's defaults, as hetc run does, and timed
 /// apart from the step.
 bool timeModel(const std::string &gguf, const std::string &pack, int threads,
                int64_t promptTokens, int64_t decodeSteps, bool chooseThreads,
                bool sample, Timing &timing, std::string &error) {
-  std::unique_ptr<hetrt::core::Model> model =
-      hetrt::core::Model::load(pack, gguf, error);
-  if (!model)
+  Loaded loaded;
+  if (!loaded.open(gguf, pack, threads, chooseThreads, error))
     return false;
-  std::unique_ptr<hetrt::core::Session> created =
-      hetrt::core::Session::create(*model, threads, error);
-  if (!created)
-    return false;
-  hetrt::core::Session &session = *created;
-  session.setDecodeThreadChoice(chooseThreads);
-  std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
-  for (size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+  hetrt::core::Session &session = *loaded.session;
+  std::vector<int32_t> prompt = syntheticPrompt(promptTokens);
   // One warm-up run faults the weights in; then the median of three, not the
   // best: `hetc run` measures one run under whatever else the machine does,
   // and the best of several is an optimistic prediction of it.
@@ -168,19 +183,12 @@ bool timeModel(const std::string &gguf, const std::string &pack, int threads,
 bool timeAttention(const std::string &gguf, const std::string &pack,
                    int threads, int64_t shortPrompt, int64_t longPrompt,
                    int64_t steps, double &perPosition, std::string &error) {
-  std::unique_ptr<hetrt::core::Model> model =
-      hetrt::core::Model::load(pack, gguf, error);
-  if (!model)
+  Loaded loaded;
+  if (!loaded.open(gguf, pack, threads, /*chooseThreads=*/true, error))
     return false;
-  std::unique_ptr<hetrt::core::Session> session =
-      hetrt::core::Session::create(*model, threads, error);
-  if (!session)
-    return false;
-  session->setDecodeThreadChoice(true);
+  hetrt::core::Session *session = loaded.session.get();
   auto stepSeconds = [&](int64_t promptTokens, double &result) {
-    std::vector<int32_t> prompt(static_cast<size_t>(promptTokens));
-    for (size_t i = 0; i < prompt.size(); ++i)
-      prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+    std::vector<int32_t> prompt = syntheticPrompt(promptTokens);
     session->reset();
     if (!session->prefill(prompt, error))
       return false;
@@ -309,6 +317,7 @@ Action registerCalibrateCommand(CLI::App &app) {
   command->add_option("--formats", flags->formats,
                       "Weight formats to measure")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
       ->capture_default_str();
   command->add_option("--idle-watts", flags->idleWatts,

@@ -43,12 +43,13 @@ Action registerCompileCommand(CLI::App &app) {
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT32_MAX));
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "
                       "x86-64-v4, x86-64-v3, x86-64-v2")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   command->add_flag("--print-pipeline", flags->printPipeline,
                     "Print the textual pass pipeline (for hetc-opt "
                     "--pass-pipeline) and exit");

@@ -4,6 +4,7 @@
 #include "runtime/core/Limits.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +67,23 @@ CLI::Validator signCheck(bool allowZero) {
       allowZero ? "NUMBER >= 0" : "NUMBER > 0");
 }
 } // namespace
+
+CLI::Validator wholeRange(int64_t low, int64_t high) {
+  std::string range =
+      "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+  return CLI::Validator(
+      [low, high, range](std::string &text) -> std::string {
+        errno = 0;
+        char *end = nullptr;
+        long long value = std::strtoll(text.c_str(), &end, 10);
+        if (end == text.c_str() || *end != '\0')
+          return "\"" + text + "\" is not a whole number; give one in " + range;
+        if (errno == ERANGE || value < low || value > high)
+          return text + " is outside " + range;
+        return {};
+      },
+      "INT in " + range);
+}
 
 CLI::Validator positive() { return signCheck(false); }
 CLI::Validator nonNegative() { return signCheck(true); }

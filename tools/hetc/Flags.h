@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+
 namespace hetc::cli {
 
 /// A finite number in [low, high]; NaN and infinities are refused, and the
@@ -18,6 +20,10 @@ CLI::Validator threadCount();
 /// replaces CLI11's checks, whose messages print DBL_MAX in full.
 CLI::Validator positive();
 CLI::Validator nonNegative();
+
+/// A whole number in [low, high]; a value past the range of 64 bits is
+/// refused, never clamped.
+CLI::Validator wholeRange(int64_t low, int64_t high);
 
 /// The message for an argument CLI11 would misread: a single dash before
 /// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when

@@ -147,7 +147,7 @@ Action registerPlanCommand(CLI::App &app) {
   addPlanningOptions(*command, *flags);
   command->add_option("--context", flags->context,
                       "Tokens in the KV cache at the decode step predicted")
-      ->check(nonNegative())
+      ->check(wholeRange(0, INT32_MAX))
       ->capture_default_str();
   command->add_flag("--json", flags->json,
                     "Print the plan as JSON (schema in docs/planning.md)");

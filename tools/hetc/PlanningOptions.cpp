@@ -25,11 +25,11 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
       ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
       ->capture_default_str();
   command.add_option("--batch", flags.batch, "Sequences decoded together")
-      ->check(positive())
+      ->check(wholeRange(1, int64_t(1) << 20))
       ->capture_default_str();
   command.add_option("--prompt-tokens", flags.promptTokens,
                      "Prompt length of the prefill")
-      ->check(positive())
+      ->check(wholeRange(1, INT32_MAX))
       ->capture_default_str();
 }
 

@@ -122,13 +122,13 @@ Action registerRunCommand(CLI::App &app) {
   command->add_option("-n,--tokens,--n-predict", flags->numTokens,
                       "How many tokens to generate (at most what the context "
                       "holds after the prompt)")
-      ->check(nonNegative())
+      ->check(wholeRange(0, INT32_MAX))
       ->capture_default_str();
   command->add_option("--temp", flags->temperature,
                       "Sampling temperature; 0 is greedy (ties to the lowest id)")
       ->check(finiteRange(0, 100));
   command->add_option("--top-k", flags->topK, "Keep the k most likely tokens (0: all)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT32_MAX));
   command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
       ->check(finiteRange(0, 1));
   command->add_option("--repeat-penalty", flags->repeatPenalty,
@@ -137,7 +137,7 @@ Action registerRunCommand(CLI::App &app) {
       ->check(finiteRange(0.001, 100));
   command->add_option("--seed", flags->seed,
                       "Random seed (default: a fresh one, reported in --json)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT64_MAX));
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -176,6 +176,15 @@ Action registerRunCommand(CLI::App &app) {
       return 1;
     }
     const hetrt::format::Manifest &manifest = model->manifest();
+    // Checked again now that the pack (perhaps a cache entry) and the
+    // weights it reads are known: --logits-out must be neither.
+    if (!flags->logitsOut.empty() &&
+        !hetrt::format::checkOutputPath(
+            flags->logitsOut, {flags->model, packPath, model->weights().path()},
+            "--logits-out", error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
     bool packGiven = weights.empty();
     if (packGiven && flags->contextLength > 0 &&
         flags->contextLength != manifest.contextLength) {

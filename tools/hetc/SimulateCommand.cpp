@@ -37,7 +37,7 @@ Action registerSimulateCommand(CLI::App &app) {
   addPlanningOptions(*command, *flags);
   command->add_option("-n,--decode-tokens", flags->decodeTokens,
                       "Decode steps after the prefill")
-      ->check(nonNegative())
+      ->check(wholeRange(0, INT32_MAX))
       ->capture_default_str();
   command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
   command->add_flag("--json", flags->json,
