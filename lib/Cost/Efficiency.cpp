@@ -173,7 +173,8 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       workload.dataType = *type;
     } else {
       if (!entry.contains("bytes") || !entry["bytes"].is_number() ||
-          entry["bytes"].get<double>() <= 0) {
+          !(entry["bytes"].get<double>() >= 1) ||
+          !(entry["bytes"].get<double>() <= 1e18)) {
         error = fieldError(path, field + ".bytes", "is missing or not positive",
                            "give the bytes a step reads (stream_per_watt) or the "
                            "table's size (gather)");

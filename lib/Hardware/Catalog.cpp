@@ -139,7 +139,8 @@ public:
     }
     // No rate, price, power or latency of real hardware comes near this; a
     // larger value is a typo that would print hundreds of digits.
-    if (!allowZero && value->get<double>() < kSmallestPlausible) {
+    if (value->get<double>() != 0 &&
+        value->get<double>() < kSmallestPlausible) {
       fail(join(path, key),
            "is " + describe(*value) + ", too small for any real hardware (at "
                "least 1e-6 in the field's unit)",

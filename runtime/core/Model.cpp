@@ -41,8 +41,13 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
 
   std::string weights = weightsPath.empty() ? m.weightsPath : weightsPath;
   model->weights_ = format::GgufFile::open(weights, error);
-  if (!model->weights_)
+  if (!model->weights_) {
+    if (weightsPath.empty())
+      error += " (" + packPath +
+               " was compiled from it and reads its weights there: put the "
+               "model back, or compile the pack again from where it is now)";
     return nullptr;
+  }
   // The code views weights at fixed offsets: any other file would be read as
   // garbage, so the exact bytes are required.
   if (model->weights_->fileSize() != m.weightsSize) {
@@ -68,7 +73,9 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
     error = weights + ": the tokenizer has " +
             std::to_string(model->tokenizer_->vocabSize()) +
             " tokens but the model's output has " +
-            std::to_string(m.vocabSize);
+            std::to_string(m.vocabSize) +
+            " (tokenizer.ggml.tokens against token_embd.weight); re-convert "
+            "the model with its own tokenizer";
     return nullptr;
   }
   return model;

@@ -3,6 +3,9 @@
 // countdown of finished chunks for completion.
 #include "runtime/core/ThreadPool.h"
 
+#include <new>
+#include <system_error>
+
 #include <algorithm>
 #include <chrono>
 
@@ -64,6 +67,20 @@ void ThreadPool::stop() {
 }
 
 ThreadPool::~ThreadPool() { stop(); }
+
+std::unique_ptr<ThreadPool> ThreadPool::create(int numThreads,
+                                               std::string &error) {
+  try {
+    return std::make_unique<ThreadPool>(numThreads);
+  } catch (const std::system_error &failure) {
+    error = "cannot start " + std::to_string(numThreads) + " threads (" +
+            failure.what() + "); give fewer with --threads";
+  } catch (const std::bad_alloc &) {
+    error = "out of memory starting " + std::to_string(numThreads) +
+            " threads; give fewer with --threads";
+  }
+  return nullptr;
+}
 
 void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
                              int64_t end) {

@@ -5,6 +5,8 @@
 #define HETRT_CORE_THREADPOOL_H
 
 #include <atomic>
+#include <memory>
+#include <string>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -26,7 +28,11 @@ using GridTask = void (*)(void *arguments, int64_t begin, int64_t end);
 class ThreadPool {
 public:
   /// `numThreads` includes the calling thread; 0 means one per core.
+  /// Throws std::system_error when the threads cannot be started.
   explicit ThreadPool(int numThreads);
+  /// As the constructor, but returns null and sets `error` (naming the count
+  /// and the fix) when the threads cannot be started; never throws.
+  static std::unique_ptr<ThreadPool> create(int numThreads, std::string &error);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;

@@ -98,6 +98,15 @@ bool checkTensors(const GgufFile &file, const ModelConfig &config,
       return fail("tensor \"" + name + "\" has shape " +
                   shapeText(tensor->dims) + " but " + because + " need " +
                   shapeText(dims));
+    // Norm weights are vectors llama.cpp's converters always keep in f32,
+    // and hetc's kernels read them so.
+    if (dims.size() == 1 && tensor->format != BlockFormat::F32) {
+      error = file.path() + ": tensor \"" + name + "\" is stored as " +
+              std::string(blockLayout(tensor->format).name) +
+              "; norm weights must be f32 (re-convert the model with a "
+              "current llama.cpp converter)";
+      return false;
+    }
     return true;
   };
   int64_t qDim = config.numHeads * config.headDim;

@@ -254,9 +254,15 @@ Action registerBenchCommand(CLI::App &app) {
       std::printf("%-8s %14s %14s %12s %16s %10s\n", "threads", "prefill tok/s",
                   "decode tok/s", "read GB/s", "roofline tok/s", "decode/roof");
     for (int threads : threadCounts) {
-      hetrt::core::ThreadPool pool(threads);
+      std::unique_ptr<hetrt::core::ThreadPool> pool =
+          hetrt::core::ThreadPool::create(threads, error);
+      if (!pool) {
+        std::cerr << "hetc bench: " << error << "\n";
+        return 1;
+      }
       double bandwidth = hetrt::core::measureReadBandwidth(
-          pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
+          *pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
+      pool.reset();
       std::unique_ptr<hetrt::core::Session> created =
           hetrt::core::Session::create(*model, threads, error);
       if (!created) {

@@ -343,6 +343,25 @@ Action registerCalibrateCommand(CLI::App &app) {
       std::cerr << "hetc calibrate: " << outputError << "\n";
       return 1;
     }
+    // An existing file is replaced only when it is a JSON document: -o onto
+    // a model or a pack by mistake must not destroy it.
+    if (std::ifstream existing{flags->output}) {
+      char first = 0;
+      existing >> first;
+      if (existing && first != '{') {
+        std::cerr << "hetc calibrate: -o " << flags->output
+                  << ": exists and is not a system JSON; give another path "
+                     "or remove it first\n";
+        return 1;
+      }
+    }
+    if (flags->idleWatts > 0 && flags->activeWatts > 0 &&
+        flags->idleWatts > flags->activeWatts) {
+      std::cerr << "hetc calibrate: --idle-watts " << flags->idleWatts
+                << " is more than --active-watts " << flags->activeWatts
+                << "; give an idle power below the power under load\n";
+      return 2;
+    }
     auto started = std::chrono::steady_clock::now();
     Topology topology = readTopology();
     int threads = flags->threads > 0
@@ -352,8 +371,14 @@ Action registerCalibrateCommand(CLI::App &app) {
              " threads");
     double bandwidth = 0;
     {
-      hetrt::core::ThreadPool pool(threads);
-      bandwidth = hetrt::core::measureReadBandwidth(pool, size_t(512) << 20, 3);
+      std::string poolError;
+      std::unique_ptr<hetrt::core::ThreadPool> pool =
+          hetrt::core::ThreadPool::create(threads, poolError);
+      if (!pool) {
+        std::cerr << "hetc calibrate: " << poolError << "\n";
+        return 1;
+      }
+      bandwidth = hetrt::core::measureReadBandwidth(*pool, size_t(512) << 20, 3);
     }
 
     // Weights larger than the last-level cache stream from DRAM; past a

@@ -46,7 +46,7 @@ Action registerInfoCommand(CLI::App &app) {
       ->check(CLI::ExistingFile);
   command->add_option("-c,--context,--ctx-size", flags->contextLength,
                       "Context for the memory figures (0: the model's)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT32_MAX));
   command->add_flag("--json", flags->json, "Print one JSON object");
   return [command, flags]() -> int {
     if (!*command)
@@ -71,6 +71,21 @@ Action registerInfoCommand(CLI::App &app) {
       if (flags->contextLength == 0)
         flags->contextLength = manifest->contextLength;
       path = manifest->weightsPath;
+      // Describe the model the pack runs, not a file that took its place.
+      std::optional<std::string> hash = hetrt::format::hashFile(path, error);
+      if (!hash) {
+        std::cerr << "hetc info: " << error << " (" << flags->model
+                  << " was compiled from it)\n";
+        return 1;
+      }
+      if (*hash != manifest->weightsHash) {
+        std::cerr << "hetc info: " << path << ": content hash " << *hash
+                  << " differs from the " << manifest->weightsHash << " that "
+                  << flags->model
+                  << " was compiled for; this is another model now (recompile "
+                     "the pack for it)\n";
+        return 1;
+      }
     }
     std::unique_ptr<hetrt::format::GgufFile> file =
         hetrt::format::GgufFile::open(path, error);

@@ -9,6 +9,7 @@
 #include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/format/Pack.h"
 
 #include <cerrno>
@@ -112,6 +113,21 @@ std::string packFor(const std::string &model, int64_t contextLength,
       hetrt::format::ModelConfig::fromGguf(*file, error);
   if (!config)
     return {};
+  // The tokenizer too, so a model that cannot run is refused before it is
+  // compiled and cached.
+  std::unique_ptr<hetrt::tokenizer::Tokenizer> tokenizer =
+      hetrt::tokenizer::Tokenizer::fromGguf(*file, error);
+  if (!tokenizer)
+    return {};
+  if (tokenizer->vocabSize() != config->vocabSize) {
+    error = model + ": the tokenizer has " +
+            std::to_string(tokenizer->vocabSize()) +
+            " tokens but the model's output has " +
+            std::to_string(config->vocabSize) +
+            " (tokenizer.ggml.tokens against token_embd.weight); re-convert the "
+            "model with its own tokenizer";
+    return {};
+  }
   if (contextLength > hetrt::format::kMaxContextLength) {
     error = "--context " + std::to_string(contextLength) +
             " is larger than the " +

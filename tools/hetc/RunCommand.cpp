@@ -156,6 +156,15 @@ Action registerRunCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
+    if ((command->count("--file") && flags->promptFile.empty()) ||
+        (command->count("--logits-out") && flags->logitsOut.empty())) {
+      std::cerr << "hetc run: "
+                << (flags->promptFile.empty() && command->count("--file")
+                        ? "-f"
+                        : "--logits-out")
+                << " is given an empty path; give a file name\n";
+      return 2;
+    }
     if (!flags->logitsOut.empty() &&
         !hetrt::format::checkOutputPath(flags->logitsOut, {flags->model},
                                         "--logits-out", error)) {

@@ -1,5 +1,6 @@
 // `hetc synth`: writes a synthetic Llama-shaped GGUF model.
 #include "Commands.h"
+#include "Flags.h"
 
 #include "hetc/Synth/SyntheticModel.h"
 #include "runtime/format/OutputFile.h"
@@ -27,21 +28,29 @@ Action registerSynthCommand(CLI::App &app) {
                "pseudo-random weights and a valid tokenizer");
   command->add_option("--arch", spec.architecture,
                       "Architecture: llama, or qwen2 (Q/K/V biases, NeoX RoPE)");
-  command->add_option("--dim", spec.dim, "Embedding dimension");
-  command->add_option("--layers", spec.layers, "Decoder layers");
-  command->add_option("--heads", spec.heads, "Attention heads");
+  command->add_option("--dim", spec.dim, "Embedding dimension")
+      ->check(wholeRange(1, 65536));
+  command->add_option("--layers", spec.layers, "Decoder layers")
+      ->check(wholeRange(1, 1024));
+  command->add_option("--heads", spec.heads, "Attention heads")
+      ->check(wholeRange(1, 1024));
   command->add_option("--kv-heads", spec.kvHeads,
-                      "Key/value heads (grouped-query attention)");
-  command->add_option("--ffn", spec.ffnDim, "Feed-forward hidden size");
-  command->add_option("--vocab", spec.vocabSize, "Vocabulary size (>= 260)");
-  command->add_option("--context", spec.contextLength, "Context length");
+                      "Key/value heads (grouped-query attention)")
+      ->check(wholeRange(1, 1024));
+  command->add_option("--ffn", spec.ffnDim, "Feed-forward hidden size")
+      ->check(wholeRange(1, 1 << 20));
+  command->add_option("--vocab", spec.vocabSize, "Vocabulary size (>= 260)")
+      ->check(wholeRange(1, 1 << 20));
+  command->add_option("--context", spec.contextLength, "Context length")
+      ->check(wholeRange(1, INT32_MAX));
   command->add_option("--rope-base", spec.ropeBase, "RoPE frequency base");
   command->add_flag("--tied", spec.tiedOutput,
                     "Tie the output projection to the token embedding");
   command->add_option("--type", flags->type,
                       "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k_m")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}));
-  command->add_option("--seed", spec.seed, "Seed of the weights");
+  command->add_option("--seed", spec.seed, "Seed of the weights")
+      ->check(wholeRange(0, INT64_MAX));
   command->add_option("-o,--output", flags->output, "The GGUF file to write")
       ->required();
   return [command, flags]() -> int {
