@@ -47,6 +47,18 @@ std::optional<hardware::DataType> parseDataType(const std::string &name) {
 
 /// The string `key` of `object`, or "" when it is absent or not a string
 /// (the checks after each read name the field and the fix).
+/// The first member of `object` not in `known`, or empty: a misspelt field
+/// would otherwise be silently ignored.
+static std::string unknownField(const json &object,
+                                std::initializer_list<const char *> known) {
+  for (auto it = object.begin(); it != object.end(); ++it)
+    if (std::find_if(known.begin(), known.end(), [&](const char *name) {
+          return it.key() == name;
+        }) == known.end())
+      return it.key();
+  return {};
+}
+
 static std::string textOf(const json &object, const char *key) {
   auto found = object.find(key);
   return found != object.end() && found->is_string() ? found->get<std::string>()
@@ -72,6 +84,14 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                        "set it to \"hetc.efficiency/1\"");
     return std::nullopt;
   }
+  if (std::string field = unknownField(
+          root, {"schema", "source", "baseline", "devices", "workloads"});
+      !field.empty()) {
+    error = fieldError(path, field, "is not a known field",
+                       "remove it or fix its spelling (schema, source, "
+                       "baseline, devices, workloads)");
+    return std::nullopt;
+  }
   EfficiencyTable table;
   table.origin = path;
   table.source = textOf(root, "source");
@@ -89,6 +109,12 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
         !entry["device"].is_string()) {
       error = fieldError(path, field + ".device", "is missing",
                          "name a catalog device, e.g. \"nvidia-h100-sxm\"");
+      return std::nullopt;
+    }
+    if (std::string unknown = unknownField(entry, {"device", "host_link"});
+        !unknown.empty()) {
+      error = fieldError(path, field + "." + unknown, "is not a known field",
+                         "remove it or fix its spelling (device, host_link)");
       return std::nullopt;
     }
     std::string name = entry["device"];
@@ -147,6 +173,14 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                          "give name, model, data_type and reference");
       return std::nullopt;
     }
+    if (std::string unknown = unknownField(
+            entry, {"name", "why", "model", "data_type", "bytes", "reference"});
+        !unknown.empty()) {
+      error = fieldError(path, field + "." + unknown, "is not a known field",
+                         "remove it or fix its spelling (name, why, model, "
+                         "data_type, bytes, reference)");
+      return std::nullopt;
+    }
     Workload workload;
     workload.name = textOf(entry, "name");
     workload.why = textOf(entry, "why");
@@ -154,6 +188,13 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       error = fieldError(path, field + ".name", "is missing", "name the workload");
       return std::nullopt;
     }
+    for (const Workload &earlier : table.workloads)
+      if (earlier.name == workload.name) {
+        error = fieldError(path, field + ".name",
+                           "\"" + workload.name + "\" is listed twice",
+                           "give each workload once");
+        return std::nullopt;
+      }
     std::optional<WorkloadModel> model = parseModel(textOf(entry, "model"));
     if (!model) {
       error = fieldError(path, field + ".model",

@@ -617,6 +617,17 @@ std::optional<System> parseSystem(const std::string &text,
                    "connect two different memories");
         break;
       }
+      bool twice = false;
+      for (const SystemLink &earlier : system.links)
+        twice = twice || (earlier.from.device == systemLink.from.device &&
+                          earlier.from.tier == systemLink.from.tier &&
+                          earlier.to.device == systemLink.to.device &&
+                          earlier.to.tier == systemLink.to.tier);
+      if (twice) {
+        check.fail(path, "connects the same two memories as an earlier link",
+                   "give each link once");
+        break;
+      }
       const json *link = check.member(entry, path, "link", true,
                                       "name a catalog link or write one inline");
       if (!link)
