@@ -372,21 +372,21 @@ private:
         return false;
       uint32_t typeId = 0;
       uint64_t typeAt = pos_;
-      if (!readRaw(typeId, "type of metadata \"" + key + "\""))
+      if (!readRaw(typeId, "type of metadata \"" + printable(key) + "\""))
         return false;
       if (!isKnownType(typeId)) {
         std::ostringstream os;
-        os << "metadata \"" << key << "\" at offset " << typeAt
+        os << "metadata \"" << printable(key) << "\" at offset " << typeAt
            << " has unknown value type " << typeId << " (known types are 0..12)";
         return fail(os.str());
       }
       GgufValue value;
       if (!readValue(static_cast<GgufType>(typeId), value,
-                     "metadata \"" + key + "\"", 0))
+                     "metadata \"" + printable(key) + "\"", 0))
         return false;
       if (!file_.metadata_.emplace(key, std::move(value)).second) {
         std::ostringstream os;
-        os << "metadata key \"" << key << "\" at offset " << keyAt
+        os << "metadata key \"" << printable(key) << "\" at offset " << keyAt
            << " appears twice";
         return fail(os.str());
       }
@@ -427,7 +427,7 @@ private:
     std::string field = "tensor #" + std::to_string(index);
     if (!readString(info.name, field + " name"))
       return false;
-    field = "tensor \"" + info.name + "\"";
+    field = "tensor \"" + printable(info.name) + "\"";
     uint32_t nDims = 0;
     uint64_t dimsAt = pos_;
     if (!readRaw(nDims, field + " n_dims"))
@@ -491,7 +491,7 @@ private:
       return fail(os.str());
     }
     if (!file_.tensorIndex_.emplace(info.name, file_.tensors_.size()).second)
-      return fail("tensor name \"" + info.name + "\" appears twice");
+      return fail("tensor name \"" + printable(info.name) + "\" appears twice");
     file_.tensors_.push_back(std::move(info));
     return true;
   }

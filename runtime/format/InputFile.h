@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace hetrt::format {
 
@@ -23,6 +24,11 @@ int openRegularFile(const std::string &path, const char *what, uint64_t &size,
 std::optional<std::string> readRegularFile(const std::string &path,
                                            const char *what, uint64_t maxBytes,
                                            std::string &error);
+
+/// `text` from a file, safe to print: control bytes (a terminal's escape
+/// sequences among them) become \xNN, so a message never acts on the
+/// terminal it is shown on.
+std::string printable(std::string_view text);
 
 /// The kind of a non-regular file for messages ("a directory", "a FIFO", ...),
 /// from a stat mode.

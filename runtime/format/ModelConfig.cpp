@@ -1,6 +1,8 @@
 // Reading and validating model hyper-parameters from GGUF metadata.
 #include "runtime/format/ModelConfig.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -151,7 +153,7 @@ bool checkTensors(const GgufFile &file, const ModelConfig &config,
            tensor.name[at] <= '9' && layer < config.numLayers)
       layer = layer * 10 + (tensor.name[at++] - '0');
     if (layer >= config.numLayers)
-      return fail("tensor \"" + tensor.name + "\" belongs to a layer past "
+      return fail("tensor \"" + printable(tensor.name) + "\" belongs to a layer past "
                   "block_count " + std::to_string(config.numLayers));
   }
   return true;
@@ -172,7 +174,7 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
   config.architecture = std::string(*arch->asString());
   if (config.architecture != "llama" && config.architecture != "mistral" &&
       config.architecture != "qwen2") {
-    error = file.path() + ": architecture \"" + config.architecture +
+    error = file.path() + ": architecture \"" + printable(config.architecture) +
             "\" is not supported (hetc imports llama, mistral and qwen2)";
     return std::nullopt;
   }

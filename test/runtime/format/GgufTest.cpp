@@ -264,3 +264,18 @@ TEST(GgufTest, ReportsMissingFiles) {
 }
 
 } // namespace
+
+TEST(GgufTest, NamesFromTheFileArePrintedWithoutControlBytes) {
+  // A tensor name that would clear the terminal and set its title.
+  std::string name = "\x1b[2J\x1b]0;x\x07";
+  GgufWriter writer;
+  writer.addString("general.architecture", "llama");
+  writer.addTensor(name, {4}, BlockFormat::F32, f32Bytes({1, 2, 3, 4}));
+  writer.addTensor(name, {4}, BlockFormat::F32, f32Bytes({1, 2, 3, 4}));
+  std::string error;
+  EXPECT_FALSE(openImage(writer.serialize(), error));
+  EXPECT_NE(error.find("tensor name \"\\x1b[2J\\x1b]0;x\\x07\" appears twice"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find('\x1b'), std::string::npos);
+}
