@@ -186,6 +186,13 @@ public:
              "remove it or use one of: " + list);
         return;
       }
+    // Sources are documentation, but of a known shape.
+    auto sources = object.find("sources");
+    if (names.count("sources") && sources != object.end() &&
+        !sources->is_array())
+      fail(join(path, "sources"),
+           "expected an array of sources, got " + describe(*sources),
+           "list objects with field, kind, source and url");
   }
 
   bool schema(const json &object, const char *expected) {

@@ -34,10 +34,16 @@ struct Entry {
   bool partial = false;
 };
 
-std::vector<Entry> entries(const std::string &directory) {
+std::vector<Entry> entries(const std::string &directory, std::string &error) {
   std::vector<Entry> found;
   std::error_code ec;
-  for (const auto &item : std::filesystem::directory_iterator(directory, ec)) {
+  std::filesystem::directory_iterator listing(directory, ec);
+  // A cache that was never made is empty; one that cannot be read is an
+  // error, not an empty list.
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    error = directory + ": cannot read the pack cache: " + ec.message() +
+            " (set HETC_CACHE_DIR to a directory you can read)";
+  for (const auto &item : listing) {
     std::string name = item.path().filename().string();
     static const std::string kSuffix = ".hetpack";
     bool pack = name.size() > kSuffix.size() &&
@@ -97,7 +103,12 @@ Action registerCacheCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string directory = cacheDirectory();
-    std::vector<Entry> found = entries(directory);
+    std::string error;
+    std::vector<Entry> found = entries(directory, error);
+    if (!error.empty()) {
+      std::cerr << "hetc cache: " << error << "\n";
+      return 1;
+    }
     uint64_t total = 0;
     if (*list) {
       std::printf("pack cache: %s\n", directory.c_str());
