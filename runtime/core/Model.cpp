@@ -30,7 +30,7 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
   // Sizes first, then the code's own record of them, and only then anything
   // that reads the weights: a manifest is untrusted until both agree.
   if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
-                        /*elementBytes=*/4, packPath,
+                        m.kvElementBytes(), packPath,
                         "compile the model for a smaller context with "
                         "`hetc compile --context N`",
                         error))

@@ -61,7 +61,7 @@ std::unique_ptr<Session> Session::create(const Model &model,
   // may be taken by now, and an allocation that fails half-way must not
   // abort the process.
   if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
-                        /*elementBytes=*/4, "cannot create a session",
+                        m.kvElementBytes(), "cannot create a session",
                         "free memory, or compile the model for a smaller "
                         "context with `hetc compile --context N`",
                         error))
@@ -72,7 +72,8 @@ std::unique_ptr<Session> Session::create(const Model &model,
   } catch (const std::bad_alloc &) {
     error = "cannot create a session: out of memory allocating its " +
             formatBytes(*kvCacheBytes(m.numLayers, m.contextLength,
-                                      m.numKvHeads, m.headDim, 4)) +
+                                      m.numKvHeads, m.headDim,
+                                      m.kvElementBytes())) +
             " KV cache; free memory or compile for a smaller context";
   } catch (const std::system_error &failure) {
     error = "cannot create a session: cannot start " +

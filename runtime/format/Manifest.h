@@ -35,6 +35,8 @@ struct Manifest {
   int64_t contextLength = 0;
   /// Element type of the KV cache ("f32").
   std::string kvElementType = "f32";
+  /// Bytes of one KV-cache element (fromJson admits only "f32").
+  int64_t kvElementBytes() const { return kvElementType == "f32" ? 4 : 0; }
 
   /// Symbols of the one-pointer entry wrappers.
   std::string prefillSymbol = "hetc_entry_prefill";

@@ -43,7 +43,6 @@ bool checkRecord(void *handle, const format::PackFile &pack,
             "; compile the model again with this hetc";
     return false;
   }
-  int64_t elementBytes = manifest.kvElementType == "f32" ? 4 : 0;
   struct Field {
     const char *name;
     int64_t manifestValue;
@@ -55,7 +54,8 @@ bool checkRecord(void *handle, const format::PackFile &pack,
       {"model.kv_heads", manifest.numKvHeads, CodeRecordNumKvHeads},
       {"model.head_dim", manifest.headDim, CodeRecordHeadDim},
       {"model.context_length", manifest.contextLength, CodeRecordContextLength},
-      {"model.kv_element_type (bytes)", elementBytes, CodeRecordKvElementBytes},
+      {"model.kv_element_type (bytes)", manifest.kvElementBytes(),
+       CodeRecordKvElementBytes},
   };
   for (const Field &f : fields) {
     if (f.manifestValue == record[f.field])
