@@ -2,6 +2,7 @@
 #include "hetc/Cost/Efficiency.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/JsonText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -74,9 +75,16 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     error += " (hetc ships hardware/workloads/relative-efficiency.json)";
     return std::nullopt;
   }
-  json root = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    error = path + ": not a JSON object; fix the syntax";
+  std::string why;
+  std::optional<json> parsed = hetrt::format::parseJsonText(*text, why);
+  if (!parsed) {
+    error = path + ": " + why;
+    return std::nullopt;
+  }
+  json root = std::move(*parsed);
+  if (!root.is_object()) {
+    error = path + ": is not a JSON object; the efficiency table is one "
+                   "object with \"schema\": \"hetc.efficiency/1\"";
     return std::nullopt;
   }
   if (textOf(root, "schema") != "hetc.efficiency/1") {

@@ -2,6 +2,7 @@
 #include "hetc/Cost/ModelShape.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/JsonText.h"
 
 #include "runtime/format/Gguf.h"
 #include "runtime/format/ModelConfig.h"
@@ -144,8 +145,14 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       path, "a Hugging Face config.json", uint64_t(16) << 20, error);
   if (!text)
     return std::nullopt;
-  nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) {
+  std::string why;
+  std::optional<nlohmann::json> parsed = hetrt::format::parseJsonText(*text, why);
+  if (!parsed) {
+    error = path + ": " + why + " (expected a Hugging Face config.json)";
+    return std::nullopt;
+  }
+  nlohmann::json json = std::move(*parsed);
+  if (!json.is_object()) {
     error = path + ": is not a JSON object (expected a Hugging Face "
                    "config.json)";
     return std::nullopt;

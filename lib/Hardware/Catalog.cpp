@@ -2,6 +2,7 @@
 #include "hetc/Hardware/Catalog.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/JsonText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -215,13 +216,10 @@ private:
 };
 
 std::optional<json> parseJson(const std::string &text, Checker &check) {
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false,
-                           /*ignore_comments=*/false);
-  if (value.is_discarded()) {
-    check.failWhole("is not valid JSON (check for a missing comma, quote or "
-                    "brace)");
-    return std::nullopt;
-  }
+  std::string why;
+  std::optional<json> value = hetrt::format::parseJsonText(text, why);
+  if (!value)
+    check.failWhole(why + " (check for a missing comma, quote or brace)");
   return value;
 }
 

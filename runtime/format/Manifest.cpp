@@ -2,6 +2,7 @@
 #include "runtime/format/Manifest.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/JsonText.h"
 
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
@@ -48,13 +49,16 @@ std::string Manifest::toJson() const {
 std::optional<Manifest> Manifest::fromJson(const std::string &text,
                                            const std::string &origin,
                                            std::string &error) {
-  nlohmann::json json =
-      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto fail = [&](const std::string &what) {
     error = origin + ": manifest " + what + " (recompile with `hetc compile`)";
     return std::nullopt;
   };
-  if (json.is_discarded() || !json.is_object())
+  std::string why;
+  std::optional<nlohmann::json> parsed = parseJsonText(text, why);
+  if (!parsed)
+    return fail(why);
+  nlohmann::json json = std::move(*parsed);
+  if (!json.is_object())
     return fail("is not a JSON object");
   auto format = json.find("format");
   if (format == json.end() || !format->is_string() || *format != "hetcpack")

@@ -159,6 +159,82 @@ bool checkTensors(const GgufFile &file, const ModelConfig &config,
   return true;
 }
 
+/// Refuses metadata that changes the model's arithmetic in ways hetc does not
+/// implement, so such a model fails at import instead of running with wrong
+/// numbers: RoPE scaling other than none (or a linear factor of 1), value
+/// heads of another size than key heads, and experts on a model whose layers
+/// hold dense FFNs (or the reverse).
+bool checkUnsupportedKeys(const GgufFile &file, const ModelConfig &config,
+                          ConfigReader &read) {
+  const std::string &arch = config.architecture;
+  std::string scalingKey = arch + ".rope.scaling.type";
+  std::string scaling = "none";
+  if (const GgufValue *type = file.find(scalingKey)) {
+    if (!type->asString())
+      return read.fail("metadata key \"" + scalingKey +
+                       "\" must be a string, got a " +
+                       std::string(ggufTypeName(type->type())));
+    scaling = std::string(*type->asString());
+  }
+  double factor = 1.0;
+  for (const char *suffix : {".rope.scaling.factor", ".rope.scale_linear"}) {
+    if (const GgufValue *value = file.find(arch + suffix)) {
+      std::optional<double> number = value->asDouble();
+      if (!number || !std::isfinite(*number) || *number < 0)
+        return read.fail("metadata key \"" + arch + suffix +
+                         "\" must be a finite non-negative number; fix the "
+                         "metadata");
+      if (*number != 0.0) {
+        factor = *number;
+        if (scaling == "none" && !file.find(scalingKey))
+          scaling = "linear"; // llama.cpp's default when only a factor is set
+      }
+    }
+  }
+  bool identity = scaling == "none" || (scaling == "linear" && factor == 1.0);
+  if (!identity) {
+    std::ostringstream factorText;
+    factorText << factor;
+    return read.fail("RoPE scaling \"" + printable(scaling) + "\" (factor " +
+                     factorText.str() + ", from \"" + scalingKey +
+                     "\" and \"" + arch +
+                     ".rope.scaling.factor\") is not supported; hetc runs "
+                     "models with unscaled RoPE or llama3 frequency factors "
+                     "(rope_freqs.weight)");
+  }
+  if (const GgufValue *value =
+          file.find(arch + ".attention.value_length")) {
+    std::optional<int64_t> length = value->asInt();
+    if (!length || *length != config.headDim)
+      return read.fail("metadata key \"" + arch +
+                       ".attention.value_length\" is " +
+                       (length ? std::to_string(*length) : "not an integer") +
+                       " but attention.key_length is " +
+                       std::to_string(config.headDim) +
+                       "; hetc needs value heads of the key heads' size");
+  }
+  bool expertTensors = file.findTensor("blk.0.ffn_gate_inp.weight") != nullptr;
+  int64_t experts = 0;
+  if (const GgufValue *value = file.find(arch + ".expert_count")) {
+    std::optional<int64_t> count = value->asInt();
+    if (!count || *count < 0)
+      return read.fail("metadata key \"" + arch +
+                       ".expert_count\" must be a non-negative integer");
+    experts = *count;
+  }
+  if (experts > 0 && !expertTensors)
+    return read.fail("metadata key \"" + arch + ".expert_count\" is " +
+                     std::to_string(experts) +
+                     " but the layers hold dense FFNs (no "
+                     "blk.0.ffn_gate_inp.weight); remove the key or "
+                     "re-convert the model");
+  if (experts == 0 && expertTensors)
+    return read.fail("tensor \"blk.0.ffn_gate_inp.weight\" is an expert "
+                     "router but metadata key \"" + arch +
+                     ".expert_count\" is missing or 0; re-convert the model");
+  return true;
+}
+
 } // namespace
 
 std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
@@ -210,6 +286,8 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
     return invalid("rope.dimension_count (" + std::to_string(config.ropeDim) +
                      ") must be even and at most the head size (" +
                      std::to_string(config.headDim) + ")");
+  if (!checkUnsupportedKeys(file, config, read))
+    return std::nullopt;
   int64_t window = 0;
   if (file.find(config.architecture + ".attention.sliding_window")) {
     if (!read.integer("attention.sliding_window", window, std::nullopt))
@@ -226,6 +304,17 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
                      "[vocab, " +
                      std::to_string(config.dim) + "]");
   config.vocabSize = embedding->dims[1];
+  if (const GgufValue *vocab = file.find(config.architecture + ".vocab_size")) {
+    std::optional<int64_t> count = vocab->asInt();
+    if (!count || *count != config.vocabSize)
+      return invalid("metadata key \"" + config.architecture +
+                     ".vocab_size\" is " +
+                     (count ? std::to_string(*count)
+                            : "a " + std::string(ggufTypeName(vocab->type()))) +
+                     " but token_embd.weight holds " +
+                     std::to_string(config.vocabSize) +
+                     " tokens; fix the metadata or re-convert the model");
+  }
   if (config.contextLength > kMaxContextLength)
     return invalid("context_length (" + std::to_string(config.contextLength) +
                    ") is larger than the " + std::to_string(kMaxContextLength) +

@@ -69,6 +69,25 @@ bool checkOutputPath(const std::string &output,
             "); give a path in a writable directory";
     return false;
   }
+  // Create and remove the temporary file the output will be written to, so a
+  // name too long, a read-only file system or a full inode table fails now
+  // and not after the work (access() also passes for root on a read-only
+  // mount).
+  {
+    std::string pattern = output + ".partial-XXXXXX";
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    int fd = mkstemp(name.data());
+    if (fd < 0) {
+      error = flag + " " + output + ": cannot create a file there (" +
+              std::strerror(errno) + "); give " +
+              (errno == ENAMETOOLONG ? "a shorter name"
+                                     : "a path in a writable directory");
+      return false;
+    }
+    ::close(fd);
+    ::unlink(name.data());
+  }
   return true;
 }
 

@@ -23,6 +23,8 @@
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerImpl.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <list>
@@ -34,6 +36,7 @@ using namespace detail;
 using format::GgufFile;
 using format::GgufType;
 using format::GgufValue;
+using format::printable;
 
 struct Tokenizer::Impl {
   VocabKind kind = VocabKind::Spm;
@@ -497,9 +500,18 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file,
       case 6:
         vocab.attrs[id] = AttrByte;
         break;
-      default:
+      case 0:
         vocab.attrs[id] = AttrUndefined;
         break;
+      default:
+        // llama.cpp aborts on such a token when it prints it; refuse it here.
+        reader.fail(quoted(kTypesKey) + " gives token " + std::to_string(id) +
+                    " (\"" + printable(text) + "\") type " +
+                    std::to_string(*(*types)[id].asInt()) +
+                    ", but token types are 0 to 6 (undefined, normal, "
+                    "unknown, control, user-defined, unused, byte); fix the "
+                    "type or re-convert the model");
+        return nullptr;
       }
       if (vocab.attrs[id] == AttrByte && byteTokenValue(text) < 0) {
         reader.fail(quoted(kTypesKey) + " makes token " + std::to_string(id) +
@@ -527,8 +539,21 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file,
     }
     std::vector<std::string> merges;
     merges.reserve(mergeValues->size());
-    for (const GgufValue &merge : *mergeValues)
-      merges.emplace_back(*merge.asString());
+    for (const GgufValue &merge : *mergeValues) {
+      // A merge is "left right" with both halves non-empty; the split is at
+      // the first space after the first byte, as llama.cpp splits it.
+      std::string_view text = *merge.asString();
+      size_t space = text.size() > 1 ? text.find(' ', 1) : std::string::npos;
+      if (space == std::string_view::npos || space + 1 >= text.size()) {
+        reader.fail(quoted(kMergesKey) + " entry " +
+                    std::to_string(merges.size()) + " (\"" +
+                    printable(text) +
+                    "\") is not a \"left right\" pair of two non-empty "
+                    "tokens; re-convert the model with its tokenizer files");
+        return nullptr;
+      }
+      merges.emplace_back(text);
+    }
     std::string regexError;
     impl->bpe = BpeModel::create(impl->pre->kind, impl->pre->ignoreMerges,
                                  merges, regexError);

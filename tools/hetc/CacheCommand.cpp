@@ -23,6 +23,8 @@ namespace {
 
 struct CacheFlags {
   bool staleOnly = false;
+  /// A word that names neither action, kept to name it in the message.
+  std::string unknownAction;
 };
 
 struct Entry {
@@ -90,7 +92,7 @@ Action registerCacheCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "cache", "List or clear the packs compiled for GGUF models (in "
                "$HETC_CACHE_DIR, else ~/.cache/hetc)");
-  command->require_subcommand(1);
+  command->add_option("action", flags->unknownAction, "list or clear");
   CLI::App *list = command->add_subcommand(
       "list", "Print the cache's directory, each pack with its model and size, "
               "and the total");
@@ -102,6 +104,14 @@ Action registerCacheCommand(CLI::App &app) {
   return [command, list, clear, flags]() -> int {
     if (!*command)
       return -1;
+    if (!*list && !*clear) {
+      std::cerr << "hetc cache: "
+                << (flags->unknownAction.empty()
+                        ? std::string("no action given")
+                        : "unknown action \"" + flags->unknownAction + "\"")
+                << "; use `hetc cache list` or `hetc cache clear [--stale]`\n";
+      return 2;
+    }
     std::string directory = cacheDirectory();
     std::string error;
     std::vector<Entry> found = entries(directory, error);

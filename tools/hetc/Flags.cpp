@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 namespace hetc::cli {
 
@@ -87,6 +88,25 @@ CLI::Validator wholeRange(int64_t low, int64_t high) {
 
 CLI::Validator positive() { return signCheck(false); }
 CLI::Validator nonNegative() { return signCheck(true); }
+
+void addModelArgument(CLI::App *command, std::string &model,
+                      const std::string &description) {
+  auto positional = std::make_shared<std::string>();
+  auto named = std::make_shared<std::string>();
+  command->add_option("model", *positional, description)
+      ->check(CLI::ExistingFile);
+  command->add_option("-m,--model", *named, description + " (as -m in llama.cpp)")
+      ->check(CLI::ExistingFile);
+  command->parse_complete_callback([positional, named, &model] {
+    if (!positional->empty() && !named->empty() && *positional != *named)
+      throw CLI::ValidationError(
+          "model", "two models are given, " + *positional + " and " + *named +
+                       " (-m); give one");
+    if (positional->empty() && named->empty())
+      throw CLI::RequiredError("A model (its path, or -m PATH)");
+    model = positional->empty() ? *named : *positional;
+  });
+}
 
 std::string misreadShortOption(const std::string &argument) {
   if (argument.size() < 3 || argument[0] != '-' || argument[1] == '-' ||

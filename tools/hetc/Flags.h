@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace hetc::cli {
 
@@ -24,6 +25,13 @@ CLI::Validator nonNegative();
 /// A whole number in [low, high]; a value past the range of 64 bits is
 /// refused, never clamped.
 CLI::Validator wholeRange(int64_t low, int64_t high);
+
+/// Adds the model as a positional argument and as -m/--model (llama.cpp's
+/// spelling) to `command`, both filling `model`; one of them is required, and
+/// naming two different models (`run a.gguf -m b.gguf`) is a usage error
+/// rather than a silent choice of one.
+void addModelArgument(CLI::App *command, std::string &model,
+                      const std::string &description);
 
 /// The message for an argument CLI11 would misread: a single dash before
 /// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when

@@ -40,10 +40,7 @@ Action registerInfoCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "info", "Describe a model: architecture, shapes, tensor types, tokenizer, "
               "chat template, and the memory it needs at a context");
-  command->add_option("model,-m,--model", flags->model,
-                      "A .gguf model, or a .hetpack (its model is described)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  addModelArgument(command, flags->model, "A .gguf model, or a .hetpack (its model is described)");
   command->add_option("-c,--context,--ctx-size", flags->contextLength,
                       "Context for the memory figures (0: the model's)")
       ->check(wholeRange(0, INT32_MAX));

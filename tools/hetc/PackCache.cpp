@@ -59,8 +59,34 @@ bool makeDirectories(const std::string &path) {
     if (at != path.size() && path[at] != '/')
       continue;
     std::string prefix = path.substr(0, at);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST)
       return false;
+  }
+  return true;
+}
+
+/// Where packs are cached when cacheDirectory() cannot be written: per user,
+/// so one user's packs are never loaded by another.
+std::string fallbackCacheDirectory() {
+  const char *tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hetc-cache-" +
+         std::to_string(static_cast<unsigned long>(getuid()));
+}
+
+/// Whether `dir` belongs to this user and no one else may write it: the
+/// fallback lies in a shared temporary directory, where another user could
+/// have made it first to plant packs.
+bool ownedPrivately(const std::string &dir) {
+  struct stat info;
+  return lstat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
+         info.st_uid == getuid() && (info.st_mode & 022) == 0;
+}
+
+/// Creates `dir` if needed and checks that files can be created in it.
+bool writableDirectory(const std::string &dir, std::string &reason) {
+  if (!makeDirectories(dir) || access(dir.c_str(), W_OK | X_OK) != 0) {
+    reason = std::strerror(errno);
+    return false;
   }
   return true;
 }
@@ -152,25 +178,50 @@ std::string packFor(const std::string &model, int64_t contextLength,
   std::optional<std::string> hash = hetrt::format::hashFile(model, error);
   if (!hash)
     return {};
+  std::string name = *hash + "-ctx" + std::to_string(contextLength) +
+                     cacheStamp() + ".hetpack";
+  // A read-only cache (a shared install, a read-only home) still serves the
+  // packs it holds; new ones go to a per-user directory under TMPDIR.
   std::string dir = cacheDirectory();
-  std::string path = dir + "/" + *hash + "-ctx" +
-                     std::to_string(contextLength) + cacheStamp() + ".hetpack";
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0) {
+  std::string fallback = fallbackCacheDirectory();
+  for (const std::string &candidate : {dir, fallback}) {
+    if (candidate == fallback && !ownedPrivately(fallback))
+      continue;
+    std::string entry = candidate + "/" + name;
+    struct stat info;
+    if (stat(entry.c_str(), &info) != 0)
+      continue;
     // A cache entry is checked as any pack is; a damaged one (a full disk,
     // a crash while copying, an edit) is replaced, not failed on forever.
     std::string damage;
-    if (validatePack(path, damage))
-      return path;
+    if (validatePack(entry, damage))
+      return entry;
     std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
                          "again: %s\n", tool.c_str(), damage.c_str());
-    std::remove(path.c_str());
+    std::remove(entry.c_str());
   }
-  if (!makeDirectories(dir)) {
-    error = dir + ": cannot create the pack cache directory: " +
-            std::strerror(errno) + " (set HETC_CACHE_DIR)";
-    return {};
+  std::string reason;
+  if (!writableDirectory(dir, reason)) {
+    std::string fallbackReason;
+    bool usable = writableDirectory(fallback, fallbackReason);
+    if (usable && !ownedPrivately(fallback)) {
+      fallbackReason = "it belongs to another user or others may write it";
+      usable = false;
+    }
+    if (!usable) {
+      error = dir + ": cannot hold compiled packs (" + reason + "), nor can " +
+              fallback + " (" + fallbackReason +
+              "); set HETC_CACHE_DIR to a writable directory, or compile the "
+              "model once with `hetc compile MODEL -o FILE.hetpack`";
+      return {};
+    }
+    std::fprintf(stderr,
+                 "%s: warning: the pack cache %s is not writable (%s); "
+                 "caching in %s instead (set HETC_CACHE_DIR to choose)\n",
+                 tool.c_str(), dir.c_str(), reason.c_str(), fallback.c_str());
+    dir = fallback;
   }
+  std::string path = dir + "/" + name;
   registerAllPasses();
   pipeline::CompileOptions options;
   options.modelPath = model;

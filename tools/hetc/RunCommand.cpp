@@ -111,10 +111,7 @@ Action registerRunCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "run", "Generate text from a model (a GGUF file is compiled and cached "
              "on first use)");
-  command->add_option("model,-m,--model", flags->model,
-                      "A .gguf model or a .hetpack")
-      ->required()
-      ->check(CLI::ExistingFile);
+  addModelArgument(command, flags->model, "A .gguf model or a .hetpack");
   command->add_option("-p,--prompt", flags->prompt, "The prompt text");
   command->add_option("-f,--file", flags->promptFile,
                       "Read the prompt from a file ('-': standard input)")
@@ -321,7 +318,7 @@ Action registerRunCommand(CLI::App &app) {
         !writeNpy(flags->logitsOut, logitRows,
                   static_cast<int64_t>(logitRows.size()) / session.vocabSize(),
                   session.vocabSize(), error)) {
-      std::cerr << "hetc run: " << error << "\n";
+      std::cerr << "hetc run: --logits-out " << error << "\n";
       return 1;
     }
     if (flags->json) {

@@ -1,5 +1,6 @@
-// Tests of the tokenizer: the real stories260K vocabulary against llama.cpp's
-// reference token ids and text, SPM byte fallback, an in-memory byte-level BPE
+// Tests of the tokenizer: llama.cpp's own test vectors for the Llama 2 SPM,
+// Phi-3 and GPT-2 vocabularies, the real stories260K vocabulary against
+// llama.cpp's reference token ids and text, SPM byte fallback, an in-memory byte-level BPE
 // vocabulary (pre-tokenizer splits, merge ranks, special tokens, byte round
 // trips), the synthetic vocabulary writer, and malformed metadata, each of
 // which must give an error naming the key.
@@ -9,6 +10,7 @@
 #include "runtime/tokenizer/SyntheticVocab.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -16,7 +18,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <sstream>
 
 using namespace hetrt::format;
@@ -27,194 +28,9 @@ namespace {
 using Ids = std::vector<int32_t>;
 using Words = std::vector<std::string>;
 
-//===----------------------------------------------------------------------===//
-// A minimal JSON reader for the reference file (objects, arrays, strings with
-// escapes, numbers, literals); enough to read what llama.cpp produced.
-//===----------------------------------------------------------------------===//
+using Json = nlohmann::json;
 
-struct Json {
-  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-  double number = 0;
-  std::string string;
-  std::vector<Json> array;
-  std::map<std::string, Json> object;
-
-  const Json &operator[](const std::string &key) const {
-    static const Json missing;
-    auto it = object.find(key);
-    return it == object.end() ? missing : it->second;
-  }
-};
-
-class JsonParser {
-public:
-  explicit JsonParser(const std::string &text) : text_(text) {}
-
-  bool parse(Json &out) {
-    return value(out) && (skipSpace(), pos_ == text_.size());
-  }
-
-private:
-  void skipSpace() {
-    while (pos_ < text_.size() && std::isspace(uint8_t(text_[pos_])))
-      ++pos_;
-  }
-  bool literal(const char *word) {
-    size_t n = std::strlen(word);
-    if (text_.compare(pos_, n, word) != 0)
-      return false;
-    pos_ += n;
-    return true;
-  }
-  void appendUtf8(std::string &out, uint32_t cpt) {
-    if (cpt < 0x80) {
-      out += char(cpt);
-    } else if (cpt < 0x800) {
-      out += char(0xC0 | (cpt >> 6));
-      out += char(0x80 | (cpt & 0x3F));
-    } else if (cpt < 0x10000) {
-      out += char(0xE0 | (cpt >> 12));
-      out += char(0x80 | ((cpt >> 6) & 0x3F));
-      out += char(0x80 | (cpt & 0x3F));
-    } else {
-      out += char(0xF0 | (cpt >> 18));
-      out += char(0x80 | ((cpt >> 12) & 0x3F));
-      out += char(0x80 | ((cpt >> 6) & 0x3F));
-      out += char(0x80 | (cpt & 0x3F));
-    }
-  }
-  bool hex4(uint32_t &out) {
-    if (pos_ + 4 > text_.size())
-      return false;
-    out = std::stoul(text_.substr(pos_, 4), nullptr, 16);
-    pos_ += 4;
-    return true;
-  }
-  bool string(std::string &out) {
-    if (text_[pos_] != '"')
-      return false;
-    ++pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      char c = text_[pos_++];
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size())
-        return false;
-      char e = text_[pos_++];
-      switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        uint32_t cpt = 0;
-        if (!hex4(cpt))
-          return false;
-        if (cpt >= 0xD800 && cpt < 0xDC00 && literal("\\u")) {
-          uint32_t low = 0;
-          if (!hex4(low))
-            return false;
-          cpt = 0x10000 + ((cpt - 0xD800) << 10) + (low - 0xDC00);
-        }
-        appendUtf8(out, cpt);
-        break;
-      }
-      default:
-        out += e; // \" \\ \/
-      }
-    }
-    if (pos_ >= text_.size())
-      return false;
-    ++pos_;
-    return true;
-  }
-  bool value(Json &out) {
-    skipSpace();
-    if (pos_ >= text_.size())
-      return false;
-    char c = text_[pos_];
-    if (c == '{') {
-      out.kind = Json::Object;
-      ++pos_;
-      skipSpace();
-      if (text_[pos_] == '}')
-        return ++pos_, true;
-      while (true) {
-        skipSpace();
-        std::string key;
-        if (!string(key))
-          return false;
-        skipSpace();
-        if (text_[pos_++] != ':' || !value(out.object[key]))
-          return false;
-        skipSpace();
-        if (text_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        return text_[pos_++] == '}';
-      }
-    }
-    if (c == '[') {
-      out.kind = Json::Array;
-      ++pos_;
-      skipSpace();
-      if (text_[pos_] == ']')
-        return ++pos_, true;
-      while (true) {
-        out.array.emplace_back();
-        if (!value(out.array.back()))
-          return false;
-        skipSpace();
-        if (text_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        return text_[pos_++] == ']';
-      }
-    }
-    if (c == '"') {
-      out.kind = Json::String;
-      return string(out.string);
-    }
-    if (literal("true") || literal("false")) {
-      out.kind = Json::Bool;
-      return true;
-    }
-    if (literal("null"))
-      return true;
-    out.kind = Json::Number;
-    char *end = nullptr;
-    out.number = std::strtod(text_.c_str() + pos_, &end);
-    if (end == text_.c_str() + pos_)
-      return false;
-    pos_ = end - text_.c_str();
-    return true;
-  }
-
-  const std::string &text_;
-  size_t pos_ = 0;
-};
-
-Ids idsOf(const Json &array) {
-  Ids ids;
-  for (const Json &element : array.array)
-    ids.push_back(static_cast<int32_t>(element.number));
-  return ids;
-}
+Ids idsOf(const Json &array) { return array.get<Ids>(); }
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -331,8 +147,8 @@ protected:
     std::ifstream in(sharedPath("models/stories260K.reference.json"));
     std::stringstream text;
     text << in.rdbuf();
-    reference_ = new Json();
-    ASSERT_TRUE(JsonParser(text.str()).parse(*reference_))
+    reference_ = new Json(Json::parse(text.str(), nullptr, false));
+    ASSERT_FALSE(reference_->is_discarded())
         << "cannot parse stories260K.reference.json";
   }
   static void TearDownTestSuite() {
@@ -353,6 +169,60 @@ protected:
 GgufFile *Stories260KTest::file_ = nullptr;
 Tokenizer *Stories260KTest::tokenizer_ = nullptr;
 Json *Stories260KTest::reference_ = nullptr;
+
+//===----------------------------------------------------------------------===//
+// llama.cpp's own tokenizer test vectors (test-tokenizer-0): each input of
+// VOCAB.gguf.inp, encoded without special tokens, gives the ids on the same
+// line of VOCAB.gguf.out.
+//===----------------------------------------------------------------------===//
+
+class LlamaCppVocabTest : public ::testing::TestWithParam<const char *> {};
+
+std::string readWhole(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST_P(LlamaCppVocabTest, EncodesLikeLlamaCpp) {
+  std::string path = sharedPath(std::string("vocab/") + GetParam());
+  std::string error;
+  std::unique_ptr<GgufFile> file = GgufFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  std::unique_ptr<Tokenizer> tokenizer = Tokenizer::fromGguf(*file, error);
+  ASSERT_TRUE(tokenizer) << error;
+
+  static constexpr std::string_view kSeparator = "\n__ggml_vocab_test__\n";
+  std::string inputs = readWhole(path + ".inp");
+  std::vector<std::string> texts;
+  for (size_t at = 0;;) {
+    size_t end = inputs.find(kSeparator, at);
+    if (end == std::string::npos)
+      break;
+    texts.push_back(inputs.substr(at, end - at));
+    at = end + kSeparator.size();
+  }
+  std::istringstream outputs(readWhole(path + ".out"));
+  std::vector<Ids> expected;
+  for (std::string line; std::getline(outputs, line);) {
+    std::istringstream numbers(line);
+    Ids ids;
+    for (int32_t id; numbers >> id;)
+      ids.push_back(id);
+    expected.push_back(ids);
+  }
+  ASSERT_GT(texts.size(), 40u) << path << ".inp";
+  ASSERT_EQ(texts.size(), expected.size()) << path << ".out";
+  for (size_t i = 0; i < texts.size(); ++i)
+    EXPECT_EQ(tokenizer->encode(texts[i], /*addSpecial=*/false), expected[i])
+        << "input " << i << ": \"" << texts[i] << "\"";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedVocabularies, LlamaCppVocabTest,
+                         ::testing::Values("ggml-vocab-llama-spm.gguf",
+                                           "ggml-vocab-phi-3.gguf",
+                                           "ggml-vocab-gpt-2.gguf"));
 
 //===----------------------------------------------------------------------===//
 // stories260K (SPM, the real model)
@@ -388,18 +258,18 @@ TEST_F(Stories260KTest, ReadsTheVocabularyAndLlamaCppDefaults) {
 }
 
 TEST_F(Stories260KTest, EncodesTheReferencePromptsLikeLlamaCpp) {
-  const Json &prompts = (*reference_)["prompts"];
-  ASSERT_EQ(prompts.array.size(), 3u);
-  for (const Json &prompt : prompts.array) {
-    const std::string &text = prompt["prompt"].string;
+  const Json &prompts = reference_->at("prompts");
+  ASSERT_EQ(prompts.size(), 3u);
+  for (const Json &prompt : prompts) {
+    std::string text = prompt.at("prompt");
     Ids ids = tokenizer_->encode(text, /*addSpecial=*/true);
-    EXPECT_EQ(ids, idsOf(prompt["prompt_token_ids"])) << text;
-    const Json &pieces = prompt["prompt_token_pieces"];
-    ASSERT_EQ(pieces.array.size(), ids.size()) << text;
+    EXPECT_EQ(ids, idsOf(prompt.at("prompt_token_ids"))) << text;
+    const Json &pieces = prompt.at("prompt_token_pieces");
+    ASSERT_EQ(pieces.size(), ids.size()) << text;
     for (size_t i = 0; i < ids.size(); ++i)
-      EXPECT_EQ(tokenizer_->tokenPiece(ids[i]), pieces.array[i].string);
+      EXPECT_EQ(tokenizer_->tokenPiece(ids[i]), pieces[i].get<std::string>());
   }
-  // The brief's literal expectations, independent of the JSON reader.
+  // Literal expectations, independent of the reference file.
   EXPECT_EQ(tokenizer_->encode("Once upon a time", true),
             (Ids{1, 403, 407, 261, 378}));
   EXPECT_EQ(tokenizer_->encode("The little dog", true),
@@ -411,11 +281,12 @@ TEST_F(Stories260KTest, EncodesTheReferencePromptsLikeLlamaCpp) {
 }
 
 TEST_F(Stories260KTest, DecodesTheReferenceGenerations) {
-  for (const Json &prompt : (*reference_)["prompts"].array) {
-    Ids prompted = idsOf(prompt["prompt_token_ids"]);
-    Ids generated = idsOf(prompt["generated_token_ids"]);
+  for (const Json &prompt : reference_->at("prompts")) {
+    Ids prompted = idsOf(prompt.at("prompt_token_ids"));
+    Ids generated = idsOf(prompt.at("generated_token_ids"));
     ASSERT_EQ(generated.size(), 48u);
-    const std::string &text = prompt["generated_text"].string;
+    std::string text = prompt.at("generated_text");
+    std::string promptText = prompt.at("prompt");
     EXPECT_EQ(tokenizer_->decode(generated), text);
     // Streaming the pieces prints the same text.
     std::string streamed;
@@ -424,10 +295,10 @@ TEST_F(Stories260KTest, DecodesTheReferenceGenerations) {
     EXPECT_EQ(streamed, text);
     // The prompt decodes without the space the encoder added after BOS, and
     // prompt plus continuation read as one text.
-    EXPECT_EQ(tokenizer_->decode(prompted), prompt["prompt"].string);
+    EXPECT_EQ(tokenizer_->decode(prompted), promptText);
     Ids all = prompted;
     all.insert(all.end(), generated.begin(), generated.end());
-    EXPECT_EQ(tokenizer_->decode(all), prompt["prompt"].string + text);
+    EXPECT_EQ(tokenizer_->decode(all), promptText + text);
   }
 }
 
@@ -985,6 +856,34 @@ TEST(TokenizerMetadataTest, ReportsBadBpeKeys) {
               "test.gguf: metadata \"tokenizer.ggml.add_bos_token\" is true "
               "(or defaults to true) but there is no BOS token; set "
               "\"tokenizer.ggml.bos_token_id\" or set the flag to false");
+  }
+  // A merge must be two non-empty tokens split by a space; llama.cpp keeps a
+  // malformed line as an unusable pair, which hides a damaged file.
+  for (const char *merge : {"hello", "h ", " "}) {
+    BpeVocab badMerge = helloWorldVocab();
+    badMerge.merges[2] = merge;
+    EXPECT_EQ(errorOf(bpeImage(badMerge)),
+              std::string("test.gguf: metadata \"tokenizer.ggml.merges\" "
+                          "entry 2 (\"") +
+                  merge +
+                  "\") is not a \"left right\" pair of two non-empty "
+                  "tokens; re-convert the model with its tokenizer files")
+        << merge;
+  }
+}
+
+TEST(TokenizerMetadataTest, RefusesUnknownTokenTypes) {
+  for (int32_t type : {7, 99, -1}) {
+    GgufWriter writer;
+    writeSmallSpm(writer);
+    writer.addI32Array("tokenizer.ggml.token_type", {2, 3, 3, type});
+    EXPECT_EQ(errorOf(writer.serialize()),
+              "test.gguf: metadata \"tokenizer.ggml.token_type\" gives token "
+              "3 (\"a\") type " +
+                  std::to_string(type) +
+                  ", but token types are 0 to 6 (undefined, normal, unknown, "
+                  "control, user-defined, unused, byte); fix the type or "
+                  "re-convert the model");
   }
 }
 
