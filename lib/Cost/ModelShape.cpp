@@ -104,6 +104,7 @@ std::optional<ModelShape> shapeFromGguf(const std::string &path,
   shape.ffnDim = config->ffnDim;
   shape.vocabSize = config->vocabSize;
   shape.tiedOutput = config->tiedOutput;
+  shape.trainedContext = config->contextLength;
   for (const hetrt::format::GgufTensorInfo &tensor : file->tensors()) {
     WeightInfo weight;
     weight.name = tensor.name;
@@ -173,6 +174,8 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       return 4096;
     if (key == "head_dim")
       return 65536;
+    if (key == "max_position_embeddings")
+      return INT32_MAX; // positions are 32-bit
     return int64_t(1) << 24; // hidden, intermediate and vocabulary sizes
   };
   auto integer = [&](const char *key, bool required,
@@ -246,6 +249,10 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
   shape.headDim = *headDim;
   shape.ffnDim = *ffn;
   shape.vocabSize = *vocab;
+  std::optional<int64_t> trained = integer("max_position_embeddings", false, 0);
+  if (!trained)
+    return std::nullopt;
+  shape.trainedContext = *trained;
   if (auto tied = json.find("tie_word_embeddings"); tied != json.end()) {
     if (!tied->is_boolean()) {
       error = path + ": field \"tie_word_embeddings\": expected true or "

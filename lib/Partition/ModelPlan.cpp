@@ -46,8 +46,7 @@ struct Built {
     // In double and clamped: a request past any memory must compare as too
     // large, never wrap.
     double bytes = unit.kvBytesPerContext * static_cast<double>(workload.batch) *
-                   (static_cast<double>(workload.context) +
-                    static_cast<double>(workload.promptTokens));
+                   static_cast<double>(workload.kvTokens());
     return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
   }
 };
@@ -364,7 +363,7 @@ std::string noPlacementError(const cost::ModelShape &shape,
   return shape.origin + ": the KV cache is what does not fit: unit " +
          unit.name + " needs " + gib(smallestKv) + " of KV cache (batch " +
          std::to_string(workload.batch) + " x " +
-         std::to_string(workload.context + workload.promptTokens) +
+         std::to_string(workload.kvTokens()) +
          " tokens) beside its " + gib(unit.weightBytes) +
          " of weights, but the largest memory " + system.name +
          " keeps a KV cache in is " + gib(largestKvHome) + " (" + kvHomeName +
@@ -400,7 +399,7 @@ std::string kvShortfall(const cost::ModelShape &shape,
   const cost::Workload &workload = request.workload;
   return "; the KV cache is what does not fit: it needs " + gib(kv) +
          " (batch " + std::to_string(workload.batch) + " x " +
-         std::to_string(workload.context + workload.promptTokens) +
+         std::to_string(workload.kvTokens()) +
          " tokens) beside " + gib(weights) + " of weights, and " +
          system.name + " offers " + gib(kvCapacity) +
          " of memory a KV cache can live in";

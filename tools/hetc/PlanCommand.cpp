@@ -64,7 +64,7 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
   std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
   plan.kvBytes = static_cast<uint64_t>(
       static_cast<double>(workload.batch) *
-      static_cast<double>(workload.context + workload.promptTokens) *
+      static_cast<double>(workload.kvTokens()) *
       static_cast<double>(shape.numLayers) * shape.kvBytesPerTokenLayer(kvElement));
   for (const cost::Unit &unit : units)
     plan.weightBytes += unit.weightBytes;
@@ -163,6 +163,7 @@ Action registerPlanCommand(CLI::App &app) {
     const hardware::System *system = &inputs->system;
     const cost::ModelShape *shape = &inputs->shape;
     cost::Workload workload{flags->batch, flags->context, flags->promptTokens};
+    warnPastTrainedContext(*shape, workload, "hetc plan");
     partition::PlanRequest request;
     request.workload = workload;
     request.objective = inputs->objective;

@@ -2,6 +2,8 @@
 #include "PlanningOptions.h"
 #include "Flags.h"
 
+#include <cstdio>
+
 namespace hetc::cli {
 
 void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
@@ -48,6 +50,19 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
   // The option's check admits only names parseObjective knows.
   return PlanningInputs{std::move(*system), std::move(*shape),
                         *partition::parseObjective(flags.objective)};
+}
+
+void warnPastTrainedContext(const cost::ModelShape &shape,
+                            const cost::Workload &workload,
+                            const std::string &tool) {
+  if (shape.trainedContext <= 0 || workload.kvTokens() <= shape.trainedContext)
+    return;
+  std::fprintf(stderr,
+               "%s: warning: the request holds %lld tokens of context but %s "
+               "was trained for %lld; text past that length may degrade\n",
+               tool.c_str(), static_cast<long long>(workload.kvTokens()),
+               shape.origin.c_str(),
+               static_cast<long long>(shape.trainedContext));
 }
 
 } // namespace hetc::cli

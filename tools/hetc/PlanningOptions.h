@@ -40,6 +40,13 @@ struct PlanningInputs {
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
                                                  std::string &error);
 
+/// Warns on stderr (prefixed by `tool`) when the request's KV cache holds
+/// more tokens than the model was trained for: the plan is still made, but
+/// the text past that length may degrade.
+void warnPastTrainedContext(const cost::ModelShape &shape,
+                            const cost::Workload &workload,
+                            const std::string &tool);
+
 } // namespace hetc::cli
 
 #endif // HETC_TOOLS_HETC_PLANNINGOPTIONS_H

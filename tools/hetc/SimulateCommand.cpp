@@ -64,6 +64,7 @@ Action registerSimulateCommand(CLI::App &app) {
     request.workload = {flags->batch, flags->promptTokens + flags->decodeTokens,
                         flags->promptTokens};
     request.objective = inputs->objective;
+    warnPastTrainedContext(*shape, request.workload, "hetc simulate");
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *system, request, error);
     if (!plan) {

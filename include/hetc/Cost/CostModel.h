@@ -22,6 +22,10 @@ struct Workload {
   int64_t context = 512;
   /// Tokens of the prompt a prefill processes.
   int64_t promptTokens = 128;
+
+  /// Tokens each sequence's KV cache holds: the context of the decode step,
+  /// which includes the prompt, and never less than the prompt itself.
+  int64_t kvTokens() const { return context > promptTokens ? context : promptTokens; }
 };
 
 /// Parts of a decoder the planner places as a whole.

@@ -40,6 +40,9 @@ struct ModelShape {
   int64_t ffnDim = 0;
   int64_t vocabSize = 0;
   bool tiedOutput = false;
+  /// The context the model was trained for (GGUF context_length, config.json
+  /// max_position_embeddings); 0 when the file does not say.
+  int64_t trainedContext = 0;
   /// Mixture of experts: experts per layer and experts each token uses.
   int64_t numExperts = 0;
   int64_t expertsPerToken = 0;
