@@ -6,7 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -38,8 +38,17 @@ void LLMDialect::registerTypes() {
 // QuantType
 //===----------------------------------------------------------------------===//
 
-// The enum values are the ggml type ids, so the runtime's table is the one source
-// of block sizes for compiler and runtime alike.
+// The enum values are the ggml type ids, so the contract's table is the one
+// source of block sizes for compiler and runtime alike; these checks keep the
+// dialect's enum and the contract's in step.
+static_assert(static_cast<uint32_t>(QuantFormat::q8_0) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q8_0));
+static_assert(static_cast<uint32_t>(QuantFormat::q4_0) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q4_0));
+static_assert(static_cast<uint32_t>(QuantFormat::q4_k) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q4_K));
+static_assert(static_cast<uint32_t>(QuantFormat::q6_k) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q6_K));
 static hetrt::format::BlockLayout layoutOf(QuantFormat format) {
   return hetrt::format::blockLayout(
       static_cast<hetrt::format::BlockFormat>(static_cast<uint32_t>(format)));

@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-#define HETRT_API_VERSION 1
+/* 2: hetrt_model_is_end_of_generation. */
+#define HETRT_API_VERSION 2
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -66,6 +67,13 @@ HETRT_API void hetrt_model_release(hetrt_model_t *model);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_info(const hetrt_model_t *model, int32_t *out_vocab_size,
                  int32_t *out_context_length);
+
+/* Whether id ends a generation (EOS, end-of-turn and the like, as the
+ * model's tokenizer marks them): *out_is_end is 1 or 0. An id outside the
+ * vocabulary is HETRT_INVALID_ARGUMENT. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_is_end_of_generation(const hetrt_model_t *model, int32_t id,
+                                 int *out_is_end);
 
 /* Tokenizes text (text_length bytes of UTF-8), adding BOS/EOS as the model's
  * metadata says when add_special is nonzero. Writes at most capacity ids to

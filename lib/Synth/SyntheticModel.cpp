@@ -4,7 +4,7 @@
 // with the same reference quantizers llama.cpp uses.
 #include "hetc/Synth/SyntheticModel.h"
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 #include "runtime/format/GgufWriter.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/tokenizer/SyntheticVocab.h"

@@ -4,7 +4,7 @@
 #include "dialects/llm/LLMOps.h"
 #include "dialects/llm/LLMTypes.h"
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include "llvm/Support/raw_ostream.h"
 

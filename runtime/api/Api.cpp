@@ -94,6 +94,22 @@ hetrt_status_t hetrt_model_info(const hetrt_model_t *model,
   return HETRT_OK;
 }
 
+hetrt_status_t hetrt_model_is_end_of_generation(const hetrt_model_t *model,
+                                                int32_t id, int *out_is_end) {
+  if (!model || !out_is_end)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_is_end_of_generation: NULL argument");
+  *out_is_end = 0;
+  const hetrt::tokenizer::Tokenizer &tokenizer = model->model->tokenizer();
+  if (id < 0 || id >= tokenizer.vocabSize())
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_is_end_of_generation: token id " +
+                    std::to_string(id) + " is outside the vocabulary [0, " +
+                    std::to_string(tokenizer.vocabSize()) + ")");
+  *out_is_end = tokenizer.isEndOfGeneration(id) ? 1 : 0;
+  return HETRT_OK;
+}
+
 hetrt_status_t hetrt_model_tokenize(const hetrt_model_t *model,
                                     const char *text, size_t text_length,
                                     int add_special, int32_t *out_ids,

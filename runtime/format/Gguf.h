@@ -4,7 +4,7 @@
 #ifndef HETRT_FORMAT_GGUF_H
 #define HETRT_FORMAT_GGUF_H
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 #ifndef HETRT_FORMAT_GGUFWRITER_H
 #define HETRT_FORMAT_GGUFWRITER_H
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 #include "runtime/format/Gguf.h"
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #ifndef HETRT_FORMAT_QUANTIZE_H
 #define HETRT_FORMAT_QUANTIZE_H
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include <cstdint>
 #include <optional>

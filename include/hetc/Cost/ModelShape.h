@@ -5,7 +5,7 @@
 #ifndef HETC_COST_MODELSHAPE_H
 #define HETC_COST_MODELSHAPE_H
 
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include <cstdint>
 #include <optional>

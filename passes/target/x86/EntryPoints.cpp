@@ -2,7 +2,7 @@
 // model entry points the runtime's calling convention (see Passes.td).
 #include "passes/target/x86/Passes.h"
 
-#include "runtime/format/CodeRecord.h"
+#include "abi/CodeRecord.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -35,7 +35,7 @@ def HetcX86ExportEntriesPass
     the runtime interface.
 
     It also writes the record the runtime checks before it runs the code
-    (`runtime/format/CodeRecord.h`): an exported constant
+    (`abi/CodeRecord.h`): an exported constant
     `@hetc_code_record`, an array of i64 holding a magic number, the kernel
     ABI version and the shapes the entry points assume, read off their
     buffer types (the logits' vocabulary, and from the KV caches

@@ -3,7 +3,7 @@
 #ifndef HETRT_BACKENDS_CPU_CPUCODE_H
 #define HETRT_BACKENDS_CPU_CPUCODE_H
 
-#include "runtime/format/CodeRecord.h"
+#include "abi/CodeRecord.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
 

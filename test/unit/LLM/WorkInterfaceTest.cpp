@@ -3,7 +3,7 @@
 #include "dialects/llm/LLMDialect.h"
 #include "dialects/llm/LLMOps.h"
 #include "dialects/llm/LLMShapes.h"
-#include "runtime/format/BlockFormats.h"
+#include "abi/BlockFormats.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

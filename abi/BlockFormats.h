@@ -1,7 +1,7 @@
 // Storage facts of the weight formats hetc reads (GGUF/ggml block quantization),
 // shared by the runtime and the compiler so both agree on every byte count.
-#ifndef HETRT_FORMAT_BLOCKFORMATS_H
-#define HETRT_FORMAT_BLOCKFORMATS_H
+#ifndef HETC_ABI_BLOCKFORMATS_H
+#define HETC_ABI_BLOCKFORMATS_H
 
 #include <cstdint>
 #include <optional>
@@ -81,4 +81,4 @@ constexpr std::optional<int64_t> storageBytes(BlockFormat format,
 
 } // namespace hetrt::format
 
-#endif // HETRT_FORMAT_BLOCKFORMATS_H
+#endif // HETC_ABI_BLOCKFORMATS_H

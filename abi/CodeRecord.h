@@ -3,8 +3,8 @@
 // writes it into the code (hetc-x86-export-entries); the runtime reads it
 // before running anything and refuses a manifest that disagrees, since a
 // wrong shape would make the code read and write outside its buffers.
-#ifndef HETRT_FORMAT_CODERECORD_H
-#define HETRT_FORMAT_CODERECORD_H
+#ifndef HETC_ABI_CODERECORD_H
+#define HETC_ABI_CODERECORD_H
 
 #include <cstdint>
 
@@ -40,4 +40,4 @@ enum CodeRecordField : int {
 
 } // namespace hetrt::format
 
-#endif // HETRT_FORMAT_CODERECORD_H
+#endif // HETC_ABI_CODERECORD_H

@@ -1,0 +1,311 @@
+// hetrt-run: the runtime-only runner. It runs a compiled .hetpack through the
+// public C API alone (include/hetrt/hetrt.h, libhetrt), and links neither
+// LLVM nor MLIR: what a deployment installs, and what is copied to a machine
+// that has accelerators but no compiler. `hetc run` is the same loop with the
+// compiler beside it (a GGUF is compiled on first use).
+#include "hetrt/hetrt.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+struct RunnerFlags {
+  std::string pack;
+  std::string weights;
+  std::string prompt;
+  std::string promptFile;
+  int64_t numTokens = 64;
+  float temperature = 0.8f;
+  int32_t topK = 40;
+  float topP = 0.95f;
+  float repeatPenalty = 1.0f;
+  int64_t seed = -1;
+  int32_t threads = 0;
+  bool json = false;
+  bool ignoreEos = false;
+};
+
+/// The failing call and the library's message, on stderr; false.
+bool report(hetrt_status_t status, const char *call) {
+  if (status == HETRT_OK)
+    return true;
+  std::fprintf(stderr, "hetrt-run: %s: %s\n", call,
+               hetrt_last_error_message());
+  return false;
+}
+
+/// The exit code of a failed call: 1 for bad input or a failed run, as hetc.
+int failed() { return 1; }
+
+/// Owns a C API object through its release function.
+template <typename T, void (*Release)(T *)> struct Handle {
+  T *get = nullptr;
+  ~Handle() { Release(get); }
+};
+
+bool readPrompt(const RunnerFlags &flags, std::string &prompt) {
+  if (flags.promptFile.empty()) {
+    prompt = flags.prompt;
+    return true;
+  }
+  if (flags.promptFile == "-") {
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    prompt = text.str();
+    return true;
+  }
+  std::ifstream in(flags.promptFile, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "hetrt-run: -f %s: cannot open the prompt file\n",
+                 flags.promptFile.c_str());
+    return false;
+  }
+  prompt.assign(std::istreambuf_iterator<char>(in), {});
+  return true;
+}
+
+std::vector<int32_t> tokenize(hetrt_model_t *model, const std::string &text,
+                              bool &ok) {
+  size_t count = 0;
+  std::vector<int32_t> ids(text.size() + 8);
+  hetrt_status_t status = hetrt_model_tokenize(
+      model, text.data(), text.size(), 1, ids.data(), ids.size(), &count);
+  if (status == HETRT_INVALID_ARGUMENT && count > ids.size()) {
+    ids.resize(count);
+    status = hetrt_model_tokenize(model, text.data(), text.size(), 1,
+                                  ids.data(), ids.size(), &count);
+  }
+  ok = report(status, "hetrt_model_tokenize");
+  ids.resize(ok ? count : 0);
+  return ids;
+}
+
+std::string detokenize(hetrt_model_t *model, const std::vector<int32_t> &ids,
+                       bool &ok) {
+  size_t length = 0;
+  std::string text(ids.size() * 16 + 16, '\0');
+  hetrt_status_t status = hetrt_model_detokenize(
+      model, ids.data(), ids.size(), text.data(), text.size(), &length);
+  if (status == HETRT_INVALID_ARGUMENT && length > text.size()) {
+    text.resize(length);
+    status = hetrt_model_detokenize(model, ids.data(), ids.size(), text.data(),
+                                    text.size(), &length);
+  }
+  ok = report(status, "hetrt_model_detokenize");
+  text.resize(ok ? length : 0);
+  return text;
+}
+
+int run(const RunnerFlags &flags) {
+  std::string prompt;
+  if (!readPrompt(flags, prompt))
+    return failed();
+  Handle<hetrt_model_t, hetrt_model_release> model;
+  if (!report(hetrt_model_open(flags.pack.c_str(),
+                               flags.weights.empty() ? nullptr
+                                                     : flags.weights.c_str(),
+                               &model.get),
+              "hetrt_model_open"))
+    return failed();
+  int32_t vocab = 0, context = 0;
+  if (!report(hetrt_model_info(model.get, &vocab, &context),
+              "hetrt_model_info"))
+    return failed();
+  bool ok = true;
+  std::vector<int32_t> promptIds = tokenize(model.get, prompt, ok);
+  if (!ok)
+    return failed();
+  if (static_cast<int64_t>(promptIds.size()) >= context) {
+    std::fprintf(stderr,
+                 "hetrt-run: the prompt is %zu tokens but the pack holds a "
+                 "context of %d; give a shorter prompt or compile with a "
+                 "larger --context\n",
+                 promptIds.size(), context);
+    return failed();
+  }
+  int64_t room = context - static_cast<int64_t>(promptIds.size());
+  int64_t steps = std::min(flags.numTokens, room);
+  if (steps < flags.numTokens)
+    std::fprintf(stderr,
+                 "hetrt-run: -n %lld is more than the %lld tokens the context "
+                 "holds after the prompt; generating at most %lld\n",
+                 static_cast<long long>(flags.numTokens),
+                 static_cast<long long>(room), static_cast<long long>(steps));
+
+  Handle<hetrt_session_t, hetrt_session_release> session;
+  if (!report(hetrt_session_create(model.get, flags.threads, &session.get),
+              "hetrt_session_create"))
+    return failed();
+  uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
+                                  : std::random_device{}();
+  hetrt_sampling_params_t params = {flags.temperature, flags.topK, flags.topP,
+                                    flags.repeatPenalty, seed};
+  Handle<hetrt_sampler_t, hetrt_sampler_release> sampler;
+  if (!report(hetrt_sampler_create(&params, &sampler.get),
+              "hetrt_sampler_create"))
+    return failed();
+
+  using Clock = std::chrono::steady_clock;
+  auto prefillStart = Clock::now();
+  const float *logits = nullptr;
+  if (!promptIds.empty() &&
+      !report(hetrt_session_prefill(session.get, promptIds.data(),
+                                    promptIds.size(), &logits),
+              "hetrt_session_prefill"))
+    return failed();
+  double prefillSeconds =
+      std::chrono::duration<double>(Clock::now() - prefillStart).count();
+
+  std::vector<int32_t> history = promptIds, generated;
+  std::string stopReason = steps < flags.numTokens ? "context" : "length";
+  std::string printed = detokenize(model.get, promptIds, ok);
+  if (!ok)
+    return failed();
+  if (!flags.json) {
+    std::fwrite(printed.data(), 1, printed.size(), stdout);
+    std::fflush(stdout);
+  }
+  auto decodeStart = Clock::now();
+  int64_t decodeSteps = 0;
+  for (int64_t i = 0; i < steps && logits; ++i) {
+    int32_t id = 0;
+    if (!report(hetrt_sampler_sample(sampler.get, logits, vocab,
+                                     history.data(), history.size(), &id),
+                "hetrt_sampler_sample"))
+      return failed();
+    int isEnd = 0;
+    if (!report(hetrt_model_is_end_of_generation(model.get, id, &isEnd),
+                "hetrt_model_is_end_of_generation"))
+      return failed();
+    if (isEnd && !flags.ignoreEos) {
+      stopReason = "eos";
+      break;
+    }
+    generated.push_back(id);
+    history.push_back(id);
+    if (!flags.json) {
+      // Print what the new token adds to the whole text, so multi-byte
+      // characters split over tokens come out whole.
+      std::string text = detokenize(model.get, history, ok);
+      if (!ok)
+        return failed();
+      if (text.size() > printed.size() &&
+          text.compare(0, printed.size(), printed) == 0) {
+        std::fwrite(text.data() + printed.size(), 1,
+                    text.size() - printed.size(), stdout);
+        std::fflush(stdout);
+        printed = std::move(text);
+      }
+    }
+    if (i + 1 == steps)
+      break; // the last token needs no logits after it
+    if (!report(hetrt_session_decode(session.get, id, &logits),
+                "hetrt_session_decode"))
+      return failed();
+    ++decodeSteps;
+  }
+  double decodeSeconds =
+      std::chrono::duration<double>(Clock::now() - decodeStart).count();
+  double prefillRate =
+      prefillSeconds > 0 ? promptIds.size() / prefillSeconds : 0;
+  double decodeRate = decodeSeconds > 0 ? decodeSteps / decodeSeconds : 0;
+  if (flags.json) {
+    std::string text = detokenize(model.get, generated, ok);
+    if (!ok)
+      return failed();
+    nlohmann::json result = {
+        {"prompt_tokens", promptIds},
+        {"tokens", generated},
+        {"text", text},
+        {"stop_reason", stopReason},
+        {"seed", seed},
+        {"prefill_tokens_per_s", prefillRate},
+        {"decode_tokens_per_s", decodeRate},
+    };
+    std::cout << result.dump(2, ' ', false,
+                             nlohmann::json::error_handler_t::replace)
+              << "\n";
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr,
+                 "hetrt-run: prefill %zu tokens at %.1f tokens/s, decode %lld "
+                 "tokens at %.1f tokens/s; stopped: %s\n",
+                 promptIds.size(), prefillRate,
+                 static_cast<long long>(decodeSteps), decodeRate,
+                 stopReason.c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"hetrt-run: run a compiled hetc pack (.hetpack) with the "
+               "runtime alone; no compiler is needed. Compile packs with "
+               "`hetc compile MODEL -o FILE.hetpack`.",
+               "hetrt-run"};
+  app.option_defaults()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->always_capture_default();
+  app.footer("\nExit codes: 0 success; 1 the pack, the weights or the run "
+             "failed (the message names it); 2 the command line is wrong.");
+  RunnerFlags flags;
+  app.add_option("pack", flags.pack, "The .hetpack to run")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("-w,--weights", flags.weights,
+                 "The GGUF weights (default: the path recorded in the pack)")
+      ->check(CLI::ExistingFile);
+  app.add_option("-p,--prompt", flags.prompt, "The prompt text");
+  app.add_option("-f,--file", flags.promptFile,
+                 "Read the prompt from a file ('-': standard input)")
+      ->excludes("--prompt");
+  app.add_option("-n,--n-predict", flags.numTokens, "Tokens to generate")
+      ->check(CLI::Range(int64_t(0), int64_t(INT32_MAX)));
+  app.add_option("--temp", flags.temperature, "Temperature; 0 is greedy")
+      ->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--top-k", flags.topK, "Keep the k most likely tokens (0: all)")
+      ->check(CLI::Range(0, INT32_MAX));
+  app.add_option("--top-p", flags.topP, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--repeat-penalty", flags.repeatPenalty,
+                 "Penalty for repeated tokens (1: off)")
+      ->check(CLI::Range(0.001f, 100.0f));
+  app.add_option("--seed", flags.seed, "Random seed (default: a fresh one)")
+      ->check(CLI::Range(int64_t(0), INT64_MAX));
+  app.add_option("-t,--threads", flags.threads,
+                 "Kernel threads (0: one per core)")
+      ->check(CLI::Range(0, 1024));
+  app.add_flag("--json", flags.json,
+               "Print one JSON object: token ids, text, stop reason, speeds");
+  app.add_flag("--ignore-eos", flags.ignoreEos,
+               "Keep generating after an end-of-generation token");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    int code = app.exit(error);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  // CLI::Range lets NaN through (every comparison with it is false).
+  for (float value : {flags.temperature, flags.topP, flags.repeatPenalty})
+    if (std::isnan(value)) {
+      std::fprintf(stderr, "hetrt-run: --temp, --top-p and --repeat-penalty "
+                           "must be numbers, not nan\n");
+      return kExitUsage;
+    }
+  return run(flags);
+}
