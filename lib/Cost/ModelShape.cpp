@@ -1,6 +1,7 @@
 // Model shapes from GGUF headers and Hugging Face configs (see ModelShape.h).
 #include "hetc/Cost/ModelShape.h"
 
+#include "abi/TensorNames.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/JsonText.h"
 
@@ -26,28 +27,39 @@ uint64_t ModelShape::totalWeightBytes() const {
 }
 
 void classifyWeight(WeightInfo &weight) {
-  const std::string &name = weight.name;
-  if (name.rfind("blk.", 0) == 0) {
-    size_t dot = name.find('.', 4);
-    weight.layer = std::stoi(name.substr(4, dot - 4));
-    std::string rest = name.substr(dot + 1);
-    if (rest.find("_exps.") != std::string::npos)
-      weight.role = WeightRole::Experts;
-    else if (rest.rfind("attn_norm", 0) == 0 || rest.rfind("ffn_norm", 0) == 0)
-      weight.role = WeightRole::Norm;
-    else if (rest.rfind("attn_", 0) == 0)
-      weight.role = WeightRole::Attention;
-    else
-      weight.role = WeightRole::Ffn; // ffn_gate/up/down and the router
+  using hetrt::format::TensorRole;
+  std::optional<hetrt::format::TensorName> parsed =
+      hetrt::format::parseTensorName(weight.name);
+  // A name outside the grammar (hand-written IR) is a global table that
+  // places nothing, as the final norm is.
+  weight.layer = parsed ? static_cast<int>(parsed->layer) : -1;
+  weight.role = WeightRole::Norm;
+  if (!parsed)
     return;
-  }
-  weight.layer = -1;
-  if (name == "token_embd.weight")
+  switch (parsed->role) {
+  case TensorRole::Embedding:
     weight.role = WeightRole::Embedding;
-  else if (name == "output.weight")
+    break;
+  case TensorRole::Output:
     weight.role = WeightRole::Output;
-  else
+    break;
+  case TensorRole::Attention:
+    weight.role = WeightRole::Attention;
+    break;
+  case TensorRole::Ffn:
+  case TensorRole::Router:
+    weight.role = WeightRole::Ffn;
+    break;
+  case TensorRole::Experts:
+    weight.role = WeightRole::Experts;
+    break;
+  case TensorRole::OutputNorm:
+  case TensorRole::RopeFactors:
+  case TensorRole::Norm:
+  case TensorRole::Unused:
     weight.role = WeightRole::Norm;
+    break;
+  }
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Reading and validating model hyper-parameters from GGUF metadata.
 #include "runtime/format/ModelConfig.h"
 
+#include "abi/TensorNames.h"
 #include "runtime/format/InputFile.h"
 
 #include <cmath>
@@ -145,14 +146,16 @@ bool checkTensors(const GgufFile &file, const ModelConfig &config,
               byDim + " and the vocabulary of token_embd.weight"))
     return false;
   for (const GgufTensorInfo &tensor : file.tensors()) {
-    if (tensor.name.rfind("blk.", 0) != 0)
-      continue;
-    int64_t layer = 0;
-    size_t at = 4;
-    while (at < tensor.name.size() && tensor.name[at] >= '0' &&
-           tensor.name[at] <= '9' && layer < config.numLayers)
-      layer = layer * 10 + (tensor.name[at++] - '0');
-    if (layer >= config.numLayers)
+    std::optional<TensorName> name = parseTensorName(tensor.name);
+    if (!name) {
+      error = file.path() + ": tensor \"" + printable(tensor.name) +
+              "\" is not a tensor of a " + config.architecture +
+              " model (hetc reads token_embd, output, output_norm, "
+              "rope_freqs and blk.N.attn_* / ffn_* tensors); the file is "
+              "damaged or of another architecture";
+      return false;
+    }
+    if (name->layer >= config.numLayers)
       return fail("tensor \"" + printable(tensor.name) + "\" belongs to a layer past "
                   "block_count " + std::to_string(config.numLayers));
   }

@@ -2,6 +2,8 @@
 // every IEEE format, so no value needs converting.
 #include "runtime/format/NonFinite.h"
 
+#include "abi/TensorNames.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -22,16 +24,12 @@ bool f16NonFinite(uint16_t bits) { return (bits & 0x7C00) == 0x7C00; }
 /// Forward order of a tensor: the embedding first, layers by index, the rest
 /// after the last layer.
 int64_t forwardLayer(const std::string &name) {
-  if (name.rfind("token_embd", 0) == 0)
+  std::optional<TensorName> parsed = parseTensorName(name);
+  if (parsed && parsed->role == TensorRole::Embedding)
     return -1;
-  if (name.rfind("blk.", 0) != 0)
+  if (!parsed || parsed->layer < 0)
     return std::numeric_limits<int64_t>::max();
-  int64_t layer = 0;
-  for (size_t at = 4; at < name.size() && name[at] >= '0' && name[at] <= '9' &&
-                      layer < (int64_t(1) << 40);
-       ++at)
-    layer = layer * 10 + (name[at] - '0');
-  return layer;
+  return parsed->layer;
 }
 
 } // namespace
