@@ -46,14 +46,20 @@ template <typename Body> hetrt_status_t guarded(Body body) {
   }
 }
 
-/// The status of a load failure, from the message the core gave.
-hetrt_status_t classifyLoadError(const std::string &message) {
-  if (message.find("cannot open") != std::string::npos ||
-      message.find("cannot map") != std::string::npos)
+hetrt_status_t statusOf(hetrt::core::Failure failure) {
+  switch (failure) {
+  case hetrt::core::Failure::InvalidInput:
+    return HETRT_INVALID_ARGUMENT;
+  case hetrt::core::Failure::Io:
     return HETRT_IO;
-  if (message.find("runs on this CPU") != std::string::npos)
+  case hetrt::core::Failure::Unsupported:
     return HETRT_UNSUPPORTED;
-  return HETRT_INVALID_ARGUMENT;
+  case hetrt::core::Failure::OutOfMemory:
+    return HETRT_OUT_OF_MEMORY;
+  case hetrt::core::Failure::Unavailable:
+    return HETRT_UNAVAILABLE;
+  }
+  return HETRT_INTERNAL;
 }
 } // namespace
 
@@ -72,10 +78,11 @@ hetrt_status_t hetrt_model_open(const char *pack_path, const char *weights_path,
     return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_open: pack_path is NULL");
   return guarded([&] {
     std::string error;
-    auto model = hetrt::core::Model::load(pack_path,
-                                          weights_path ? weights_path : "", error);
+    hetrt::core::Failure failure;
+    auto model = hetrt::core::Model::load(
+        pack_path, weights_path ? weights_path : "", error, failure);
     if (!model)
-      return fail(classifyLoadError(error), error);
+      return fail(statusOf(failure), error);
     *out_model = new hetrt_model_t{std::move(model)};
     return HETRT_OK;
   });
@@ -175,13 +182,12 @@ hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                 "hetrt_session_create: needs a model and num_threads >= 0");
   return guarded([&] {
     std::string error;
+    hetrt::core::Failure failure;
     std::unique_ptr<hetrt::core::Session> session =
-        hetrt::core::Session::create(*model->model, num_threads, error);
+        hetrt::core::Session::create(*model->model, num_threads, error,
+                                     failure);
     if (!session)
-      return fail(error.find("memory") != std::string::npos
-                      ? HETRT_OUT_OF_MEMORY
-                      : HETRT_INVALID_ARGUMENT,
-                  error);
+      return fail(statusOf(failure), error);
     *out_session = new hetrt_session_t{std::move(session)};
     return HETRT_OK;
   });

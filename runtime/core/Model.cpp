@@ -4,16 +4,45 @@
 #include "runtime/core/Model.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/format/InputFile.h"
+
+#include <unistd.h>
 
 namespace hetrt::core {
+
+namespace {
+
+/// Io when `path` cannot be opened as a regular file, else InvalidInput: a
+/// reader that failed on a file it could open failed on its content.
+Failure readFailure(const std::string &path) {
+  uint64_t size = 0;
+  std::string ignored;
+  int fd = format::openRegularFile(path, "a file", size, ignored);
+  if (fd < 0)
+    return Failure::Io;
+  ::close(fd);
+  return Failure::InvalidInput;
+}
+
+} // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &packPath,
                                    const std::string &weightsPath,
                                    std::string &error) {
+  Failure failure;
+  return load(packPath, weightsPath, error, failure);
+}
+
+std::unique_ptr<Model> Model::load(const std::string &packPath,
+                                   const std::string &weightsPath,
+                                   std::string &error, Failure &failure) {
+  failure = Failure::InvalidInput;
   std::unique_ptr<Model> model(new Model());
   model->pack_ = format::PackFile::open(packPath, error);
-  if (!model->pack_)
+  if (!model->pack_) {
+    failure = readFailure(packPath);
     return nullptr;
+  }
   const std::string_view *manifestText =
       model->pack_->section("manifest.json");
   if (!manifestText) {
@@ -33,15 +62,19 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
                         m.kvElementBytes(), packPath,
                         "compile the model for a smaller context with "
                         "`hetc compile --context N`",
-                        error))
+                        error)) {
+    failure = Failure::OutOfMemory;
     return nullptr;
-  model->code_ = cpu::CpuCode::load(*model->pack_, m, error);
+  }
+  model->code_ = cpu::CpuCode::load(*model->pack_, m, error, failure);
   if (!model->code_)
     return nullptr;
 
   std::string weights = weightsPath.empty() ? m.weightsPath : weightsPath;
+  failure = Failure::InvalidInput;
   model->weights_ = format::GgufFile::open(weights, error);
   if (!model->weights_) {
+    failure = readFailure(weights);
     if (weightsPath.empty())
       error += " (" + packPath +
                " was compiled from it and reads its weights there: put the "
@@ -58,8 +91,10 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
     return nullptr;
   }
   std::optional<std::string> hash = format::hashFile(weights, error);
-  if (!hash)
+  if (!hash) {
+    failure = Failure::Io;
     return nullptr;
+  }
   if (*hash != m.weightsHash) {
     error = weights + ": content hash " + *hash + " differs from the " +
             m.weightsHash + " that " + packPath +

@@ -4,6 +4,7 @@
 #define HETRT_CORE_MODEL_H
 
 #include "runtime/backends/cpu/CpuCode.h"
+#include "runtime/core/Failure.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
@@ -23,6 +24,10 @@ public:
   static std::unique_ptr<Model> load(const std::string &packPath,
                                      const std::string &weightsPath,
                                      std::string &error);
+  /// As above, and sets `failure` to the kind of the failure.
+  static std::unique_ptr<Model> load(const std::string &packPath,
+                                     const std::string &weightsPath,
+                                     std::string &error, Failure &failure);
 
   const format::Manifest &manifest() const { return manifest_; }
   const format::GgufFile &weights() const { return *weights_; }

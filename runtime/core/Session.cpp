@@ -54,9 +54,19 @@ Session::Session(const Model &model, int numThreads)
 std::unique_ptr<Session> Session::create(const Model &model,
                                          int64_t numThreads,
                                          std::string &error) {
+  Failure failure;
+  return create(model, numThreads, error, failure);
+}
+
+std::unique_ptr<Session> Session::create(const Model &model,
+                                         int64_t numThreads,
+                                         std::string &error,
+                                         Failure &failure) {
   const format::Manifest &m = model.manifest();
+  failure = Failure::InvalidInput;
   if (!checkThreadCount(numThreads, "the thread count", error))
     return nullptr;
+  failure = Failure::OutOfMemory;
   // Checked again at creation: memory that was free when the model loaded
   // may be taken by now, and an allocation that fails half-way must not
   // abort the process.
@@ -75,10 +85,11 @@ std::unique_ptr<Session> Session::create(const Model &model,
                                       m.numKvHeads, m.headDim,
                                       m.kvElementBytes())) +
             " KV cache; free memory or compile for a smaller context";
-  } catch (const std::system_error &failure) {
+  } catch (const std::system_error &threadFailure) {
     error = "cannot create a session: cannot start " +
-            std::to_string(numThreads) + " threads (" + failure.what() +
+            std::to_string(numThreads) + " threads (" + threadFailure.what() +
             "); give fewer with --threads";
+    failure = Failure::Unavailable;
   }
   return nullptr;
 }

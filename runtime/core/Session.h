@@ -22,6 +22,9 @@ public:
   /// or the threads cannot be started; never throws.
   static std::unique_ptr<Session> create(const Model &model, int64_t numThreads,
                                          std::string &error);
+  /// As above, and sets `failure` to the kind of the failure.
+  static std::unique_ptr<Session> create(const Model &model, int64_t numThreads,
+                                         std::string &error, Failure &failure);
 
   int numThreads() const { return pool_.numThreads(); }
 

@@ -75,7 +75,9 @@ bool checkRecord(void *handle, const format::PackFile &pack,
 
 std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
                                        const format::Manifest &manifest,
-                                       std::string &error) {
+                                       std::string &error,
+                                       core::Failure &failure) {
+  failure = core::Failure::InvalidInput;
   const format::CodeVariant *chosen = nullptr;
   for (const format::CodeVariant &variant : manifest.variants) {
     if (core::hostSupports(variant.requires_)) {
@@ -86,6 +88,7 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
   if (!chosen) {
     error = pack.path() + ": none of the pack's code variants runs on this CPU "
                           "(compile the model on, or for, this machine)";
+    failure = core::Failure::Unsupported;
     return nullptr;
   }
   const std::string_view *code = pack.section(chosen->section);
@@ -100,6 +103,7 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
   if (loaded->fd_ < 0) {
     error = std::string("cannot create an in-memory file for the model code: ") +
             std::strerror(errno);
+    failure = core::Failure::Unavailable;
     return nullptr;
   }
   size_t written = 0;
@@ -109,6 +113,7 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
     if (n <= 0) {
       error = std::string("cannot write the model code: ") +
               std::strerror(errno);
+      failure = core::Failure::Unavailable;
       return nullptr;
     }
     written += static_cast<size_t>(n);

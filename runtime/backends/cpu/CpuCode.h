@@ -4,6 +4,7 @@
 #define HETRT_BACKENDS_CPU_CPUCODE_H
 
 #include "abi/CodeRecord.h"
+#include "runtime/core/Failure.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
 
@@ -29,7 +30,8 @@ public:
   /// fix.
   static std::unique_ptr<CpuCode> load(const format::PackFile &pack,
                                        const format::Manifest &manifest,
-                                       std::string &error);
+                                       std::string &error,
+                                       core::Failure &failure);
   ~CpuCode();
   CpuCode(const CpuCode &) = delete;
   CpuCode &operator=(const CpuCode &) = delete;
