@@ -23,10 +23,12 @@ if [ ! -f "$asan/build.ninja" ]; then
     "-DCMAKE_EXE_LINKER_FLAGS=$links" "-DCMAKE_SHARED_LINKER_FLAGS=$links"
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
-  HetrtQuantizeTests HetrtCoreTests HetcPartitionTests hetrt-capi-generate
+  HetrtQuantizeTests HetrtCoreTests HetrtDeviceTests HetcPartitionTests \
+  hetrt-capi-generate hetrt-run
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests; do
+for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests \
+    HetrtDeviceTests; do
   "$asan/bin/$test"
 done
 # The planner's solvers and scenarios; the 80-layer chains are left to the
@@ -37,6 +39,8 @@ pack="$asan/stories260K.hetpack"
 "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$pack" \
   --cpu-variants host -q
 "$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
+"$asan/bin/hetrt-run" "$pack" -p "Once upon a time" -n 48 --temp 0 --json > /dev/null
+"$asan/bin/hetrt-run" --list-devices
 
 # The fuzzers: seeds are a real model, a real pack and its manifest.
 runs="${HETC_FUZZ_RUNS:-200000}"

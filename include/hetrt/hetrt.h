@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* 2: hetrt_model_is_end_of_generation. */
+/* 2: hetrt_model_is_end_of_generation; device enumeration. */
 #define HETRT_API_VERSION 2
 
 #if defined(__GNUC__)
@@ -51,6 +51,30 @@ HETRT_API const char *hetrt_last_error_message(void);
 
 /* HETRT_API_VERSION of the library, for back ends built out of tree. */
 HETRT_API int hetrt_api_version(void);
+
+/* The devices of this machine (the CPU first, then each back end's whose
+ * driver is present) and their memory spaces. Strings stay valid for the
+ * life of the process. */
+typedef struct hetrt_device_info_t {
+  const char *name;        /* "cpu0", "vulkan0": what --device names */
+  const char *kind;        /* "cpu", "vulkan", "cuda", "hip" */
+  const char *description; /* the hardware in words */
+  int32_t memory_count;    /* memory spaces, for hetrt_device_memory_info */
+} hetrt_device_info_t;
+
+typedef struct hetrt_memory_info_t {
+  const char *name;        /* "host", "device-local", ... */
+  uint64_t capacity_bytes; /* 0: unknown */
+  int host_visible;        /* 1 when the host reads it through a pointer */
+} hetrt_memory_info_t;
+
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_device_count(int32_t *out_count);
+/* HETRT_INVALID_ARGUMENT for an index outside [0, count). */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_info(int32_t device_index, hetrt_device_info_t *out_info);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_memory_info(int32_t device_index, int32_t memory_index,
+                         hetrt_memory_info_t *out_info);
 
 /* Opens the pack at pack_path with the weights at weights_path (NULL: the path
  * recorded at compile time). The weights must be the exact file the pack was

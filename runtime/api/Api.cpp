@@ -6,6 +6,7 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
+#include "runtime/hal/Device.h"
 
 #include <cstring>
 #include <new>
@@ -68,6 +69,65 @@ extern "C" {
 const char *hetrt_last_error_message(void) { return lastError.c_str(); }
 
 int hetrt_api_version(void) { return HETRT_API_VERSION; }
+
+hetrt_status_t hetrt_device_count(int32_t *out_count) {
+  if (!out_count)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_device_count: NULL argument");
+  return guarded([&] {
+    *out_count = static_cast<int32_t>(hetrt::hal::enumerateDevices().size());
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_device_info(int32_t device_index,
+                                 hetrt_device_info_t *out_info) {
+  if (!out_info)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_device_info: NULL argument");
+  *out_info = {};
+  return guarded([&] {
+    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+        hetrt::hal::enumerateDevices();
+    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_info: device " + std::to_string(device_index) +
+                      " is outside [0, " + std::to_string(devices.size()) + ")");
+    // The registry keeps the devices, and so these strings, for the process.
+    const hetrt::hal::DeviceInfo &info = devices[device_index]->info();
+    *out_info = {info.name.c_str(), info.kind.c_str(), info.description.c_str(),
+                 static_cast<int32_t>(info.memories.size())};
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_device_memory_info(int32_t device_index,
+                                        int32_t memory_index,
+                                        hetrt_memory_info_t *out_info) {
+  if (!out_info)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_device_memory_info: NULL argument");
+  *out_info = {};
+  return guarded([&] {
+    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+        hetrt::hal::enumerateDevices();
+    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_memory_info: device " +
+                      std::to_string(device_index) + " is outside [0, " +
+                      std::to_string(devices.size()) + ")");
+    const hetrt::hal::DeviceInfo &info = devices[device_index]->info();
+    if (memory_index < 0 ||
+        static_cast<size_t>(memory_index) >= info.memories.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_memory_info: " + info.name + " has " +
+                      std::to_string(info.memories.size()) +
+                      " memory spaces; " + std::to_string(memory_index) +
+                      " is outside them");
+    const hetrt::hal::MemorySpaceInfo &memory = info.memories[memory_index];
+    *out_info = {memory.name.c_str(), memory.capacityBytes,
+                 memory.hostVisible ? 1 : 0};
+    return HETRT_OK;
+  });
+}
 
 hetrt_status_t hetrt_model_open(const char *pack_path, const char *weights_path,
                                 hetrt_model_t **out_model) {

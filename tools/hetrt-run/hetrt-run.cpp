@@ -37,6 +37,7 @@ struct RunnerFlags {
   int32_t threads = 0;
   bool json = false;
   bool ignoreEos = false;
+  bool listDevices = false;
 };
 
 /// The failing call and the library's message, on stderr; false.
@@ -251,6 +252,30 @@ int run(const RunnerFlags &flags) {
   return 0;
 }
 
+/// The devices the runtime finds and their memory spaces, one per line.
+int listDevices() {
+  int32_t count = 0;
+  if (!report(hetrt_device_count(&count), "hetrt_device_count"))
+    return failed();
+  for (int32_t d = 0; d < count; ++d) {
+    hetrt_device_info_t device;
+    if (!report(hetrt_device_info(d, &device), "hetrt_device_info"))
+      return failed();
+    std::printf("%s  %s  %s\n", device.name, device.kind, device.description);
+    for (int32_t m = 0; m < device.memory_count; ++m) {
+      hetrt_memory_info_t memory;
+      if (!report(hetrt_device_memory_info(d, m, &memory),
+                  "hetrt_device_memory_info"))
+        return failed();
+      std::printf("  memory %d: %s, %.2f GiB%s\n", static_cast<int>(m),
+                  memory.name,
+                  static_cast<double>(memory.capacity_bytes) / (1ull << 30),
+                  memory.host_visible ? ", host-visible" : "");
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -265,8 +290,9 @@ int main(int argc, char **argv) {
              "failed (the message names it); 2 the command line is wrong.");
   RunnerFlags flags;
   app.add_option("pack", flags.pack, "The .hetpack to run")
-      ->required()
       ->check(CLI::ExistingFile);
+  app.add_flag("--list-devices", flags.listDevices,
+               "Print the devices the runtime finds and their memories");
   app.add_option("-w,--weights", flags.weights,
                  "The GGUF weights (default: the path recorded in the pack)")
       ->check(CLI::ExistingFile);
@@ -299,6 +325,13 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     int code = app.exit(error);
     return code == 0 ? 0 : kExitUsage;
+  }
+  if (flags.listDevices)
+    return listDevices();
+  if (flags.pack.empty()) {
+    std::fprintf(stderr, "hetrt-run: a pack is required (hetrt-run PACK -p "
+                         "TEXT); see --help\n");
+    return kExitUsage;
   }
   // CLI::Range lets NaN through (every comparison with it is false).
   for (float value : {flags.temperature, flags.topP, flags.repeatPenalty})

@@ -1,0 +1,236 @@
+// Conformance of the device layer, run against every device the runtime
+// finds (the CPU always; each other back end where its driver is present):
+// buffers in every memory space, fill, copy and host transfers with their
+// bounds, queue order, and events that order one queue's work after
+// another's and let the host wait.
+#include "runtime/hal/Device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace hetrt::hal;
+using hetrt::core::Failure;
+
+namespace {
+
+constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
+
+std::vector<std::shared_ptr<Device>> devicesUnderTest() {
+  return enumerateDevices();
+}
+
+class DeviceConformance
+    : public ::testing::TestWithParam<std::shared_ptr<Device>> {
+protected:
+  Device &device() { return *GetParam(); }
+
+  std::shared_ptr<Buffer> allocate(int space, uint64_t size) {
+    Error error;
+    std::shared_ptr<Buffer> buffer = device().allocate(space, size, error);
+    EXPECT_TRUE(buffer) << error.message;
+    return buffer;
+  }
+  std::unique_ptr<Queue> queue() {
+    Error error;
+    std::unique_ptr<Queue> created = device().createQueue(error);
+    EXPECT_TRUE(created) << error.message;
+    return created;
+  }
+  std::vector<uint8_t> readBack(Queue &q, Buffer &buffer) {
+    std::vector<uint8_t> bytes(buffer.size());
+    Error error;
+    EXPECT_TRUE(q.read(buffer, 0, bytes.data(), bytes.size(), error))
+        << error.message;
+    EXPECT_TRUE(q.finish(error)) << error.message;
+    return bytes;
+  }
+};
+
+TEST_P(DeviceConformance, DescribesItselfAndItsMemories) {
+  const DeviceInfo &info = device().info();
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_FALSE(info.kind.empty());
+  EXPECT_FALSE(info.description.empty());
+  ASSERT_FALSE(info.memories.empty());
+  for (size_t i = 0; i < info.memories.size(); ++i)
+    for (size_t j = i + 1; j < info.memories.size(); ++j)
+      EXPECT_NE(info.memories[i].name, info.memories[j].name);
+}
+
+TEST_P(DeviceConformance, FillsWithEveryPatternWidthInEverySpace) {
+  for (size_t space = 0; space < device().info().memories.size(); ++space) {
+    std::shared_ptr<Buffer> buffer = allocate(static_cast<int>(space), 64);
+    ASSERT_TRUE(buffer);
+    EXPECT_EQ(buffer->size(), 64u);
+    EXPECT_EQ(buffer->memorySpace(), static_cast<int>(space));
+    std::unique_ptr<Queue> q = queue();
+    Error error;
+    ASSERT_TRUE(q->fill(*buffer, 0, 64, 0xAB, 1, error)) << error.message;
+    ASSERT_TRUE(q->fill(*buffer, 16, 16, 0x1234, 2, error)) << error.message;
+    ASSERT_TRUE(q->fill(*buffer, 32, 32, 0xDEADBEEF, 4, error))
+        << error.message;
+    std::vector<uint8_t> bytes = readBack(*q, *buffer);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(bytes[i], 0xAB) << i;
+    for (int i = 16; i < 32; i += 2) {
+      uint16_t value;
+      std::memcpy(&value, &bytes[i], 2);
+      EXPECT_EQ(value, 0x1234) << i;
+    }
+    for (int i = 32; i < 64; i += 4) {
+      uint32_t value;
+      std::memcpy(&value, &bytes[i], 4);
+      EXPECT_EQ(value, 0xDEADBEEFu) << i;
+    }
+  }
+}
+
+TEST_P(DeviceConformance, CopiesBetweenSpacesAndRoundTripsHostData) {
+  const size_t spaces = device().info().memories.size();
+  std::vector<uint8_t> data(4096 + 13);
+  std::mt19937 random(7);
+  for (uint8_t &byte : data)
+    byte = static_cast<uint8_t>(random());
+  for (size_t from = 0; from < spaces; ++from) {
+    for (size_t to = 0; to < spaces; ++to) {
+      std::shared_ptr<Buffer> source = allocate(static_cast<int>(from), data.size());
+      std::shared_ptr<Buffer> target = allocate(static_cast<int>(to), data.size());
+      ASSERT_TRUE(source && target);
+      std::unique_ptr<Queue> q = queue();
+      Error error;
+      ASSERT_TRUE(q->write(data.data(), *source, 0, data.size(), error))
+          << error.message;
+      ASSERT_TRUE(q->fill(*target, 0, data.size(), 0, 1, error));
+      // An odd offset and size: copies are byte-exact, not word-rounded.
+      ASSERT_TRUE(q->copy(*source, 3, *target, 5, data.size() - 8, error))
+          << error.message;
+      std::vector<uint8_t> bytes = readBack(*q, *target);
+      EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 5),
+                std::vector<uint8_t>(5, 0));
+      EXPECT_TRUE(std::equal(bytes.begin() + 5, bytes.end() - 3,
+                             data.begin() + 3))
+          << "space " << from << " to " << to;
+    }
+  }
+}
+
+TEST_P(DeviceConformance, RunsAQueueInSubmissionOrder) {
+  std::shared_ptr<Buffer> buffer = allocate(0, 4);
+  ASSERT_TRUE(buffer);
+  std::unique_ptr<Queue> q = queue();
+  Error error;
+  for (uint32_t i = 1; i <= 200; ++i)
+    ASSERT_TRUE(q->fill(*buffer, 0, 4, i, 4, error));
+  std::vector<uint8_t> bytes = readBack(*q, *buffer);
+  uint32_t last;
+  std::memcpy(&last, bytes.data(), 4);
+  EXPECT_EQ(last, 200u);
+}
+
+TEST_P(DeviceConformance, RefusesWorkOutsideItsBuffers) {
+  std::shared_ptr<Buffer> buffer = allocate(0, 32);
+  ASSERT_TRUE(buffer);
+  std::unique_ptr<Queue> q = queue();
+  Error error;
+  EXPECT_FALSE(q->fill(*buffer, 16, 32, 0, 1, error));
+  EXPECT_EQ(error.kind, Failure::InvalidInput);
+  EXPECT_NE(error.message.find("outside the 32-byte buffer"), std::string::npos)
+      << error.message;
+  // offset + size past 64 bits must not wrap into range.
+  EXPECT_FALSE(q->fill(*buffer, 8, kForever - 4, 0, 1, error));
+  EXPECT_FALSE(q->fill(*buffer, 2, 4, 0, 4, error));
+  EXPECT_NE(error.message.find("multiples of the 4-byte pattern"),
+            std::string::npos)
+      << error.message;
+  EXPECT_FALSE(q->fill(*buffer, 0, 4, 0, 3, error));
+  EXPECT_FALSE(q->copy(*buffer, 0, *buffer, 8, 16, error));
+  EXPECT_NE(error.message.find("overlap"), std::string::npos) << error.message;
+  EXPECT_TRUE(q->copy(*buffer, 0, *buffer, 16, 16, error)) << error.message;
+  uint8_t host[8];
+  EXPECT_FALSE(q->read(*buffer, 30, host, 8, error));
+  EXPECT_FALSE(q->write(nullptr, *buffer, 0, 8, error));
+  // Refused submissions leave the queue usable.
+  EXPECT_TRUE(q->finish(error)) << error.message;
+}
+
+TEST_P(DeviceConformance, RefusesImpossibleAllocations) {
+  Error error;
+  EXPECT_FALSE(device().allocate(0, kForever / 2, error));
+  EXPECT_EQ(error.kind, Failure::OutOfMemory);
+  EXPECT_NE(error.message.find(device().info().name), std::string::npos)
+      << error.message;
+  int spaces = static_cast<int>(device().info().memories.size());
+  EXPECT_FALSE(device().allocate(spaces, 16, error));
+  EXPECT_EQ(error.kind, Failure::InvalidInput);
+  EXPECT_FALSE(device().allocate(-1, 16, error));
+}
+
+TEST_P(DeviceConformance, EventsOrderOneQueueAfterAnother) {
+  std::shared_ptr<Buffer> staging = allocate(0, 1024);
+  std::shared_ptr<Buffer> result = allocate(0, 1024);
+  ASSERT_TRUE(staging && result);
+  Error error;
+  std::shared_ptr<Event> ready = device().createEvent(0, error);
+  ASSERT_TRUE(ready) << error.message;
+  std::unique_ptr<Queue> producer = queue(), consumer = queue();
+  // The consumer's copy is submitted first but waits for the producer.
+  ASSERT_TRUE(consumer->wait(*ready, 1, error)) << error.message;
+  ASSERT_TRUE(consumer->copy(*staging, 0, *result, 0, 1024, error));
+  EXPECT_FALSE(ready->hostWait(1, 1000000)) << "signaled before any work";
+  ASSERT_TRUE(producer->fill(*staging, 0, 1024, 0x5A, 1, error));
+  ASSERT_TRUE(producer->signal(*ready, 1, error));
+  EXPECT_TRUE(ready->hostWait(1, kForever));
+  EXPECT_GE(ready->value(), 1u);
+  EXPECT_EQ(ready->failure(), nullptr);
+  std::vector<uint8_t> bytes = readBack(*consumer, *result);
+  EXPECT_EQ(bytes, std::vector<uint8_t>(1024, 0x5A));
+  ASSERT_TRUE(producer->finish(error)) << error.message;
+}
+
+TEST_P(DeviceConformance, HostSignalsReleaseQueuesAndNeverLowerAnEvent) {
+  Error error;
+  std::shared_ptr<Event> gate = device().createEvent(5, error);
+  ASSERT_TRUE(gate);
+  EXPECT_EQ(gate->value(), 5u);
+  EXPECT_TRUE(gate->hostWait(5, 0));
+  gate->signal(3);
+  EXPECT_EQ(gate->value(), 5u);
+  std::shared_ptr<Buffer> buffer = allocate(0, 4);
+  std::unique_ptr<Queue> q = queue();
+  ASSERT_TRUE(q->wait(*gate, 6, error));
+  ASSERT_TRUE(q->fill(*buffer, 0, 4, 7, 4, error));
+  std::shared_ptr<Event> done = device().createEvent(0, error);
+  ASSERT_TRUE(q->signal(*done, 1, error));
+  EXPECT_FALSE(done->hostWait(1, 1000000));
+  gate->signal(6);
+  EXPECT_TRUE(done->hostWait(1, kForever));
+  std::vector<uint8_t> bytes = readBack(*q, *buffer);
+  uint32_t value;
+  std::memcpy(&value, bytes.data(), 4);
+  EXPECT_EQ(value, 7u);
+}
+
+std::string deviceName(const ::testing::TestParamInfo<std::shared_ptr<Device>> &info) {
+  return info.param->info().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDevice, DeviceConformance,
+                         ::testing::ValuesIn(devicesUnderTest()), deviceName);
+
+TEST(DeviceRegistry, ListsTheCpuFirst) {
+  std::vector<std::shared_ptr<Device>> devices = enumerateDevices();
+  ASSERT_FALSE(devices.empty());
+  EXPECT_EQ(devices.front()->info().name, "cpu0");
+  EXPECT_EQ(devices.front()->info().kind, "cpu");
+  EXPECT_TRUE(devices.front()->info().memories.front().hostVisible);
+  // The same objects every time: the C API hands out their strings.
+  EXPECT_EQ(enumerateDevices().front().get(), devices.front().get());
+}
+
+} // namespace
