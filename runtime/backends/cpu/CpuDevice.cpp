@@ -1,20 +1,14 @@
-// The CPU device: buffers from aligned host allocations, one worker thread
-// per queue running its work in submission order, timeline events.
+// The CPU device: buffers from aligned host allocations; its queues are
+// serial queues (hal/SerialQueue.h) whose work is plain memory operations.
 #include "runtime/backends/cpu/CpuDevice.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/hal/SerialQueue.h"
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <fstream>
-#include <functional>
-#include <limits>
-#include <mutex>
 #include <new>
-#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -22,14 +16,9 @@ namespace hetrt::cpu {
 
 namespace {
 
-using hal::Error;
 using core::Failure;
-
-bool failWith(Error &error, Failure kind, std::string message) {
-  error.kind = kind;
-  error.message = std::move(message);
-  return false;
-}
+using hal::Error;
+using hal::failWith;
 
 /// Cache-line aligned, so kernels may use aligned vector loads.
 constexpr size_t kAlignment = 64;
@@ -48,68 +37,10 @@ private:
   void *bytes_;
 };
 
-class CpuEvent final : public hal::Event {
+class CpuQueue final : public hal::SerialQueue {
 public:
-  explicit CpuEvent(uint64_t value) : value_(value) {}
-  uint64_t value() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return value_;
-  }
-  void signal(uint64_t value) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (value > value_)
-      value_ = value;
-    changed_.notify_all();
-  }
-  bool hostWait(uint64_t value, uint64_t timeoutNanoseconds) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto reached = [&] { return value_ >= value; };
-    if (timeoutNanoseconds == std::numeric_limits<uint64_t>::max()) {
-      changed_.wait(lock, reached);
-      return true;
-    }
-    return changed_.wait_for(lock, std::chrono::nanoseconds(timeoutNanoseconds),
-                             reached);
-  }
-  const Error *failure() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return failure_ ? &*failure_ : nullptr;
-  }
-  /// Records `error` and releases every waiter.
-  void fail(const Error &error) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_)
-      failure_ = error;
-    value_ = std::numeric_limits<uint64_t>::max();
-    changed_.notify_all();
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  uint64_t value_;
-  std::optional<Error> failure_;
-};
-
-/// Whether [offset, offset + size) lies inside `limit` bytes, without
-/// overflow.
-bool inside(uint64_t offset, uint64_t size, uint64_t limit) {
-  return offset <= limit && size <= limit - offset;
-}
-
-class CpuQueue final : public hal::Queue {
-public:
-  explicit CpuQueue(const void *owner) : owner_(owner) {
-    worker_ = std::thread([this] { run(); });
-  }
-  ~CpuQueue() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-      changed_.notify_all();
-    }
-    worker_.join();
-  }
+  explicit CpuQueue(const void *owner) : owner_(owner) {}
+  ~CpuQueue() override { drain(); }
 
   bool fill(hal::Buffer &buffer, uint64_t offset, uint64_t size,
             uint32_t pattern, int patternBytes, Error &error) override {
@@ -182,55 +113,7 @@ public:
     return true;
   }
 
-  bool wait(hal::Event &event, uint64_t value, Error &error) override {
-    CpuEvent *cpuEvent = dynamic_cast<CpuEvent *>(&event);
-    if (!cpuEvent)
-      return failWith(error, Failure::InvalidInput,
-                      "wait: the event belongs to another back end");
-    submit([cpuEvent, value](Error &failure) {
-      cpuEvent->hostWait(value, std::numeric_limits<uint64_t>::max());
-      if (const Error *upstream = cpuEvent->failure()) {
-        failure = *upstream;
-        return false;
-      }
-      return true;
-    });
-    return true;
-  }
-
-  bool signal(hal::Event &event, uint64_t value, Error &error) override {
-    CpuEvent *cpuEvent = dynamic_cast<CpuEvent *>(&event);
-    if (!cpuEvent)
-      return failWith(error, Failure::InvalidInput,
-                      "signal: the event belongs to another back end");
-    std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back({[cpuEvent, value](Error &) {
-                        cpuEvent->signal(value);
-                        return true;
-                      },
-                      cpuEvent});
-    changed_.notify_all();
-    return true;
-  }
-
-  bool finish(Error &error) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [&] { return tasks_.empty() && !running_; });
-    if (!failure_)
-      return true;
-    error = *failure_;
-    failure_.reset();
-    return false;
-  }
-
 private:
-  struct Task {
-    std::function<bool(Error &)> work;
-    /// Set for signals: after a failure it is failed instead of skipped, so
-    /// its waiters wake.
-    CpuEvent *signals = nullptr;
-  };
-
   CpuBuffer *own(hal::Buffer &buffer, const char *what, Error &error) {
     auto *cpuBuffer = dynamic_cast<CpuBuffer *>(&buffer);
     if (!cpuBuffer || cpuBuffer->owner() != owner_) {
@@ -244,7 +127,7 @@ private:
   }
   static bool checkRange(const char *what, const CpuBuffer &buffer,
                          uint64_t offset, uint64_t size, Error &error) {
-    if (inside(offset, size, buffer.size()))
+    if (hal::rangeInside(offset, size, buffer.size()))
       return true;
     return failWith(error, Failure::InvalidInput,
                     std::string(what) + ": bytes [" + std::to_string(offset) +
@@ -260,52 +143,7 @@ private:
                     std::string(what) + ": the host pointer is null");
   }
 
-  void submit(std::function<bool(Error &)> work) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back({std::move(work), nullptr});
-    changed_.notify_all();
-  }
-
-  void run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) {
-        if (stopping_)
-          return;
-        continue;
-      }
-      Task task = std::move(tasks_.front());
-      tasks_.pop_front();
-      running_ = true;
-      std::optional<Error> failed = failure_;
-      lock.unlock();
-      if (failed) {
-        // Work after a failure is skipped; its signals carry the failure.
-        if (task.signals)
-          task.signals->fail(*failed);
-      } else {
-        Error error;
-        if (!task.work(error))
-          failed = error;
-      }
-      lock.lock();
-      if (failed && !failure_)
-        failure_ = failed;
-      running_ = false;
-      if (tasks_.empty())
-        idle_.notify_all();
-    }
-  }
-
   const void *owner_;
-  std::mutex mutex_;
-  std::condition_variable changed_, idle_;
-  std::deque<Task> tasks_;
-  bool running_ = false;
-  bool stopping_ = false;
-  std::optional<Error> failure_;
-  std::thread worker_;
 };
 
 std::string cpuDescription() {
@@ -388,7 +226,7 @@ public:
   std::shared_ptr<hal::Event> createEvent(uint64_t initialValue,
                                           Error &error) override {
     try {
-      return std::make_shared<CpuEvent>(initialValue);
+      return std::make_shared<hal::HostEvent>(initialValue);
     } catch (const std::bad_alloc &) {
       failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
       return nullptr;

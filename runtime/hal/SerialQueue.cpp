@@ -1,0 +1,147 @@
+// Host events and the serial queue every back end builds on.
+#include "runtime/hal/SerialQueue.h"
+
+#include <chrono>
+#include <limits>
+
+namespace hetrt::hal {
+
+bool failWith(Error &error, core::Failure kind, std::string message) {
+  error.kind = kind;
+  error.message = std::move(message);
+  return false;
+}
+
+uint64_t HostEvent::value() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return value_;
+}
+
+void HostEvent::signal(uint64_t value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (value > value_)
+    value_ = value;
+  changed_.notify_all();
+}
+
+bool HostEvent::hostWait(uint64_t value, uint64_t timeoutNanoseconds) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto reached = [&] { return value_ >= value; };
+  if (timeoutNanoseconds == std::numeric_limits<uint64_t>::max()) {
+    changed_.wait(lock, reached);
+    return true;
+  }
+  return changed_.wait_for(lock, std::chrono::nanoseconds(timeoutNanoseconds),
+                           reached);
+}
+
+const Error *HostEvent::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_ ? &*failure_ : nullptr;
+}
+
+void HostEvent::fail(const Error &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_)
+    failure_ = error;
+  value_ = std::numeric_limits<uint64_t>::max();
+  changed_.notify_all();
+}
+
+SerialQueue::SerialQueue() { worker_ = std::thread([this] { run(); }); }
+
+SerialQueue::~SerialQueue() { drain(); }
+
+void SerialQueue::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_)
+      return;
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  worker_.join();
+}
+
+bool SerialQueue::wait(Event &event, uint64_t value, Error &error) {
+  HostEvent *hostEvent = dynamic_cast<HostEvent *>(&event);
+  if (!hostEvent)
+    return failWith(error, core::Failure::InvalidInput,
+                    "wait: the event does not come from the device layer's "
+                    "createEvent");
+  submit([hostEvent, value](Error &failure) {
+    hostEvent->hostWait(value, std::numeric_limits<uint64_t>::max());
+    if (const Error *upstream = hostEvent->failure()) {
+      failure = *upstream;
+      return false;
+    }
+    return true;
+  });
+  return true;
+}
+
+bool SerialQueue::signal(Event &event, uint64_t value, Error &error) {
+  HostEvent *hostEvent = dynamic_cast<HostEvent *>(&event);
+  if (!hostEvent)
+    return failWith(error, core::Failure::InvalidInput,
+                    "signal: the event does not come from the device layer's "
+                    "createEvent");
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back({[hostEvent, value](Error &) {
+                      hostEvent->signal(value);
+                      return true;
+                    },
+                    hostEvent});
+  changed_.notify_all();
+  return true;
+}
+
+bool SerialQueue::finish(Error &error) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return tasks_.empty() && !running_; });
+  if (!failure_)
+    return true;
+  error = *failure_;
+  failure_.reset();
+  return false;
+}
+
+void SerialQueue::submit(std::function<bool(Error &)> work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back({std::move(work), nullptr});
+  changed_.notify_all();
+}
+
+void SerialQueue::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) {
+      if (stopping_)
+        return;
+      continue;
+    }
+    Task task = std::move(tasks_.front());
+    tasks_.pop_front();
+    running_ = true;
+    std::optional<Error> failed = failure_;
+    lock.unlock();
+    if (failed) {
+      // Work after a failure is skipped; its signals carry the failure.
+      if (task.signals)
+        task.signals->fail(*failed);
+    } else {
+      Error error;
+      if (!task.work(error))
+        failed = error;
+    }
+    lock.lock();
+    if (failed && !failure_)
+      failure_ = failed;
+    running_ = false;
+    if (tasks_.empty())
+      idle_.notify_all();
+  }
+}
+
+} // namespace hetrt::hal
