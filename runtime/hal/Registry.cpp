@@ -4,6 +4,7 @@
 #include "runtime/hal/Device.h"
 
 #include "runtime/backends/cpu/CpuDevice.h"
+#include "runtime/backends/vulkan/VulkanDevice.h"
 
 namespace hetrt::hal {
 
@@ -15,12 +16,17 @@ struct Registry {
 };
 
 const Registry &registry() {
-  static const Registry instance = [] {
-    Registry built;
-    built.devices.push_back(cpu::createCpuDevice());
+  // Never destroyed: drivers keep threads of their own, and tearing them
+  // down among the process's static destructors is not safe.
+  static const Registry *instance = [] {
+    auto *built = new Registry();
+    built->devices.push_back(cpu::createCpuDevice());
+    for (std::shared_ptr<Device> &device :
+         vulkan::enumerateVulkanDevices(built->unavailable))
+      built->devices.push_back(std::move(device));
     return built;
   }();
-  return instance;
+  return *instance;
 }
 
 } // namespace

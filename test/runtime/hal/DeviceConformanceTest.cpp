@@ -233,4 +233,60 @@ TEST(DeviceRegistry, ListsTheCpuFirst) {
   EXPECT_EQ(enumerateDevices().front().get(), devices.front().get());
 }
 
+TEST(DeviceRegistry, FindsAVulkanDeviceOrSaysWhyNot) {
+  std::vector<std::string> unavailable;
+  std::vector<std::shared_ptr<Device>> devices = enumerateDevices(&unavailable);
+  bool vulkan = false;
+  for (const std::shared_ptr<Device> &device : devices)
+    vulkan |= device->info().kind == "vulkan";
+  if (!vulkan) {
+    std::string reasons;
+    for (const std::string &line : unavailable)
+      reasons += "\n  " + line;
+    ASSERT_FALSE(unavailable.empty())
+        << "no Vulkan device and no reason given";
+    GTEST_SKIP() << "no Vulkan device on this machine:" << reasons;
+  }
+  for (const std::shared_ptr<Device> &device : devices)
+    if (device->info().kind == "vulkan") {
+      EXPECT_EQ(device->info().name.rfind("vulkan", 0), 0u);
+      EXPECT_NE(device->info().description.find("Vulkan 1."), std::string::npos)
+          << device->info().description;
+    }
+}
+
+// Work on one device follows work on another through an event: the CPU
+// fills a buffer, a queue of the second device waits for it and copies the
+// bytes in through the host.
+TEST(DeviceRegistry, EventsOrderQueuesOfDifferentDevices) {
+  std::vector<std::shared_ptr<Device>> devices = enumerateDevices();
+  if (devices.size() < 2)
+    GTEST_SKIP() << "one device only (" << devices.front()->info().name
+                 << "); the test needs two";
+  Device &first = *devices[0], &second = *devices[1];
+  Error error;
+  std::shared_ptr<Buffer> source = first.allocate(0, 256, error);
+  std::shared_ptr<Buffer> target = second.allocate(0, 256, error);
+  ASSERT_TRUE(source && target) << error.message;
+  ASSERT_TRUE(source->hostPointer()) << "the CPU's memory is host-visible";
+  std::unique_ptr<Queue> producer = first.createQueue(error);
+  std::unique_ptr<Queue> consumer = second.createQueue(error);
+  std::shared_ptr<Event> filled = first.createEvent(0, error);
+  ASSERT_TRUE(producer && consumer && filled) << error.message;
+  ASSERT_TRUE(consumer->wait(*filled, 1, error)) << error.message;
+  ASSERT_TRUE(consumer->write(source->hostPointer(), *target, 0, 256, error))
+      << error.message;
+  ASSERT_TRUE(producer->fill(*source, 0, 256, 0x3C, 1, error));
+  ASSERT_TRUE(producer->signal(*filled, 1, error));
+  std::vector<uint8_t> bytes(256);
+  ASSERT_TRUE(consumer->read(*target, 0, bytes.data(), 256, error));
+  ASSERT_TRUE(consumer->finish(error)) << error.message;
+  EXPECT_EQ(bytes, std::vector<uint8_t>(256, 0x3C));
+  // A buffer of one device is refused by the other's queues.
+  EXPECT_FALSE(consumer->copy(*source, 0, *target, 0, 16, error));
+  EXPECT_NE(error.message.find("another device"), std::string::npos)
+      << error.message;
+  ASSERT_TRUE(producer->finish(error)) << error.message;
+}
+
 } // namespace
