@@ -2,6 +2,7 @@
 #include "hetc/InitAll.h"
 
 #include "hetc/Pipeline/Pipeline.h"
+#include "hetc/Target/SPIRV.h"
 #include "passes/conversion/Passes.h"
 #include "passes/het/Passes.h"
 #include "passes/target/x86/Passes.h"
@@ -19,6 +20,7 @@ void registerAllPasses() {
     conversion::registerConversionPasses();
     x86::registerX86Passes();
     pipeline::registerPipelines();
+    target::spirv::registerSpirvPipeline();
     return true;
   }();
   (void)registered;

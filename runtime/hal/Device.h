@@ -87,6 +87,42 @@ public:
   virtual const Error *failure() const = 0;
 };
 
+/// What a kernel of an executable takes: its entry point, the storage
+/// buffers bound at descriptor set 0, bindings 0..bindings-1 (in dispatch
+/// order), and bytes of push constants.
+struct KernelSignature {
+  std::string entryPoint;
+  int bindings = 0;
+  uint32_t pushConstantBytes = 0;
+};
+
+enum class ExecutableFormat {
+  /// A SPIR-V module for a Vulkan compute device.
+  SpirV,
+};
+
+/// Code loaded on a device, ready to dispatch: pipelines are built once, at
+/// load.
+class Executable {
+public:
+  virtual ~Executable() = default;
+  const std::vector<KernelSignature> &kernels() const { return kernels_; }
+  /// The index of the kernel with `entryPoint`, or -1.
+  int kernelIndex(const std::string &entryPoint) const {
+    for (size_t i = 0; i < kernels_.size(); ++i)
+      if (kernels_[i].entryPoint == entryPoint)
+        return static_cast<int>(i);
+    return -1;
+  }
+
+protected:
+  explicit Executable(std::vector<KernelSignature> kernels)
+      : kernels_(std::move(kernels)) {}
+
+private:
+  std::vector<KernelSignature> kernels_;
+};
+
 /// An ordered stream of work on one device. Submissions check their
 /// arguments and return false with `error` at once; failures while the work
 /// runs are reported by finish() and by the events the queue signals after.
@@ -107,6 +143,14 @@ public:
                      uint64_t size, Error &error) = 0;
   virtual bool read(Buffer &source, uint64_t sourceOffset, void *host,
                     uint64_t size, Error &error) = 0;
+  /// Runs kernel `kernel` of `executable` over `groups` workgroups, with
+  /// `bindings` (buffers of this device, one per binding of the kernel's
+  /// signature) and `pushConstants` (its signature's size). The buffers and
+  /// the executable must outlive the work.
+  virtual bool dispatch(Executable &executable, int kernel,
+                        const uint32_t groups[3],
+                        const std::vector<Buffer *> &bindings,
+                        const std::string &pushConstants, Error &error) = 0;
   /// Work after this waits until `event` reaches `value`.
   virtual bool wait(Event &event, uint64_t value, Error &error) = 0;
   /// `event` reaches `value` once the work before this is done.
@@ -127,6 +171,13 @@ public:
   virtual std::unique_ptr<Queue> createQueue(Error &error) = 0;
   virtual std::shared_ptr<Event> createEvent(uint64_t initialValue,
                                              Error &error) = 0;
+  /// Whether the device runs code of `format`.
+  virtual bool runs(ExecutableFormat format) const = 0;
+  /// Loads `code` (of `format`) with the signatures of its kernels; refuses
+  /// code the device does not run (Unsupported) or that is malformed.
+  virtual std::shared_ptr<Executable>
+  loadExecutable(ExecutableFormat format, const std::string &code,
+                 std::vector<KernelSignature> kernels, Error &error) = 0;
 };
 
 /// The devices of this machine, the CPU first, then each back end's in the

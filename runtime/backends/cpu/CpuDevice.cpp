@@ -144,6 +144,15 @@ private:
   }
 
   const void *owner_;
+
+public:
+  bool dispatch(hal::Executable &, int, const uint32_t[3],
+                const std::vector<hal::Buffer *> &, const std::string &,
+                Error &error) override {
+    return failWith(error, Failure::Unsupported,
+                    "dispatch: cpu0 loads no executables of the device layer; "
+                    "model code runs on the CPU through its sessions");
+  }
 };
 
 std::string cpuDescription() {
@@ -231,6 +240,15 @@ public:
       failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
       return nullptr;
     }
+  }
+
+  bool runs(hal::ExecutableFormat) const override { return false; }
+  std::shared_ptr<hal::Executable>
+  loadExecutable(hal::ExecutableFormat, const std::string &,
+                 std::vector<hal::KernelSignature>, Error &error) override {
+    failWith(error, Failure::Unsupported,
+             "cpu0 runs no SPIR-V; load it on a Vulkan device");
+    return nullptr;
   }
 
 private:

@@ -13,6 +13,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -57,7 +58,24 @@ using hal::failWith;
   X(vkCreateFence)                                                             \
   X(vkDestroyFence)                                                            \
   X(vkWaitForFences)                                                           \
-  X(vkResetFences)
+  X(vkResetFences)                                                             \
+  X(vkCreateShaderModule)                                                      \
+  X(vkDestroyShaderModule)                                                     \
+  X(vkCreateDescriptorSetLayout)                                               \
+  X(vkDestroyDescriptorSetLayout)                                              \
+  X(vkCreatePipelineLayout)                                                    \
+  X(vkDestroyPipelineLayout)                                                   \
+  X(vkCreateComputePipelines)                                                  \
+  X(vkDestroyPipeline)                                                         \
+  X(vkCreateDescriptorPool)                                                    \
+  X(vkDestroyDescriptorPool)                                                   \
+  X(vkResetDescriptorPool)                                                     \
+  X(vkAllocateDescriptorSets)                                                  \
+  X(vkUpdateDescriptorSets)                                                    \
+  X(vkCmdBindPipeline)                                                         \
+  X(vkCmdBindDescriptorSets)                                                   \
+  X(vkCmdPushConstants)                                                        \
+  X(vkCmdDispatch)
 
 #define HETRT_VK_DECLARE(name) PFN_##name name = nullptr;
 
@@ -163,6 +181,7 @@ struct Context {
   /// A host-visible, coherent type for staging transfers.
   uint32_t stagingType = 0;
   VkPhysicalDeviceMemoryProperties memory = {};
+  VkPhysicalDeviceLimits limits = {};
   HETRT_VK_DEVICE_FUNCTIONS(HETRT_VK_DECLARE)
 
   ~Context() {
@@ -254,6 +273,143 @@ private:
   void *mapped_ = nullptr;
 };
 
+/// A SPIR-V module with a compute pipeline per kernel, each with its
+/// descriptor set layout (storage buffers at set 0) and push constants.
+class VulkanExecutable final : public hal::Executable {
+public:
+  struct Pipeline {
+    VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+  };
+
+  VulkanExecutable(std::shared_ptr<Context> context,
+                   std::vector<hal::KernelSignature> kernels)
+      : Executable(std::move(kernels)), context_(std::move(context)) {}
+  ~VulkanExecutable() override {
+    const Context &c = *context_;
+    for (const Pipeline &p : pipelines_) {
+      if (p.pipeline)
+        c.vkDestroyPipeline(c.device, p.pipeline, nullptr);
+      if (p.layout)
+        c.vkDestroyPipelineLayout(c.device, p.layout, nullptr);
+      if (p.setLayout)
+        c.vkDestroyDescriptorSetLayout(c.device, p.setLayout, nullptr);
+    }
+    if (module_)
+      c.vkDestroyShaderModule(c.device, module_, nullptr);
+  }
+
+  bool create(const std::string &code, Error &error) {
+    const Context &c = *context_;
+    // A SPIR-V module is little-endian words starting with its magic number.
+    constexpr uint32_t kSpirvMagic = 0x07230203;
+    uint32_t magic = 0;
+    if (code.size() >= 4)
+      std::memcpy(&magic, code.data(), 4);
+    if (code.size() < 20 || code.size() % 4 != 0 || magic != kSpirvMagic)
+      return failWith(error, Failure::InvalidInput,
+                      "the code is not a SPIR-V module (" +
+                          std::to_string(code.size()) +
+                          " bytes; a module is whole 32-bit words starting "
+                          "with 0x07230203)");
+    std::vector<uint32_t> words(code.size() / 4);
+    std::memcpy(words.data(), code.data(), code.size());
+    VkShaderModuleCreateInfo moduleInfo = {};
+    moduleInfo.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+    moduleInfo.codeSize = code.size();
+    moduleInfo.pCode = words.data();
+    VkResult result =
+        c.vkCreateShaderModule(c.device, &moduleInfo, nullptr, &module_);
+    if (result != VK_SUCCESS) {
+      module_ = VK_NULL_HANDLE;
+      return failWith(error, Failure::InvalidInput,
+                      "vkCreateShaderModule refused the code (" +
+                          resultName(result) + ")");
+    }
+    for (const hal::KernelSignature &kernel : kernels()) {
+      if (kernel.bindings < 0 || kernel.bindings > 64 ||
+          kernel.pushConstantBytes % 4 != 0 ||
+          kernel.pushConstantBytes > c.limits.maxPushConstantsSize)
+        return failWith(error, Failure::InvalidInput,
+                        "kernel \"" + kernel.entryPoint + "\" asks for " +
+                            std::to_string(kernel.bindings) + " bindings and " +
+                            std::to_string(kernel.pushConstantBytes) +
+                            " bytes of push constants; the device allows 0 to "
+                            "64 bindings and " +
+                            std::to_string(c.limits.maxPushConstantsSize) +
+                            " bytes in whole words");
+      Pipeline p;
+      std::vector<VkDescriptorSetLayoutBinding> bindings(
+          static_cast<size_t>(kernel.bindings));
+      for (int b = 0; b < kernel.bindings; ++b) {
+        bindings[b] = {};
+        bindings[b].binding = static_cast<uint32_t>(b);
+        bindings[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[b].descriptorCount = 1;
+        bindings[b].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+      }
+      VkDescriptorSetLayoutCreateInfo setInfo = {};
+      setInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+      setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
+      setInfo.pBindings = bindings.data();
+      result = c.vkCreateDescriptorSetLayout(c.device, &setInfo, nullptr,
+                                             &p.setLayout);
+      if (result != VK_SUCCESS) {
+        p.setLayout = VK_NULL_HANDLE;
+        return failWith(error, failureOf(result),
+                        "vkCreateDescriptorSetLayout failed (" +
+                            resultName(result) + ")");
+      }
+      pipelines_.push_back(p);
+      Pipeline &made = pipelines_.back();
+      VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                   kernel.pushConstantBytes};
+      VkPipelineLayoutCreateInfo layoutInfo = {};
+      layoutInfo.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+      layoutInfo.setLayoutCount = 1;
+      layoutInfo.pSetLayouts = &made.setLayout;
+      layoutInfo.pushConstantRangeCount = kernel.pushConstantBytes ? 1 : 0;
+      layoutInfo.pPushConstantRanges = &range;
+      result = c.vkCreatePipelineLayout(c.device, &layoutInfo, nullptr,
+                                        &made.layout);
+      if (result != VK_SUCCESS) {
+        made.layout = VK_NULL_HANDLE;
+        return failWith(error, failureOf(result),
+                        "vkCreatePipelineLayout failed (" + resultName(result) +
+                            ")");
+      }
+      VkComputePipelineCreateInfo pipelineInfo = {};
+      pipelineInfo.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+      pipelineInfo.stage.sType =
+          VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+      pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      pipelineInfo.stage.module = module_;
+      pipelineInfo.stage.pName = kernel.entryPoint.c_str();
+      pipelineInfo.layout = made.layout;
+      result = c.vkCreateComputePipelines(c.device, VK_NULL_HANDLE, 1,
+                                          &pipelineInfo, nullptr,
+                                          &made.pipeline);
+      if (result != VK_SUCCESS) {
+        made.pipeline = VK_NULL_HANDLE;
+        return failWith(error, Failure::InvalidInput,
+                        "no compute pipeline for entry point \"" +
+                            kernel.entryPoint + "\" (" + resultName(result) +
+                            "); check the module declares it");
+      }
+    }
+    return true;
+  }
+
+  const Pipeline &pipeline(int kernel) const { return pipelines_[kernel]; }
+  const Context *context() const { return context_.get(); }
+
+private:
+  std::shared_ptr<Context> context_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  std::vector<Pipeline> pipelines_;
+};
+
 class VulkanQueue final : public hal::SerialQueue {
 public:
   explicit VulkanQueue(std::shared_ptr<Context> context)
@@ -262,6 +418,8 @@ public:
     drain();
     if (fence_)
       context_->vkDestroyFence(context_->device, fence_, nullptr);
+    if (descriptors_)
+      context_->vkDestroyDescriptorPool(context_->device, descriptors_, nullptr);
     if (pool_)
       context_->vkDestroyCommandPool(context_->device, pool_, nullptr);
   }
@@ -288,6 +446,22 @@ public:
       return failWith(error, failureOf(result),
                       "vkAllocateCommandBuffers failed (" + resultName(result) +
                           ")");
+    // One dispatch at a time per queue: a pool for one set of up to 64
+    // storage buffers, reset before each dispatch.
+    VkDescriptorPoolSize poolSize = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 64};
+    VkDescriptorPoolCreateInfo descriptorInfo = {};
+    descriptorInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+    descriptorInfo.maxSets = 1;
+    descriptorInfo.poolSizeCount = 1;
+    descriptorInfo.pPoolSizes = &poolSize;
+    result = context_->vkCreateDescriptorPool(context_->device, &descriptorInfo,
+                                              nullptr, &descriptors_);
+    if (result != VK_SUCCESS) {
+      descriptors_ = VK_NULL_HANDLE;
+      return failWith(error, failureOf(result),
+                      "vkCreateDescriptorPool failed (" + resultName(result) +
+                          ")");
+    }
     VkFenceCreateInfo fenceInfo = {};
     fenceInfo.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
     result = context_->vkCreateFence(context_->device, &fenceInfo, nullptr,
@@ -409,6 +583,94 @@ public:
     return true;
   }
 
+  bool dispatch(hal::Executable &executable, int kernel,
+                const uint32_t groups[3],
+                const std::vector<hal::Buffer *> &bindings,
+                const std::string &pushConstants, Error &error) override {
+    auto *code = dynamic_cast<VulkanExecutable *>(&executable);
+    if (!code || code->context() != context_.get())
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: the executable was loaded on another device");
+    if (kernel < 0 || static_cast<size_t>(kernel) >= code->kernels().size())
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: kernel " + std::to_string(kernel) +
+                          " is outside the executable's " +
+                          std::to_string(code->kernels().size()));
+    const hal::KernelSignature &signature = code->kernels()[kernel];
+    if (bindings.size() != static_cast<size_t>(signature.bindings) ||
+        pushConstants.size() != signature.pushConstantBytes)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: kernel \"" + signature.entryPoint +
+                          "\" takes " + std::to_string(signature.bindings) +
+                          " buffers and " +
+                          std::to_string(signature.pushConstantBytes) +
+                          " bytes of push constants, not " +
+                          std::to_string(bindings.size()) + " and " +
+                          std::to_string(pushConstants.size()));
+    const VkPhysicalDeviceLimits &limits = context_->limits;
+    for (int d = 0; d < 3; ++d)
+      if (groups[d] == 0 || groups[d] > limits.maxComputeWorkGroupCount[d])
+        return failWith(error, Failure::InvalidInput,
+                        "dispatch: " + std::to_string(groups[d]) +
+                            " workgroups along dimension " + std::to_string(d) +
+                            " are outside [1, " +
+                            std::to_string(limits.maxComputeWorkGroupCount[d]) +
+                            "]");
+    std::vector<VulkanBuffer *> buffers;
+    for (hal::Buffer *binding : bindings) {
+      VulkanBuffer *buffer = binding ? own(*binding, "dispatch", error) : nullptr;
+      if (!buffer)
+        return binding ? false
+                       : failWith(error, Failure::InvalidInput,
+                                  "dispatch: a binding is null");
+      buffers.push_back(buffer);
+    }
+    std::array<uint32_t, 3> count = {groups[0], groups[1], groups[2]};
+    submit([this, code, kernel, count, buffers, pushConstants](Error &failure) {
+      const Context &c = *context_;
+      c.vkResetDescriptorPool(c.device, descriptors_, 0);
+      const VulkanExecutable::Pipeline &p = code->pipeline(kernel);
+      VkDescriptorSetAllocateInfo allocate = {};
+      allocate.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+      allocate.descriptorPool = descriptors_;
+      allocate.descriptorSetCount = 1;
+      allocate.pSetLayouts = &p.setLayout;
+      VkDescriptorSet set = VK_NULL_HANDLE;
+      VkResult result = c.vkAllocateDescriptorSets(c.device, &allocate, &set);
+      if (result != VK_SUCCESS)
+        return failWith(failure, failureOf(result),
+                        "vkAllocateDescriptorSets failed (" +
+                            resultName(result) + ")");
+      std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+      std::vector<VkWriteDescriptorSet> writes(buffers.size());
+      for (size_t b = 0; b < buffers.size(); ++b) {
+        infos[b] = {buffers[b]->handle(), 0, VK_WHOLE_SIZE};
+        writes[b] = {};
+        writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+        writes[b].dstSet = set;
+        writes[b].dstBinding = static_cast<uint32_t>(b);
+        writes[b].descriptorCount = 1;
+        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[b].pBufferInfo = &infos[b];
+      }
+      if (!writes.empty())
+        c.vkUpdateDescriptorSets(c.device, static_cast<uint32_t>(writes.size()),
+                                 writes.data(), 0, nullptr);
+      return record(failure, [&](VkCommandBuffer commands) {
+        c.vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
+                            p.pipeline);
+        c.vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                  p.layout, 0, 1, &set, 0, nullptr);
+        if (!pushConstants.empty())
+          c.vkCmdPushConstants(commands, p.layout, VK_SHADER_STAGE_COMPUTE_BIT,
+                               0, static_cast<uint32_t>(pushConstants.size()),
+                               pushConstants.data());
+        c.vkCmdDispatch(commands, count[0], count[1], count[2]);
+      });
+    });
+    return true;
+  }
+
 private:
   VulkanBuffer *own(hal::Buffer &buffer, const char *what, Error &error) {
     auto *vulkanBuffer = dynamic_cast<VulkanBuffer *>(&buffer);
@@ -518,6 +780,7 @@ private:
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
 };
 
 class VulkanDevice final : public hal::Device {
@@ -566,6 +829,28 @@ public:
   std::shared_ptr<hal::Event> createEvent(uint64_t initialValue,
                                           Error &) override {
     return std::make_shared<hal::HostEvent>(initialValue);
+  }
+
+  bool runs(hal::ExecutableFormat format) const override {
+    return format == hal::ExecutableFormat::SpirV;
+  }
+
+  std::shared_ptr<hal::Executable>
+  loadExecutable(hal::ExecutableFormat format, const std::string &code,
+                 std::vector<hal::KernelSignature> kernels,
+                 Error &error) override {
+    if (format != hal::ExecutableFormat::SpirV) {
+      failWith(error, Failure::Unsupported,
+               info_.name + " runs SPIR-V executables only");
+      return nullptr;
+    }
+    auto executable =
+        std::make_shared<VulkanExecutable>(context_, std::move(kernels));
+    if (!executable->create(code, error)) {
+      error.message = info_.name + ": " + error.message;
+      return nullptr;
+    }
+    return executable;
   }
 
 private:
@@ -621,6 +906,7 @@ std::shared_ptr<hal::Device> openDevice(const std::shared_ptr<Instance> &instanc
   context->instance = instance;
   context->physical = physical;
   context->queueFamily = static_cast<uint32_t>(family);
+  context->limits = properties.limits;
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queueInfo = {};
   queueInfo.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;

@@ -1,0 +1,58 @@
+// The SPIR-V back end: GPU-dialect kernels → SPIR-V modules for Vulkan
+// compute devices, through upstream MLIR (convert-gpu-to-spirv, the
+// interface ABI lowering, VCE deduction) and its serializer.
+#ifndef HETC_TARGET_SPIRV_H
+#define HETC_TARGET_SPIRV_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetc::target::spirv {
+
+/// A kernel of a serialized module: its entry point, the storage buffers it
+/// binds (descriptor set 0, bindings 0..bindings-1, in argument order) and
+/// its workgroup size.
+struct SpirvKernel {
+  std::string entryPoint;
+  int bindings = 0;
+  std::array<int64_t, 3> workgroupSize = {1, 1, 1};
+};
+
+/// One SPIR-V module: its binary (little-endian words) and its kernels.
+struct SpirvExecutable {
+  std::string name;
+  std::string binary;
+  std::vector<SpirvKernel> kernels;
+};
+
+/// The Vulkan 1.2 environment hetc compiles for when a module names none:
+/// SPIR-V 1.3 with Shader and the storage-buffer storage class (SPIR-V 1.4
+/// changes which variables an entry point lists, and MLIR deduces the
+/// version to declare from the capabilities alone).
+/// Device-specific capabilities (f16, int8, subgroups) are added from the
+/// device's description where it is known.
+void attachDefaultTargetEnv(mlir::ModuleOp module);
+
+/// gpu.module kernels → spirv.module ops beside them, with the interface
+/// ABI lowered and the minimal version, capabilities and extensions
+/// deduced. The module must be a gpu.container_module.
+void buildSpirvPipeline(mlir::OpPassManager &pm);
+
+/// Serializes every spirv.module of `module` (after buildSpirvPipeline) and
+/// describes its kernels. Returns false with `error` when there is none or
+/// one fails to serialize.
+bool serializeSpirvModules(mlir::ModuleOp module,
+                           std::vector<SpirvExecutable> &executables,
+                           std::string &error);
+
+/// Registers the "hetc-lower-gpu-to-spirv" pipeline with hetc-opt.
+void registerSpirvPipeline();
+
+} // namespace hetc::target::spirv
+
+#endif // HETC_TARGET_SPIRV_H

@@ -1,0 +1,108 @@
+// The SPIR-V back end (see include/hetc/Target/SPIRV.h).
+#include "hetc/Target/SPIRV.h"
+
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRVPass.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace hetc::target::spirv {
+
+void attachDefaultTargetEnv(ModuleOp module) {
+  if (module->hasAttr(mlir::spirv::getTargetEnvAttrName()))
+    return;
+  MLIRContext *context = module.getContext();
+  auto triple = mlir::spirv::VerCapExtAttr::get(
+      mlir::spirv::Version::V_1_3, {mlir::spirv::Capability::Shader},
+      {mlir::spirv::Extension::SPV_KHR_storage_buffer_storage_class}, context);
+  module->setAttr(mlir::spirv::getTargetEnvAttrName(),
+                  mlir::spirv::TargetEnvAttr::get(
+                      triple, mlir::spirv::getDefaultResourceLimits(context),
+                      mlir::spirv::ClientAPI::Vulkan,
+                      mlir::spirv::Vendor::Unknown,
+                      mlir::spirv::DeviceType::Unknown,
+                      mlir::spirv::TargetEnvAttr::kUnknownDeviceID));
+}
+
+void buildSpirvPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertGPUToSPIRVPass());
+  OpPassManager &spirvModule = pm.nest<mlir::spirv::ModuleOp>();
+  spirvModule.addPass(mlir::spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(mlir::spirv::createSPIRVUpdateVCEPass());
+}
+
+bool serializeSpirvModules(ModuleOp module,
+                           std::vector<SpirvExecutable> &executables,
+                           std::string &error) {
+  bool broken = false;
+  module.walk([&](mlir::spirv::ModuleOp spirvModule) {
+    if (broken)
+      return;
+    SpirvExecutable executable;
+    executable.name = spirvModule.getName().value_or("module").str();
+    SmallVector<uint32_t> words;
+    if (failed(mlir::spirv::serialize(spirvModule, words))) {
+      error = "spirv.module @" + executable.name + " does not serialize";
+      broken = true;
+      return;
+    }
+    executable.binary.assign(reinterpret_cast<const char *>(words.data()),
+                             words.size() * sizeof(uint32_t));
+    // Entry points and their interface: after the ABI lowering, storage
+    // buffers are global variables with set and binding decorations, and
+    // the workgroup size is the entry point's LocalSize execution mode.
+    int bindings = 0;
+    spirvModule.walk([&](mlir::spirv::GlobalVariableOp variable) {
+      if (auto binding = variable.getBinding())
+        bindings = std::max<int>(bindings, static_cast<int>(*binding) + 1);
+    });
+    spirvModule.walk([&](mlir::spirv::EntryPointOp entry) {
+      SpirvKernel kernel;
+      kernel.entryPoint = entry.getFn().str();
+      kernel.bindings = bindings;
+      executable.kernels.push_back(kernel);
+    });
+    spirvModule.walk([&](mlir::spirv::ExecutionModeOp mode) {
+      if (mode.getExecutionMode() != mlir::spirv::ExecutionMode::LocalSize)
+        return;
+      for (SpirvKernel &kernel : executable.kernels) {
+        if (kernel.entryPoint != mode.getFn())
+          continue;
+        ArrayAttr values = mode.getValues();
+        for (size_t d = 0; d < 3 && d < values.size(); ++d)
+          kernel.workgroupSize[d] = cast<IntegerAttr>(values[d]).getInt();
+      }
+    });
+    executables.push_back(std::move(executable));
+  });
+  if (broken)
+    return false;
+  if (executables.empty()) {
+    error = "the module holds no spirv.module; run the SPIR-V pipeline "
+            "(hetc-lower-gpu-to-spirv) on a gpu.container_module first";
+    return false;
+  }
+  return true;
+}
+
+void registerSpirvPipeline() {
+  PassPipelineRegistration<>(
+      "hetc-lower-gpu-to-spirv",
+      "Lower gpu.module kernels to SPIR-V modules for Vulkan compute devices "
+      "(in the module's spirv.target_env, else MLIR's default SPIR-V 1.0 "
+      "Shader environment)",
+      [](OpPassManager &pm) { buildSpirvPipeline(pm); });
+}
+
+} // namespace hetc::target::spirv
