@@ -2,7 +2,11 @@
 #include "PlanningOptions.h"
 #include "Flags.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace hetc::cli {
 
@@ -33,6 +37,68 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
                      "Prompt length of the prefill")
       ->check(wholeRange(1, INT32_MAX))
       ->capture_default_str();
+  command
+      .add_option("--device-memory", flags.deviceMemory,
+                  "Cap what the plan may use of a device's memory, DEVICE=SIZE "
+                  "(e.g. gpu0=8GiB); repeat or comma-separate for several")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
+                           hardware::System &system, std::string &error) {
+  static const std::pair<const char *, uint64_t> kUnits[] = {
+      {"TiB", uint64_t(1) << 40}, {"GiB", uint64_t(1) << 30},
+      {"MiB", uint64_t(1) << 20}, {"KiB", uint64_t(1) << 10},
+      {"TB", 1000000000000ull},   {"GB", 1000000000ull},
+      {"MB", 1000000ull},         {"KB", 1000ull},
+      {"B", 1},
+  };
+  for (const std::string &cap : caps) {
+    auto fail = [&](const std::string &why) {
+      error = "--device-memory " + cap + ": " + why;
+      return false;
+    };
+    size_t equals = cap.find('=');
+    if (equals == std::string::npos || equals == 0)
+      return fail("write DEVICE=SIZE, e.g. gpu0=8GiB");
+    std::string id = cap.substr(0, equals), size = cap.substr(equals + 1);
+    int index = system.deviceIndex(id);
+    if (index < 0) {
+      std::string ids;
+      for (const hardware::SystemDevice &device : system.devices)
+        ids += (ids.empty() ? "" : ", ") + device.id;
+      return fail(system.name + " has no device \"" + id + "\" (it has " +
+                  ids + ")");
+    }
+    uint64_t unit = 0;
+    std::string number = size;
+    for (const auto &[suffix, bytes] : kUnits) {
+      std::string_view text(size), tail(suffix);
+      if (text.size() > tail.size() &&
+          text.substr(text.size() - tail.size()) == tail) {
+        unit = bytes;
+        number = size.substr(0, size.size() - tail.size());
+        break;
+      }
+    }
+    char *end = nullptr;
+    errno = 0;
+    double value = std::strtod(number.c_str(), &end);
+    if (unit == 0 || number.empty() || end != number.c_str() + number.size() ||
+        errno == ERANGE || !std::isfinite(value) || value <= 0)
+      return fail("the size must be a positive number with a unit (B, KiB, "
+                  "MiB, GiB, TiB, KB, MB, GB or TB), e.g. 8GiB");
+    double bytes = value * static_cast<double>(unit);
+    hardware::Device &device = system.devices[index].device;
+    if (device.memory.empty())
+      return fail(id + " has no memory to cap");
+    hardware::MemoryTier &home = device.memory.front();
+    if (bytes >= static_cast<double>(home.capacityBytes))
+      continue; // a cap above the memory changes nothing
+    home.capacityBytes = static_cast<uint64_t>(bytes);
+  }
+  return true;
 }
 
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
@@ -41,7 +107,7 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
       flags.catalog.empty() ? hardware::defaultCatalogDir() : flags.catalog;
   std::optional<hardware::System> system =
       hardware::findSystem(flags.system, catalog, error);
-  if (!system)
+  if (!system || !applyDeviceMemoryCaps(flags.deviceMemory, *system, error))
     return std::nullopt;
   std::optional<cost::ModelShape> shape =
       cost::loadModelShape(flags.model, flags.weightType, error);

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hetc::cli {
 
@@ -23,10 +24,13 @@ struct PlanningFlags {
   std::string objective = "latency";
   int64_t batch = 1;
   int64_t promptTokens = 128;
+  /// --device-memory DEVICE=SIZE: caps on devices' home memories.
+  std::vector<std::string> deviceMemory;
 };
 
 /// Adds the model positional and --system, --catalog, --weight-type,
-/// --objective, --batch and --prompt-tokens to `command`, bound to `flags`.
+/// --objective, --batch, --prompt-tokens and --device-memory to `command`,
+/// bound to `flags`.
 void addPlanningOptions(CLI::App &command, PlanningFlags &flags);
 
 struct PlanningInputs {
@@ -35,7 +39,15 @@ struct PlanningInputs {
   partition::Objective objective = partition::Objective::Latency;
 };
 
-/// Loads the system and the model's shapes `flags` name; on failure returns
+/// Caps the home memory (first tier) of each device `caps` names
+/// ("gpu0=8GiB", "cpu0=512MiB"; units B, KiB, MiB, GiB, TiB, or KB, MB, GB,
+/// TB) in `system`, never raising it; false with `error` naming the flag,
+/// the entry and the fix.
+bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
+                           hardware::System &system, std::string &error);
+
+/// Loads the system and the model's shapes `flags` name (with the
+/// --device-memory caps applied); on failure returns
 /// nothing and sets `error` to a message naming the file, field and fix.
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
                                                  std::string &error);
