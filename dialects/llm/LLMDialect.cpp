@@ -5,6 +5,7 @@
 #include "dialects/llm/LLMTypes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "abi/BlockFormats.h"
 
@@ -19,12 +20,76 @@ using namespace hetc::llm;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/llm/LLMTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/llm/LLMAttrs.cpp.inc"
+
 void LLMDialect::initialize() {
   registerTypes();
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/llm/LLMOps.cpp.inc"
       >();
+}
+
+void LLMDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/llm/LLMAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  if (attribute.getName() != kModelAttrName)
+    return op->emitOpError()
+           << "has unknown llm attribute '" << attribute.getName().getValue()
+           << "'; the llm dialect defines '" << kModelAttrName
+           << "' on modules";
+  if (!isa<ModuleOp>(op) || !isa<ModelAttr>(attribute.getValue()))
+    return op->emitOpError()
+           << "expects '" << kModelAttrName
+           << "' only on a module, as a #llm.model attribute (hetc import "
+              "writes it), got "
+           << attribute.getValue();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModelAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef architecture, int64_t layers,
+                                int64_t dim, int64_t heads, int64_t kvHeads,
+                                int64_t headDim, int64_t ffnDim, int64_t vocab,
+                                int64_t contextLength, int64_t experts,
+                                int64_t expertsUsed) {
+  const std::pair<const char *, int64_t> sizes[] = {
+      {"layers", layers},     {"dim", dim},         {"heads", heads},
+      {"kv_heads", kvHeads},  {"head_dim", headDim}, {"ffn_dim", ffnDim},
+      {"vocab", vocab},       {"context_length", contextLength}};
+  for (const auto &[name, value] : sizes)
+    if (value <= 0)
+      return emitError() << "expects " << name << " to be positive, got "
+                         << value;
+  if (experts < 0 || expertsUsed < 0)
+    return emitError() << "expects experts and experts_used to be "
+                          "non-negative";
+  if (heads % kvHeads != 0)
+    return emitError() << "expects heads (" << heads
+                       << ") to be a multiple of kv_heads (" << kvHeads << ")";
+  if ((experts > 0) != (expertsUsed > 0) || expertsUsed > experts)
+    return emitError() << "expects experts_used (" << expertsUsed
+                       << ") in [1, experts] for a mixture of experts and 0 "
+                          "otherwise (experts = "
+                       << experts << ")";
+  if (architecture != "llama" && architecture != "mistral" &&
+      architecture != "mixtral" && architecture != "qwen2")
+    return emitError() << "expects an architecture hetc imports (llama, "
+                          "mistral, mixtral, qwen2), got \""
+                       << architecture << "\"";
+  return success();
 }
 
 void LLMDialect::registerTypes() {

@@ -314,17 +314,12 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
 
   auto cacheType = llm::KVCacheType::get(&context, capacity, config->numKvHeads,
                                          config->headDim, b.getF32Type());
-  NamedAttrList model;
-  model.append("architecture", b.getStringAttr(config->architecture));
-  model.append("dim", b.getI64IntegerAttr(config->dim));
-  model.append("layers", b.getI64IntegerAttr(config->numLayers));
-  model.append("ffn_dim", b.getI64IntegerAttr(config->ffnDim));
-  model.append("heads", b.getI64IntegerAttr(config->numHeads));
-  model.append("kv_heads", b.getI64IntegerAttr(config->numKvHeads));
-  model.append("head_dim", b.getI64IntegerAttr(config->headDim));
-  model.append("vocab", b.getI64IntegerAttr(config->vocabSize));
-  model.append("context_length", b.getI64IntegerAttr(capacity));
-  (*module)->setAttr("llm.model", b.getDictionaryAttr(model));
+  (*module)->setAttr(
+      llm::kModelAttrName,
+      llm::ModelAttr::get(&context, config->architecture, config->numLayers,
+                          config->dim, config->numHeads, config->numKvHeads,
+                          config->headDim, config->ffnDim, config->vocabSize,
+                          capacity, /*experts=*/0, /*experts_used=*/0));
 
   GraphBuilder graph(b, *config, weightTypes, error);
   if (failed(graph.build("prefill", /*numTokens=*/-1, cacheType)) ||

@@ -14,8 +14,6 @@ namespace hetc::het {
 
 namespace {
 
-constexpr llvm::StringLiteral kModelAttrName = "llm.model";
-
 std::optional<hetrt::format::BlockFormat> formatOf(Type element) {
   using hetrt::format::BlockFormat;
   if (element.isF32())
@@ -39,15 +37,14 @@ std::string originOf(ModuleOp module) {
 } // namespace
 
 int64_t cacheCapacityOf(ModuleOp module) {
-  auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName);
-  auto capacity =
-      model ? model.getAs<IntegerAttr>("context_length") : IntegerAttr();
-  return capacity ? capacity.getInt() : 0;
+  auto model = module->getAttrOfType<llm::ModelAttr>(llm::kModelAttrName);
+  return model ? model.getContextLength() : 0;
 }
 
 std::optional<cost::ModelShape> shapeFromModule(ModuleOp module,
                                                 std::string &error) {
-  auto model = module->getAttrOfType<DictionaryAttr>(kModelAttrName);
+  // The dialect verifies the attribute's sizes, so they are read as they are.
+  auto model = module->getAttrOfType<llm::ModelAttr>(llm::kModelAttrName);
   if (!model) {
     error = "the module has no llm.model attribute (the model's "
             "hyper-parameters); import the model with hetc import, which "
@@ -56,37 +53,15 @@ std::optional<cost::ModelShape> shapeFromModule(ModuleOp module,
   }
   cost::ModelShape shape;
   shape.origin = originOf(module);
-  if (auto architecture = model.getAs<StringAttr>("architecture"))
-    shape.architecture = architecture.str();
-  struct Field {
-    const char *key;
-    int64_t *into;
-    bool required;
-  };
-  int64_t contextLength = 0;
-  Field fields[] = {
-      {"layers", &shape.numLayers, true},   {"dim", &shape.dim, true},
-      {"heads", &shape.numHeads, true},     {"kv_heads", &shape.numKvHeads, true},
-      {"head_dim", &shape.headDim, true},   {"ffn_dim", &shape.ffnDim, true},
-      {"vocab", &shape.vocabSize, true},    {"context_length", &contextLength, true},
-      {"experts_used", &shape.expertsPerToken, false},
-  };
-  for (const Field &field : fields) {
-    auto value = model.getAs<IntegerAttr>(field.key);
-    if (!value) {
-      if (!field.required)
-        continue;
-      error = "llm.model has no integer \"" + std::string(field.key) +
-              "\"; re-import the model with hetc import";
-      return std::nullopt;
-    }
-    if (value.getInt() <= 0) {
-      error = "llm.model \"" + std::string(field.key) + "\" is " +
-              std::to_string(value.getInt()) + "; it must be positive";
-      return std::nullopt;
-    }
-    *field.into = value.getInt();
-  }
+  shape.architecture = model.getArchitecture().str();
+  shape.numLayers = model.getLayers();
+  shape.dim = model.getDim();
+  shape.numHeads = model.getHeads();
+  shape.numKvHeads = model.getKvHeads();
+  shape.headDim = model.getHeadDim();
+  shape.ffnDim = model.getFfnDim();
+  shape.vocabSize = model.getVocab();
+  shape.expertsPerToken = model.getExpertsUsed();
 
   bool hasOutput = false;
   for (auto weight : module.getOps<llm::WeightOp>()) {
@@ -126,9 +101,10 @@ std::optional<cost::ModelShape> shapeFromModule(ModuleOp module,
             "import";
     return std::nullopt;
   }
-  if (shape.numExperts > 0 && shape.expertsPerToken <= 0) {
-    error = "the model has " + std::to_string(shape.numExperts) +
-            " experts per layer but llm.model has no \"experts_used\"; add it";
+  if (shape.numExperts != model.getExperts()) {
+    error = "the weights hold " + std::to_string(shape.numExperts) +
+            " experts per layer but llm.model says " +
+            std::to_string(model.getExperts()) + "; re-import the model";
     return std::nullopt;
   }
   shape.tiedOutput = !hasOutput;

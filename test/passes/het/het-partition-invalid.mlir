@@ -1,7 +1,8 @@
 // RUN: hetc-opt %s --split-input-file --verify-diagnostics --het-partition=system=rtx4090-ryzen
 
 // Failures of het-partition (passes/het/HetPartition.cpp): modules it cannot
-// plan, each with the fix.
+// plan, each with the fix. A malformed #llm.model is the dialect verifier's
+// (test/dialects/llm/model-attr-invalid.mlir).
 
 // expected-error @below {{het-partition: the module has no llm.model attribute (the model's hyper-parameters); import the model with hetc import, which writes it}}
 module {
@@ -10,22 +11,8 @@ module {
 
 // -----
 
-// expected-error @below {{het-partition: llm.model has no integer "ffn_dim"; re-import the model with hetc import}}
-module attributes {llm.model = {architecture = "llama", context_length = 64 : i64, dim = 64 : i64, head_dim = 16 : i64, heads = 4 : i64, kv_heads = 2 : i64, layers = 1 : i64, vocab = 300 : i64}} {
-  llm.weight @token_embd.weight : tensor<300x64xf32>
-}
-
-// -----
-
-// expected-error @below {{het-partition: llm.model "layers" is 0; it must be positive}}
-module attributes {llm.model = {architecture = "llama", context_length = 64 : i64, dim = 64 : i64, ffn_dim = 128 : i64, head_dim = 16 : i64, heads = 4 : i64, kv_heads = 2 : i64, layers = 0 : i64, vocab = 300 : i64}} {
-  llm.weight @token_embd.weight : tensor<300x64xf32>
-}
-
-// -----
-
 // expected-error @below {{het-partition: weight @blk.3.attn_q.weight belongs to layer 3 but llm.model has 1 layers}}
-module attributes {llm.model = {architecture = "llama", context_length = 64 : i64, dim = 64 : i64, ffn_dim = 128 : i64, head_dim = 16 : i64, heads = 4 : i64, kv_heads = 2 : i64, layers = 1 : i64, vocab = 300 : i64}} {
+module attributes {llm.model = #llm.model<architecture = "llama", layers = 1, dim = 64, heads = 4, kv_heads = 2, head_dim = 16, ffn_dim = 128, vocab = 300, context_length = 64>} {
   llm.weight @token_embd.weight : tensor<300x64xf32>
   llm.weight @blk.3.attn_q.weight : tensor<64x64xf32>
 }
@@ -33,7 +20,7 @@ module attributes {llm.model = {architecture = "llama", context_length = 64 : i6
 // -----
 
 // expected-error @below {{het-partition: the module declares no llm.weight; import the model with hetc import}}
-module attributes {llm.model = {architecture = "llama", context_length = 64 : i64, dim = 64 : i64, ffn_dim = 128 : i64, head_dim = 16 : i64, heads = 4 : i64, kv_heads = 2 : i64, layers = 1 : i64, vocab = 300 : i64}} {
+module attributes {llm.model = #llm.model<architecture = "llama", layers = 1, dim = 64, heads = 4, kv_heads = 2, head_dim = 16, ffn_dim = 128, vocab = 300, context_length = 64>} {
 }
 
 // -----
@@ -42,7 +29,7 @@ module attributes {llm.model = {architecture = "llama", context_length = 64 : i6
 // planned: no weight is read) need 2 TB; the desktop has 24 GB of GPU memory,
 // 64 GB of DRAM and a 1.8 TB NVMe drive.
 // expected-error-re @below {{het-partition: {{.+}}het-partition-invalid.mlir does not fit rtx4090-ryzen: no placement fits the memory limits: the closest one needs 13265920000 bytes more than cpu0.nvme holds (2013265920000 of 2000000000000); use a smaller weight type, batch or context, or a system with more memory}}
-module attributes {llm.model = {architecture = "llama", context_length = 64 : i64, dim = 8192 : i64, ffn_dim = 5120000 : i64, head_dim = 128 : i64, heads = 64 : i64, kv_heads = 8 : i64, layers = 4 : i64, vocab = 32000 : i64}} {
+module attributes {llm.model = #llm.model<architecture = "llama", layers = 4, dim = 8192, heads = 64, kv_heads = 8, head_dim = 128, ffn_dim = 5120000, vocab = 32000, context_length = 64>} {
   llm.weight @token_embd.weight : tensor<32000x8192xf32>
   llm.weight @blk.0.ffn_gate.weight : tensor<5120000x8192xf32>
   llm.weight @blk.0.ffn_up.weight : tensor<5120000x8192xf32>
@@ -62,6 +49,6 @@ module attributes {llm.model = {architecture = "llama", context_length = 64 : i6
 
 // Partitioning twice would declare every KV tier twice.
 // expected-error @below {{het-partition: the module is already partitioned (it has het.plan); partition the imported module}}
-module attributes {het.plan = {system = "rtx4090-ryzen"}, llm.model = {architecture = "llama", context_length = 64 : i64, dim = 64 : i64, ffn_dim = 128 : i64, head_dim = 16 : i64, heads = 4 : i64, kv_heads = 2 : i64, layers = 1 : i64, vocab = 300 : i64}} {
+module attributes {het.plan = {system = "rtx4090-ryzen"}, llm.model = #llm.model<architecture = "llama", layers = 1, dim = 64, heads = 4, kv_heads = 2, head_dim = 16, ffn_dim = 128, vocab = 300, context_length = 64>} {
   llm.weight @token_embd.weight : tensor<300x64xf32>
 }
