@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* 2: hetrt_model_is_end_of_generation; device enumeration. */
-#define HETRT_API_VERSION 2
+/* 2: hetrt_model_is_end_of_generation; device enumeration.
+ * 3: buffers, queues and events of the device layer. */
+#define HETRT_API_VERSION 3
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -75,6 +76,73 @@ hetrt_device_info(int32_t device_index, hetrt_device_info_t *out_info);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_device_memory_info(int32_t device_index, int32_t memory_index,
                          hetrt_memory_info_t *out_info);
+
+/* The device layer: buffers in a device's memory spaces, in-order queues and
+ * timeline events. Work is submitted to a queue and runs in order; the
+ * submission calls check their arguments at once (HETRT_INVALID_ARGUMENT
+ * with the reason) and failures while the work runs are reported by
+ * hetrt_queue_finish. Events order one queue's work after another's, on one
+ * device or across devices, and let the host wait. Buffers, queues and
+ * events are released with their _release functions; a buffer must outlive
+ * the work that uses it (hetrt_queue_finish). */
+typedef struct hetrt_buffer_t hetrt_buffer_t;
+typedef struct hetrt_queue_t hetrt_queue_t;
+typedef struct hetrt_event_t hetrt_event_t;
+
+/* A buffer of size bytes in memory space memory_index of a device;
+ * HETRT_OUT_OF_MEMORY when the space cannot hold it. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_buffer_create(int32_t device_index, int32_t memory_index, uint64_t size,
+                    hetrt_buffer_t **out_buffer);
+HETRT_API void hetrt_buffer_release(hetrt_buffer_t *buffer);
+/* The bytes of a buffer in a host-visible space, else NULL. */
+HETRT_API void *hetrt_buffer_host_pointer(hetrt_buffer_t *buffer);
+
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_create(int32_t device_index, hetrt_queue_t **out_queue);
+/* Runs what is still queued, then releases the queue. */
+HETRT_API void hetrt_queue_release(hetrt_queue_t *queue);
+/* pattern_bytes is 1, 2 or 4; offset and size are multiples of it. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_fill(hetrt_queue_t *queue, hetrt_buffer_t *buffer, uint64_t offset,
+                 uint64_t size, uint32_t pattern, int32_t pattern_bytes);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_copy(hetrt_queue_t *queue, hetrt_buffer_t *source,
+                 uint64_t source_offset, hetrt_buffer_t *target,
+                 uint64_t target_offset, uint64_t size);
+/* Host memory into a buffer and back; the host memory must stay valid until
+ * the work is done. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_write(hetrt_queue_t *queue, const void *host, hetrt_buffer_t *target,
+                  uint64_t target_offset, uint64_t size);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_read(hetrt_queue_t *queue, hetrt_buffer_t *source,
+                 uint64_t source_offset, void *host, uint64_t size);
+/* Work after a wait starts once event reaches value; a signal sets event to
+ * value once the work before it is done. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_wait(hetrt_queue_t *queue, hetrt_event_t *event, uint64_t value);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_queue_signal(hetrt_queue_t *queue, hetrt_event_t *event, uint64_t value);
+/* Blocks until the queue's work is done; the first failure of that work, if
+ * any, with its status and message. */
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_queue_finish(hetrt_queue_t *queue);
+
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_event_create(int32_t device_index, uint64_t initial_value,
+                   hetrt_event_t **out_event);
+HETRT_API void hetrt_event_release(hetrt_event_t *event);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_event_value(const hetrt_event_t *event, uint64_t *out_value);
+/* Sets the value from the host (never lowers it). */
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_event_signal(hetrt_event_t *event,
+                                                           uint64_t value);
+/* Waits until the event reaches value or timeout_ns pass (UINT64_MAX: no
+ * limit); *out_reached is 1 or 0. A queue that failed before signaling it
+ * makes this fail with that queue's failure. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_event_wait(hetrt_event_t *event, uint64_t value, uint64_t timeout_ns,
+                 int *out_reached);
 
 /* Opens the pack at pack_path with the weights at weights_path (NULL: the path
  * recorded at compile time). The weights must be the exact file the pack was

@@ -18,6 +18,15 @@ struct hetrt_model_t {
 struct hetrt_session_t {
   std::unique_ptr<hetrt::core::Session> session;
 };
+struct hetrt_buffer_t {
+  std::shared_ptr<hetrt::hal::Buffer> buffer;
+};
+struct hetrt_queue_t {
+  std::unique_ptr<hetrt::hal::Queue> queue;
+};
+struct hetrt_event_t {
+  std::shared_ptr<hetrt::hal::Event> event;
+};
 struct hetrt_sampler_t {
   explicit hetrt_sampler_t(const hetrt::core::SamplingParams &params)
       : sampler(params) {}
@@ -125,6 +134,213 @@ hetrt_status_t hetrt_device_memory_info(int32_t device_index,
     const hetrt::hal::MemorySpaceInfo &memory = info.memories[memory_index];
     *out_info = {memory.name.c_str(), memory.capacityBytes,
                  memory.hostVisible ? 1 : 0};
+    return HETRT_OK;
+  });
+}
+
+namespace {
+
+/// The device at `index`, or null with the failure recorded.
+std::shared_ptr<hetrt::hal::Device> deviceAt(int32_t index, const char *call) {
+  std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+      hetrt::hal::enumerateDevices();
+  if (index < 0 || static_cast<size_t>(index) >= devices.size()) {
+    fail(HETRT_INVALID_ARGUMENT, std::string(call) + ": device " +
+                                     std::to_string(index) +
+                                     " is outside [0, " +
+                                     std::to_string(devices.size()) + ")");
+    return nullptr;
+  }
+  return devices[index];
+}
+
+/// OK, or the error's status with its message.
+hetrt_status_t statusOfResult(bool ok, const hetrt::hal::Error &error,
+                              const char *call) {
+  if (ok)
+    return HETRT_OK;
+  return fail(statusOf(error.kind), std::string(call) + ": " + error.message);
+}
+
+} // namespace
+
+hetrt_status_t hetrt_buffer_create(int32_t device_index, int32_t memory_index,
+                                   uint64_t size, hetrt_buffer_t **out_buffer) {
+  if (!out_buffer)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_buffer_create: NULL argument");
+  *out_buffer = nullptr;
+  return guarded([&] {
+    auto device = deviceAt(device_index, "hetrt_buffer_create");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    hetrt::hal::Error error;
+    std::shared_ptr<hetrt::hal::Buffer> buffer =
+        device->allocate(memory_index, size, error);
+    if (!buffer)
+      return statusOfResult(false, error, "hetrt_buffer_create");
+    *out_buffer = new hetrt_buffer_t{std::move(buffer)};
+    return HETRT_OK;
+  });
+}
+
+void hetrt_buffer_release(hetrt_buffer_t *buffer) { delete buffer; }
+
+void *hetrt_buffer_host_pointer(hetrt_buffer_t *buffer) {
+  return buffer ? buffer->buffer->hostPointer() : nullptr;
+}
+
+hetrt_status_t hetrt_queue_create(int32_t device_index,
+                                  hetrt_queue_t **out_queue) {
+  if (!out_queue)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_create: NULL argument");
+  *out_queue = nullptr;
+  return guarded([&] {
+    auto device = deviceAt(device_index, "hetrt_queue_create");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    hetrt::hal::Error error;
+    std::unique_ptr<hetrt::hal::Queue> queue = device->createQueue(error);
+    if (!queue)
+      return statusOfResult(false, error, "hetrt_queue_create");
+    *out_queue = new hetrt_queue_t{std::move(queue)};
+    return HETRT_OK;
+  });
+}
+
+void hetrt_queue_release(hetrt_queue_t *queue) { delete queue; }
+
+hetrt_status_t hetrt_queue_fill(hetrt_queue_t *queue, hetrt_buffer_t *buffer,
+                                uint64_t offset, uint64_t size,
+                                uint32_t pattern, int32_t pattern_bytes) {
+  if (!queue || !buffer)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_fill: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->fill(*buffer->buffer, offset, size, pattern,
+                                 pattern_bytes, error);
+    return statusOfResult(ok, error, "hetrt_queue_fill");
+  });
+}
+
+hetrt_status_t hetrt_queue_copy(hetrt_queue_t *queue, hetrt_buffer_t *source,
+                                uint64_t source_offset, hetrt_buffer_t *target,
+                                uint64_t target_offset, uint64_t size) {
+  if (!queue || !source || !target)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_copy: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->copy(*source->buffer, source_offset,
+                                 *target->buffer, target_offset, size, error);
+    return statusOfResult(ok, error, "hetrt_queue_copy");
+  });
+}
+
+hetrt_status_t hetrt_queue_write(hetrt_queue_t *queue, const void *host,
+                                 hetrt_buffer_t *target, uint64_t target_offset,
+                                 uint64_t size) {
+  if (!queue || !target)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_write: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->write(host, *target->buffer, target_offset, size,
+                                  error);
+    return statusOfResult(ok, error, "hetrt_queue_write");
+  });
+}
+
+hetrt_status_t hetrt_queue_read(hetrt_queue_t *queue, hetrt_buffer_t *source,
+                                uint64_t source_offset, void *host,
+                                uint64_t size) {
+  if (!queue || !source)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_read: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->read(*source->buffer, source_offset, host, size,
+                                 error);
+    return statusOfResult(ok, error, "hetrt_queue_read");
+  });
+}
+
+hetrt_status_t hetrt_queue_wait(hetrt_queue_t *queue, hetrt_event_t *event,
+                                uint64_t value) {
+  if (!queue || !event)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_wait: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->wait(*event->event, value, error);
+    return statusOfResult(ok, error, "hetrt_queue_wait");
+  });
+}
+
+hetrt_status_t hetrt_queue_signal(hetrt_queue_t *queue, hetrt_event_t *event,
+                                  uint64_t value) {
+  if (!queue || !event)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_signal: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->signal(*event->event, value, error);
+    return statusOfResult(ok, error, "hetrt_queue_signal");
+  });
+}
+
+hetrt_status_t hetrt_queue_finish(hetrt_queue_t *queue) {
+  if (!queue)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_finish: NULL argument");
+  return guarded([&] {
+    hetrt::hal::Error error;
+    bool ok = queue->queue->finish(error);
+    return statusOfResult(ok, error, "hetrt_queue_finish");
+  });
+}
+
+hetrt_status_t hetrt_event_create(int32_t device_index, uint64_t initial_value,
+                                  hetrt_event_t **out_event) {
+  if (!out_event)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_event_create: NULL argument");
+  *out_event = nullptr;
+  return guarded([&] {
+    auto device = deviceAt(device_index, "hetrt_event_create");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    hetrt::hal::Error error;
+    std::shared_ptr<hetrt::hal::Event> event =
+        device->createEvent(initial_value, error);
+    if (!event)
+      return statusOfResult(false, error, "hetrt_event_create");
+    *out_event = new hetrt_event_t{std::move(event)};
+    return HETRT_OK;
+  });
+}
+
+void hetrt_event_release(hetrt_event_t *event) { delete event; }
+
+hetrt_status_t hetrt_event_value(const hetrt_event_t *event,
+                                 uint64_t *out_value) {
+  if (!event || !out_value)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_event_value: NULL argument");
+  *out_value = event->event->value();
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_event_signal(hetrt_event_t *event, uint64_t value) {
+  if (!event)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_event_signal: NULL argument");
+  event->event->signal(value);
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_event_wait(hetrt_event_t *event, uint64_t value,
+                                uint64_t timeout_ns, int *out_reached) {
+  if (!event || !out_reached)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_event_wait: NULL argument");
+  *out_reached = 0;
+  return guarded([&] {
+    bool reached = event->event->hostWait(value, timeout_ns);
+    if (const hetrt::hal::Error *failure = event->event->failure())
+      return fail(statusOf(failure->kind),
+                  "hetrt_event_wait: the queue that signals the event failed: " +
+                      failure->message);
+    *out_reached = reached ? 1 : 0;
     return HETRT_OK;
   });
 }
