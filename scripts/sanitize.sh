@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the runtime's unit tests and C API client with AddressSanitizer and
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
-# quantizers, tokenizer, and a whole generation through libhetrt on
+# quantizers, tokenizer, the device layer through the C API, and a whole
+# generation through libhetrt on
 # stories260K (packed by the regular build's hetc), the planner's solver
 # and scenario tests, and the GGUF and pack fuzzers (libFuzzer, built with
 # ASan+UBSan in the regular build) over a fixed number of inputs each
@@ -24,7 +25,7 @@ if [ ! -f "$asan/build.ninja" ]; then
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
   HetrtQuantizeTests HetrtCoreTests HetrtDeviceTests HetcPartitionTests \
-  hetrt-capi-generate hetrt-run
+  hetrt-capi-generate hetrt-capi-devices hetrt-run
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests \
@@ -41,6 +42,7 @@ pack="$asan/stories260K.hetpack"
 "$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
 "$asan/bin/hetrt-run" "$pack" -p "Once upon a time" -n 48 --temp 0 --json > /dev/null
 "$asan/bin/hetrt-run" --list-devices
+"$asan/bin/hetrt-capi-devices"
 
 # The fuzzers: seeds are a real model, a real pack and its manifest.
 runs="${HETC_FUZZ_RUNS:-200000}"

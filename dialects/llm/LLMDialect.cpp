@@ -41,11 +41,26 @@ void LLMDialect::registerAttributes() {
 
 LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attribute) {
+  if (attribute.getName() == kMatmulWeightAttrName) {
+    auto storage = dyn_cast<TypeAttr>(attribute.getValue());
+    bool storable = storage && (storage.getValue().isF32() ||
+                                storage.getValue().isF16() ||
+                                storage.getValue().isBF16() ||
+                                isa<QuantType>(storage.getValue()));
+    if (!storable)
+      return op->emitOpError()
+             << "expects '" << kMatmulWeightAttrName
+             << "' to be the weight's storage type (f32, f16, bf16 or "
+                "!llm.quant), got "
+             << attribute.getValue();
+    return success();
+  }
   if (attribute.getName() != kModelAttrName)
     return op->emitOpError()
            << "has unknown llm attribute '" << attribute.getName().getValue()
            << "'; the llm dialect defines '" << kModelAttrName
-           << "' on modules";
+           << "' on modules and '" << kMatmulWeightAttrName
+           << "' on lowered matmuls";
   if (!isa<ModuleOp>(op) || !isa<ModelAttr>(attribute.getValue()))
     return op->emitOpError()
            << "expects '" << kModelAttrName

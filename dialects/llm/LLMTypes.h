@@ -18,6 +18,11 @@
 namespace hetc::llm {
 /// The module attribute holding the model's #llm.model.
 inline constexpr llvm::StringLiteral kModelAttrName = "llm.model";
+/// On a linalg op that computes `x · wᵀ` (convert-llm-to-linalg writes it):
+/// the weight's storage type, so a target can replace the portable form with
+/// its own blocking for that format.
+inline constexpr llvm::StringLiteral kMatmulWeightAttrName =
+    "llm.matmul_weight";
 } // namespace hetc::llm
 
 #endif // HETC_DIALECTS_LLM_LLMTYPES_H

@@ -20,45 +20,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+
 namespace hetc::pipeline {
 
 namespace {
-
-/// The variants `names` selects ("all", "host" or variant names).
-bool selectVariants(const std::vector<std::string> &names,
-                    std::vector<target::x86::CpuVariant> &selected,
-                    std::string &error) {
-  std::vector<target::x86::CpuVariant> all = target::x86::allVariants();
-  for (const std::string &name : names) {
-    if (name == "all") {
-      selected = all;
-      return true;
-    }
-    if (name == "host") {
-      for (const target::x86::CpuVariant &variant : all)
-        if (hetrt::core::hostSupports(variant.requiredFeatures)) {
-          selected.push_back(variant);
-          break;
-        }
-      continue;
-    }
-    auto found = llvm::find_if(all, [&](const target::x86::CpuVariant &v) {
-      return v.name == name;
-    });
-    if (found == all.end()) {
-      error = "unknown CPU variant \"" + name +
-              "\" (choose from all, host, avx512-vnni, x86-64-v4, x86-64-v3, "
-              "x86-64-v2)";
-      return false;
-    }
-    selected.push_back(*found);
-  }
-  if (selected.empty()) {
-    error = "no CPU variant selected";
-    return false;
-  }
-  return true;
-}
 
 /// Prints to standard output for "-", else to a file written beside `path`
 /// and renamed, so a failure never leaves half an IR file.
@@ -103,17 +69,25 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (options.stopAfter == Phase::Import)
     return writeText(options.outputPath, printModule, error);
 
-  Phase lowerTo = options.stopAfter == Phase::Pack ? Phase::LLVM : options.stopAfter;
-  progress("lowering llm → linalg → loops → LLVM");
-  mlir::PassManager pm(&context);
-  buildCpuPipeline(pm, Phase::Import, lowerTo);
-  if (mlir::failed(pm.run(*module))) {
+  std::vector<target::x86::CpuVariant> variants;
+  if (!target::x86::selectVariants(options.cpuVariants, variants, error))
+    return false;
+  // Lowers a copy of the imported module for vector registers of `bits`.
+  auto lower = [&](mlir::ModuleOp lowered, Phase to, int64_t bits) {
+    mlir::PassManager pm(&context);
+    buildCpuPipeline(pm, Phase::Import, to, bits);
+    if (mlir::succeeded(pm.run(lowered)))
+      return true;
     error = options.modelPath + ": the CPU lowering pipeline failed (see the "
                                 "diagnostics above)";
     return false;
-  }
-  if (options.stopAfter != Phase::Pack)
+  };
+  if (options.stopAfter != Phase::Pack) {
+    progress("lowering llm → linalg → loops → LLVM");
+    if (!lower(*module, options.stopAfter, variants.front().vectorBits))
+      return false;
     return writeText(options.outputPath, printModule, error);
+  }
 
   std::optional<hetrt::format::ModelConfig> config =
       hetrt::format::ModelConfig::fromGguf(*file, error);
@@ -137,14 +111,21 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
 
-  std::vector<target::x86::CpuVariant> variants;
-  if (!selectVariants(options.cpuVariants, variants, error))
-    return false;
   hetrt::format::PackWriter pack;
+  // Variants with vectors of the same width share one lowering.
+  std::map<int64_t, mlir::OwningOpRef<mlir::ModuleOp>> lowered;
   for (const target::x86::CpuVariant &variant : variants) {
+    mlir::OwningOpRef<mlir::ModuleOp> &forWidth = lowered[variant.vectorBits];
+    if (!forWidth) {
+      progress("lowering llm → linalg → loops → LLVM for " +
+               std::to_string(variant.vectorBits) + "-bit vectors");
+      forWidth = module->clone();
+      if (!lower(*forWidth, Phase::LLVM, variant.vectorBits))
+        return false;
+    }
     progress("generating " + variant.name + " code (" + variant.cpu + ")");
     std::vector<char> code =
-        target::x86::compileSharedObject(*module, variant, error);
+        target::x86::compileSharedObject(*forWidth, variant, error);
     if (code.empty())
       return false;
     std::string section = "code/" + variant.name + ".so";

@@ -35,8 +35,11 @@ std::optional<Phase> parsePhase(llvm::StringRef name) {
 llvm::StringRef phaseNames() { return "import, linalg, loops, llvm, pack"; }
 
 namespace {
-void addLinalgPhase(OpPassManager &pm) {
+void addLinalgPhase(OpPassManager &pm, int64_t vectorBits) {
   pm.addPass(conversion::createConvertLLMToLinalgPass());
+  // The CPU's own blocking of the portable matmuls, before anything fuses
+  // into them.
+  pm.addPass(x86::createHetcX86BlockMatmulsPass({vectorBits}));
   pm.addPass(createCanonicalizerPass());
   // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
   // one kernel each: fewer dispatches per step and no intermediate buffers;
@@ -101,31 +104,42 @@ void addLLVMPhase(OpPassManager &pm) {
 }
 } // namespace
 
-void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to) {
+void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to,
+                      int64_t vectorBits) {
   auto covers = [&](Phase phase) { return from < phase && phase <= to; };
   if (covers(Phase::Linalg))
-    addLinalgPhase(pm);
+    addLinalgPhase(pm, vectorBits);
   if (covers(Phase::Loops))
     addLoopsPhase(pm);
   if (covers(Phase::LLVM))
     addLLVMPhase(pm);
 }
 
-std::string printCpuPipeline() {
+std::string printCpuPipeline(int64_t vectorBits) {
   OpPassManager pm(ModuleOp::getOperationName());
-  buildCpuPipeline(pm, Phase::Import, Phase::LLVM);
+  buildCpuPipeline(pm, Phase::Import, Phase::LLVM, vectorBits);
   std::string text;
   llvm::raw_string_ostream os(text);
   pm.printAsTextualPipeline(os);
   return text;
 }
 
+namespace {
+struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
+  Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("width of the CPU's vector registers in bits (128, 256 "
+                     "or 512)"),
+      llvm::cl::init(512)};
+};
+} // namespace
+
 void registerPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CpuPipelineOptions>(
       "hetc-lower-cpu",
       "Lower an imported llm module to the LLVM dialect for x86 CPUs",
-      [](OpPassManager &pm) {
-        buildCpuPipeline(pm, Phase::Import, Phase::LLVM);
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        buildCpuPipeline(pm, Phase::Import, Phase::LLVM, options.vectorBits);
       });
 }
 

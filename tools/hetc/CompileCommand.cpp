@@ -4,6 +4,7 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
+#include "hetc/Target/X86.h"
 #include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
@@ -58,7 +59,16 @@ Action registerCompileCommand(CLI::App &app) {
     if (!*command)
       return -1;
     if (flags->printPipeline) {
-      std::cout << pipeline::printCpuPipeline() << "\n";
+      // The pipeline of the first variant selected: its vector width sets
+      // the matmul blocking.
+      std::vector<target::x86::CpuVariant> variants;
+      std::string error;
+      if (!target::x86::selectVariants(flags->cpuVariants, variants, error)) {
+        std::cerr << "hetc compile: --cpu-variants: " << error << "\n";
+        return 2;
+      }
+      std::cout << pipeline::printCpuPipeline(variants.front().vectorBits)
+                << "\n";
       return 0;
     }
     if (flags->model.empty()) {

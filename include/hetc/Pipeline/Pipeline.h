@@ -32,14 +32,16 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 llvm::StringRef phaseNames();
 
 /// Adds the passes that take a module from phase `from` to phase `to` (both
-/// before Pack) for the x86 CPU.
-void buildCpuPipeline(mlir::OpPassManager &pm, Phase from, Phase to);
+/// before Pack) for an x86 CPU whose vector registers hold `vectorBits`.
+void buildCpuPipeline(mlir::OpPassManager &pm, Phase from, Phase to,
+                      int64_t vectorBits);
 
 /// The textual form of the CPU pipeline from import to LLVM, to replay with
 /// `hetc-opt --pass-pipeline='...'`.
-std::string printCpuPipeline();
+std::string printCpuPipeline(int64_t vectorBits);
 
-/// Registers `hetc-lower-cpu` (import → LLVM dialect) with the pass registry.
+/// Registers `hetc-lower-cpu{vector-bits=N}` (import → LLVM dialect) with the
+/// pass registry.
 void registerPipelines();
 
 } // namespace hetc::pipeline

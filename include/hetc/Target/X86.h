@@ -5,6 +5,9 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,12 +22,24 @@ struct CpuVariant {
   std::string features;
   /// Host features (the runtime's names, e.g. "avx512f") the code needs.
   std::vector<std::string> requiredFeatures;
+  /// Width of its vector registers in bits: the matmul blocking's unit.
+  int64_t vectorBits = 512;
 };
 
 /// The variants hetc can build, best first: AVX-512 with VNNI and BF16
 /// (Sapphire Rapids, Zen 4 and later), AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
 /// and the portable x86-64-v2 baseline.
 std::vector<CpuVariant> allVariants();
+
+/// The variants `names` selects: "all", "host" (the best this machine runs)
+/// or variant names. False with `error` naming the choices otherwise.
+bool selectVariants(const std::vector<std::string> &names,
+                    std::vector<CpuVariant> &selected, std::string &error);
+
+/// The vector width in bits of an x86 CPU or x86-64 level as LLVM names it
+/// ("x86-64-v3", "sapphirerapids"): 512 with AVX-512, 256 with AVX2, else
+/// 128; nothing for a name LLVM does not know.
+std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu);
 
 /// Translates `module` (LLVM dialect only), optimizes it at O3 for `variant`,
 /// and links the code into a shared object. Returns its bytes, or sets `error`

@@ -2,6 +2,8 @@
 // object (ld.lld). Everything but the final link happens in process.
 #include "hetc/Target/X86.h"
 
+#include "runtime/core/CpuFeatures.h"
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -19,6 +21,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 #include <memory>
 
@@ -30,14 +33,61 @@ std::vector<CpuVariant> allVariants() {
        "x86-64-v4",
        "+avx512vnni,+avx512bf16",
        {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
-        "avx512bf16", "avx2", "fma", "f16c"}},
+        "avx512bf16", "avx2", "fma", "f16c"},
+       512},
       {"x86-64-v4",
        "x86-64-v4",
        "",
-       {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma", "f16c"}},
-      {"x86-64-v3", "x86-64-v3", "", {"avx2", "fma", "f16c"}},
-      {"x86-64-v2", "x86-64-v2", "", {"sse4.2", "popcnt"}},
+       {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma", "f16c"},
+       512},
+      {"x86-64-v3", "x86-64-v3", "", {"avx2", "fma", "f16c"}, 256},
+      {"x86-64-v2", "x86-64-v2", "", {"sse4.2", "popcnt"}, 128},
   };
+}
+
+bool selectVariants(const std::vector<std::string> &names,
+                    std::vector<CpuVariant> &selected, std::string &error) {
+  std::vector<CpuVariant> all = allVariants();
+  for (const std::string &name : names) {
+    if (name == "all") {
+      selected = all;
+      return true;
+    }
+    if (name == "host") {
+      for (const CpuVariant &variant : all)
+        if (hetrt::core::hostSupports(variant.requiredFeatures)) {
+          selected.push_back(variant);
+          break;
+        }
+      continue;
+    }
+    auto found = llvm::find_if(
+        all, [&](const CpuVariant &v) { return v.name == name; });
+    if (found == all.end()) {
+      error = "unknown CPU variant \"" + name +
+              "\" (choose from all, host, avx512-vnni, x86-64-v4, x86-64-v3, "
+              "x86-64-v2)";
+      return false;
+    }
+    selected.push_back(*found);
+  }
+  if (selected.empty()) {
+    error = "no CPU variant selected";
+    return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu) {
+  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return std::nullopt;
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  if (llvm::is_contained(features, "avx512f"))
+    return 512;
+  if (llvm::is_contained(features, "avx2"))
+    return 256;
+  return 128;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include "Patterns.h"
 
 #include "dialects/llm/LLMOps.h"
+#include "dialects/llm/LLMTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -21,20 +22,19 @@ namespace {
 using utils::IteratorType;
 
 /// `x · wᵀ` for activations `x` [M, K] (f32) and a weight [N, K] stored as
-/// `storageType` (converted value `weight`), into a new [M, N] f32 tensor.
+/// `storageType` (converted value `weight`), into a new [M, N] f32 tensor: one
+/// dot product per output element, the weight decoded element by element.
+/// This portable form is tagged with the weight's storage type
+/// (`llm.matmul_weight`) so a target may replace it with a blocking of its
+/// own (the x86 target's is hetc-x86-block-matmuls).
 Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                   Type storageType, int64_t outFeatures) {
-  if (Value tiled =
-          buildTiledMatmul(b, loc, x, weight, storageType, outFeatures))
-    return tiled;
-  // Other block formats and row lengths that are not whole vectors: one dot
-  // product per output element, decoded element by element.
   MLIRContext *ctx = b.getContext();
   SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, x, 0),
                                      b.getIndexAttr(outFeatures)};
   Value init = createFilled(b, loc, sizes, b.getF32Type(), 0.0);
   // Loops run (n, m, k): each weight row is read from memory once and stays
-  // in L1 while every activation row of a prefill passes over it.
+  // in cache while every activation row of a prefill passes over it.
   AffineExpr n, m, k;
   bindDims(ctx, n, m, k);
   auto resultType =
@@ -43,35 +43,34 @@ Value buildMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                             b.getF32Type());
   SmallVector<IteratorType> iterators = {
       IteratorType::parallel, IteratorType::parallel, IteratorType::reduction};
+  linalg::GenericOp generic;
   if (!isa<llm::QuantType>(storageType)) {
     // Float weights are a regular operand, so later tiling sees their accesses.
     SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
                                    AffineMap::get(3, 0, {n, k}, ctx),
                                    AffineMap::get(3, 0, {m, n}, ctx)};
-    return linalg::GenericOp::create(
-               b, loc, resultType, ValueRange{x, weight}, ValueRange{init},
-               maps, iterators,
-               [](OpBuilder &nb, Location nloc, ValueRange args) {
-                 linalg::YieldOp::create(
-                     nb, nloc,
-                     multiplyAccumulate(nb, nloc, args[0], args[1], args[2]));
-               })
-        .getResult(0);
+    generic = linalg::GenericOp::create(
+        b, loc, resultType, ValueRange{x, weight}, ValueRange{init}, maps,
+        iterators, [](OpBuilder &nb, Location nloc, ValueRange args) {
+          linalg::YieldOp::create(
+              nb, nloc, multiplyAccumulate(nb, nloc, args[0], args[1], args[2]));
+        });
+  } else {
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
+                                   AffineMap::get(3, 0, {m, n}, ctx)};
+    generic = linalg::GenericOp::create(
+        b, loc, resultType, ValueRange{x}, ValueRange{init}, maps, iterators,
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value row = linalg::IndexOp::create(nb, nloc, 0);
+          Value column = linalg::IndexOp::create(nb, nloc, 2);
+          Value w = loadWeightElement(nb, nloc, storageType, weight,
+                                      ValueRange{row}, column);
+          linalg::YieldOp::create(
+              nb, nloc, multiplyAccumulate(nb, nloc, args[0], w, args[1]));
+        });
   }
-  SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
-                                 AffineMap::get(3, 0, {m, n}, ctx)};
-  return linalg::GenericOp::create(
-             b, loc, resultType, ValueRange{x}, ValueRange{init}, maps,
-             iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value row = linalg::IndexOp::create(nb, nloc, 0);
-               Value column = linalg::IndexOp::create(nb, nloc, 2);
-               Value w = loadWeightElement(nb, nloc, storageType, weight,
-                                           ValueRange{row}, column);
-               linalg::YieldOp::create(
-                   nb, nloc, multiplyAccumulate(nb, nloc, args[0], w, args[1]));
-             })
-      .getResult(0);
+  generic->setAttr(llm::kMatmulWeightAttrName, TypeAttr::get(storageType));
+  return generic.getResult(0);
 }
 
 struct GetWeightLowering : OpConversionPattern<llm::GetWeightOp> {

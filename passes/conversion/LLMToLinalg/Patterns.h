@@ -69,14 +69,6 @@ mlir::Value multiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value lhs, mlir::Value rhs,
                                mlir::Value accumulator);
 
-/// Register-blocked `x · wᵀ` for activations `x` [M, K] (f32) and a weight
-/// [N, K] of f32, f16, bf16, Q8_0 or Q4_0 (`storageType`; `weight` is the
-/// converted tensor) into a new [M, N] f32 tensor; a null value when the
-/// storage or K does not suit vector steps (callers fall back to a generic).
-mlir::Value buildTiledMatmul(mlir::OpBuilder &b, mlir::Location loc,
-                             mlir::Value x, mlir::Value weight,
-                             mlir::Type storageType, int64_t outFeatures);
-
 /// Identity and projected affine maps over `rank` loops.
 mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
 

@@ -177,6 +177,53 @@ def HetcX86RouteAllocationsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def HetcX86BlockMatmulsPass
+    : Pass<"hetc-x86-block-matmuls", "mlir::ModuleOp"> {
+  let summary = "Register-block the matmuls convert-llm-to-linalg left portable";
+  let description = [{
+    convert-llm-to-linalg lowers every `x · wᵀ` (matmuls, logits) to a
+    portable `linalg.generic` tagged with the weight's storage type
+    (`llm.matmul_weight`). This pass replaces those whose weights are f32,
+    f16, bf16, Q8_0 or Q4_0 (and whose row length is a whole number of
+    vectors) with the x86 CPU's blocking: an `scf.forall` over blocks of
+    activation rows × weight rows, each step loading one vector of every
+    weight row of the block (decoded in registers: f16/bf16 widened, Q8_0
+    bytes converted, Q4_0 nibbles unbiased through the float mantissa) and
+    multiply-adding it into one accumulator per (row, weight row), so a weight
+    vector serves every activation row of the block. Prefill blocks are 4×4
+    with 512-bit vectors (16 accumulators of AVX-512's 32 registers) and 2×4
+    with narrower ones; decode streams one weight row at a time, front to
+    back, with independent accumulator chains along it.
+
+    `vector-bits` is the width of the device's vector registers, which the
+    x86 target reads off the device's architecture: 512 for AVX-512 levels,
+    256 for AVX2, 128 for SSE.
+
+    ```mlir
+    %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)
+           outs(%zero : tensor<?x32xf32>) attrs = {llm.matmul_weight = f16} {...}
+    // becomes
+    %y = scf.forall (%j, %i) in (8, %row_blocks) shared_outs(%o = %empty) {
+      %sums = scf.for %k = %c0 to %c4 step %c1 iter_args(...) -> (vector<16xf32>, ...) {
+        // transfer_read of activation and weight vectors, vector.fma
+      }
+      // vector.reduction, transfer_write into the block, parallel_insert_slice
+    }
+    ```
+
+    Generics of other formats (Q4_K, Q6_K) stay portable, as do the
+    generics of a module the pass is not run on: the tag is only a hint.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "512",
+           "width of the vector registers in bits (128, 256 or 512)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def HetcX86FuseElementwisePass
     : Pass<"hetc-x86-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse producer generics into consumers unless that recomputes them";

@@ -67,6 +67,23 @@ module {
 
 // -----
 
-// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules}}
+// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules and 'llm.matmul_weight' on lowered matmuls}}
 module attributes {llm.shape = 1} {
+}
+
+// -----
+
+// llm.matmul_weight names a storage type a weight can have.
+func.func @matmul_weight_not_a_storage_type(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{expects 'llm.matmul_weight' to be the weight's storage type (f32, f16, bf16 or !llm.quant), got i32}}
+  %y = arith.addf %x, %x {llm.matmul_weight = i32} : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @matmul_weight_not_a_type(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{expects 'llm.matmul_weight' to be the weight's storage type}}
+  %y = arith.addf %x, %x {llm.matmul_weight = 3 : i64} : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
 }

@@ -1,26 +1,38 @@
-// Register-blocked `x · wᵀ` for f32 activations and f32, f16, bf16, Q8_0 or
-// Q4_0 weights. Each step of a kernel computes a block of Mr activation rows ×
+// hetc-x86-block-matmuls: the x86 CPU's blocking of `x · wᵀ` for f32
+// activations and f32, f16, bf16, Q8_0 or Q4_0 weights, replacing the
+// portable generics convert-llm-to-linalg tags with `llm.matmul_weight`. Each step of a kernel computes a block of Mr activation rows ×
 // Nr weight rows with Mr·Nr vector accumulators, so each weight vector loaded
 // (and decoded) serves Mr activation rows and each activation vector serves Nr
 // weight rows: the prefill becomes FMA-bound instead of load-bound. Decode
 // (Mr = 1) streams weight rows, each split over independent accumulators.
-#include "Patterns.h"
+#include "passes/target/x86/Passes.h"
 
 #include "dialects/llm/LLMTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define DEBUG_TYPE "hetc-x86-block-matmuls"
+
+namespace hetc::x86 {
+#define GEN_PASS_DEF_HETCX86BLOCKMATMULSPASS
+#include "passes/target/x86/Passes.h.inc"
+} // namespace hetc::x86
 
 using namespace mlir;
-
-namespace hetc::conversion {
+namespace llm = hetc::llm;
 
 namespace {
 
-/// f32 lanes of one AVX-512 register: the unit of every vector here.
-constexpr int64_t kLanes = 16;
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
 
 /// One step of a weight row: f32 vectors of kLanes and, for block formats,
 /// the block's scale (broadcast) still to be applied to them.
@@ -35,10 +47,13 @@ struct WeightReader {
   /// Float weights: [N, K]; block formats: [N, blocks, bytes per block].
   Value view;
   int64_t chunk;
+  /// f32 lanes of one vector register.
+  int64_t lanes;
 
   /// Elements [step·chunk, (step+1)·chunk) of weight row `row`, as
-  /// chunk / kLanes vectors of f32.
+  /// chunk / lanes vectors of f32, in element order.
   WeightChunk load(OpBuilder &b, Location loc, Value row, Value step) const {
+    int64_t kLanes = lanes;
     auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
     auto quant = dyn_cast<llm::QuantType>(storage);
     if (!quant) {
@@ -72,27 +87,37 @@ struct WeightReader {
           ValueRange{row, step, indexConstant(b, loc, offset)}, i8Pad,
           ArrayRef<bool>{true});
     };
-    if (quant.getFormat() == llm::QuantFormat::q8_0)
-      return {{arith::SIToFPOp::create(b, loc, f32Vector, readBytes(2)),
-               arith::SIToFPOp::create(b, loc, f32Vector,
-                                       readBytes(2 + kLanes))},
-              scales};
-    // Byte i holds element i (low nibble) and i + 16 (high nibble), both
-    // stored with an offset of 8. A nibble q placed in the mantissa of 2^23
-    // is the float 2^23 + q, so one OR and one exact subtraction of 2^23 + 8
-    // turn it into q - 8 without an integer-to-float conversion.
+    // A block holds 32 elements: Q8_0 as 32 bytes, Q4_0 as 16 bytes whose
+    // low nibbles are elements 0-15 and high nibbles 16-31.
+    int64_t dataBytes = quant.getFormat() == llm::QuantFormat::q8_0 ? 32 : 16;
+    SmallVector<Value> parts;
+    for (int64_t offset = 0; offset < dataBytes; offset += kLanes)
+      parts.push_back(readBytes(2 + offset));
+    if (quant.getFormat() == llm::QuantFormat::q8_0) {
+      SmallVector<Value> values;
+      for (Value part : parts)
+        values.push_back(arith::SIToFPOp::create(b, loc, f32Vector, part));
+      return {values, scales};
+    }
+    // Each byte is two elements stored with an offset of 8. A nibble q
+    // placed in the mantissa of 2^23 is the float 2^23 + q, so one OR and
+    // one exact subtraction of 2^23 + 8 turn it into q - 8 without an
+    // integer-to-float conversion.
     auto i32Vector = VectorType::get({kLanes}, b.getI32Type());
     auto i32Splat = [&](int32_t value) -> Value {
       return arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(i32Vector, b.getI32IntegerAttr(value)));
     };
-    Value bytes = arith::ExtUIOp::create(b, loc, i32Vector, readBytes(2));
-    Value low = arith::AndIOp::create(b, loc, bytes, i32Splat(15));
-    Value high = arith::ShRUIOp::create(b, loc, bytes, i32Splat(4));
     Value bias = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(8388616.0f)));
+    SmallVector<Value> lows, highs;
+    for (Value part : parts) {
+      Value bytes = arith::ExtUIOp::create(b, loc, i32Vector, part);
+      lows.push_back(arith::AndIOp::create(b, loc, bytes, i32Splat(15)));
+      highs.push_back(arith::ShRUIOp::create(b, loc, bytes, i32Splat(4)));
+    }
     SmallVector<Value> values;
-    for (Value nibbles : {low, high}) {
+    for (Value nibbles : llvm::concat<Value>(lows, highs)) {
       Value biased = arith::BitcastOp::create(
           b, loc, f32Vector,
           arith::OrIOp::create(b, loc, nibbles, i32Splat(0x4B000000)));
@@ -106,11 +131,12 @@ struct WeightReader {
 /// rows), or nothing when this storage has no vector decoding or the row
 /// length is not a whole number of steps.
 std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
-                                       Type storage, int64_t inFeatures) {
+                                       Type storage, int64_t inFeatures,
+                                       int64_t lanes) {
   if (storage.isF32() || storage.isF16() || storage.isBF16()) {
-    if (inFeatures % kLanes != 0)
+    if (inFeatures % lanes != 0)
       return std::nullopt;
-    return WeightReader{storage, weight, kLanes};
+    return WeightReader{storage, weight, lanes, lanes};
   }
   auto quant = dyn_cast<llm::QuantType>(storage);
   if (!quant || (quant.getFormat() != llm::QuantFormat::q8_0 &&
@@ -125,23 +151,27 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
                              blockBytes},
                             rowsType.getElementType()),
       weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-  return WeightReader{storage, blocks, quant.getBlockSize()};
+  return WeightReader{storage, blocks, quant.getBlockSize(), lanes};
 }
 
-} // namespace
-
-Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
-                       Type storageType, int64_t outFeatures) {
+/// The blocked form of `x · wᵀ`, or a null value when the storage or K does
+/// not suit vector steps of `lanes` (the portable generic then stays).
+Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
+                         Type storageType, int64_t outFeatures,
+                         int64_t vectorBits) {
+  const int64_t kLanes = vectorBits / 32;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t inFeatures = xType.getDimSize(1);
   std::optional<WeightReader> reader =
-      makeReader(b, loc, weight, storageType, inFeatures);
+      makeReader(b, loc, weight, storageType, inFeatures, kLanes);
   if (!reader)
     return {};
   int64_t staticRows = xType.getDimSize(0);
   bool rowsKnown = !ShapedType::isDynamic(staticRows);
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
-  // formats) and an activation vector: within AVX-512's 32 registers.
+  // formats) and an activation vector: within AVX-512's 32 registers. With
+  // 16 registers (AVX2, SSE) blocks of 2 activation rows keep the
+  // accumulators at 8.
   //
   // A single activation row (decode) reads f16, bf16 and block-format weights
   // one row at a time, front to back: interleaving several short rows breaks
@@ -151,7 +181,9 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   // `chains` independent accumulators hide the FMA latency along the row.
   // f32 rows are long enough (4 bytes a weight) for eight streams to read
   // faster than one (measured 64 against 51 tokens/s), so they keep eight.
-  int64_t blockRows = rowsKnown && staticRows < 4 ? staticRows : 4;
+  int64_t maxBlockRows = vectorBits >= 512 ? 4 : 2;
+  int64_t blockRows =
+      rowsKnown && staticRows < maxBlockRows ? staticRows : maxBlockRows;
   int64_t blockColumns = blockRows != 1 ? 4 : storageType.isF32() ? 8 : 1;
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
@@ -209,7 +241,7 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(0.0f)));
   int64_t blockSums = blockRows * blockColumns;
   SmallVector<Value> inits(chains * blockSums, zeros);
-  Value f32Pad = f32Constant(b, loc, 0.0);
+  Value f32Pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   // Adds step `step` of every weight row of the block into `sums` (row-major
   // over activation rows × weight rows).
   auto accumulateStep = [&](OpBuilder &lb, Location lloc, Value step,
@@ -271,7 +303,11 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
         scf::YieldOp::create(lb, lloc, sums);
       });
 
-  auto fastMath = accumulationFastMath(b);
+  // Reassociation lets the block's partial sums be reduced in any order;
+  // the result differs from strict order only by rounding.
+  auto fastMath = arith::FastMathFlagsAttr::get(
+      b.getContext(),
+      arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
   SmallVector<Value> dots;
   for (int64_t k = 0; k < blockSums; ++k) {
     Value sum = loop.getResult(k);
@@ -328,4 +364,91 @@ Value buildTiledMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   return forall.getResult(0);
 }
 
-} // namespace hetc::conversion
+/// Whether `generic` has the shape convert-llm-to-linalg gives `x · wᵀ`:
+/// loops (n, m, k), parallel, parallel and reduction, over activations [M, K]
+/// and one [M, N] result.
+bool isPortableMatmul(linalg::GenericOp generic) {
+  if (generic.getNumResults() != 1 || generic.getNumDpsInputs() < 1 ||
+      generic.getNumLoops() != 3 || generic.getNumReductionLoops() != 1)
+    return false;
+  auto resultType = dyn_cast<RankedTensorType>(generic.getResultTypes()[0]);
+  auto inputType =
+      dyn_cast<RankedTensorType>(generic.getDpsInputs()[0].getType());
+  return resultType && inputType && resultType.getRank() == 2 &&
+         inputType.getRank() == 2 && !inputType.isDynamicDim(1);
+}
+
+/// The weight a portable matmul reads: its second input for float weights;
+/// for block formats, the byte rows its body decodes (captured from above).
+Value matmulWeight(linalg::GenericOp generic, Type storage) {
+  if (!isa<llm::QuantType>(storage))
+    return generic.getNumDpsInputs() == 2 ? generic.getDpsInputs()[1]
+                                          : Value();
+  Value weight;
+  generic.getBody()->walk([&](tensor::ExtractOp extract) {
+    Value source = extract.getTensor();
+    if (!generic.getRegion().isAncestor(source.getParentRegion()))
+      weight = source;
+  });
+  return weight;
+}
+
+/// Erases the producers of `values` that nothing uses any more, and theirs.
+void eraseDeadProducers(SmallVector<Value> values) {
+  while (!values.empty()) {
+    Operation *producer = values.pop_back_val().getDefiningOp();
+    if (!producer || !isOpTriviallyDead(producer))
+      continue;
+    values.append(producer->operand_begin(), producer->operand_end());
+    producer->erase();
+  }
+}
+
+struct HetcX86BlockMatmulsPass
+    : hetc::x86::impl::HetcX86BlockMatmulsPassBase<HetcX86BlockMatmulsPass> {
+  using HetcX86BlockMatmulsPassBase::HetcX86BlockMatmulsPassBase;
+
+  void runOnOperation() override {
+    if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
+      getOperation()->emitError()
+          << "hetc-x86-block-matmuls: vector-bits is "
+          << static_cast<int64_t>(vectorBits)
+          << "; x86 vector registers hold 128 (SSE), 256 (AVX2) or 512 "
+             "(AVX-512) bits";
+      return signalPassFailure();
+    }
+    SmallVector<linalg::GenericOp> matmuls;
+    getOperation()->walk([&](linalg::GenericOp generic) {
+      if (generic->hasAttr(hetc::llm::kMatmulWeightAttrName))
+        matmuls.push_back(generic);
+    });
+    for (linalg::GenericOp generic : matmuls) {
+      // The tag is consumed here: nothing after this pass may take a generic
+      // that later fused with its neighbours for a plain matmul.
+      Type storage =
+          cast<TypeAttr>(generic->getAttr(hetc::llm::kMatmulWeightAttrName))
+              .getValue();
+      generic->removeAttr(hetc::llm::kMatmulWeightAttrName);
+      if (!isPortableMatmul(generic))
+        continue;
+      Value weight = matmulWeight(generic, storage);
+      auto resultType = cast<RankedTensorType>(generic.getResultTypes()[0]);
+      if (!weight || ShapedType::isDynamic(resultType.getDimSize(1)))
+        continue;
+      Value x = generic.getDpsInputs()[0];
+      OpBuilder b(generic);
+      Value blocked =
+          buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
+                             resultType.getDimSize(1), vectorBits);
+      if (!blocked)
+        continue;
+      generic.getResult(0).replaceAllUsesWith(blocked);
+      SmallVector<Value> operands(generic->getOperands());
+      generic.erase();
+      // The portable form's zero-filled init is now dead.
+      eraseDeadProducers(operands);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,150 @@
+// RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls --mlir-print-local-scope | FileCheck %s
+// RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls=vector-bits=256 --mlir-print-local-scope | FileCheck %s --check-prefix=AVX2
+// RUN: not hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls=vector-bits=384 2>&1 >/dev/null | FileCheck %s --check-prefix=BITS
+// BITS: error: hetc-x86-block-matmuls: vector-bits is 384; x86 vector registers hold 128 (SSE), 256 (AVX2) or 512 (AVX-512) bits
+
+// convert-llm-to-linalg leaves portable matmuls tagged with their weight's
+// storage type; this pass gives them the CPU's blocking.
+//
+// A float matmul is register-blocked: a forall over (4-column, 4-row) blocks
+// of the output whose body keeps 4×4 vector accumulators across a loop over
+// 16-element steps of the reduction, reading each weight vector once per
+// block. The weight reference becomes a view of the mapped model data at the
+// weight's offset, passed in as a new leading argument. With a dynamic row
+// count the block is written row by row, each row in bounds (a row past the
+// end rewrites the last one with its own values), so no masked write needs a
+// stack buffer.
+llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
+// CHECK-NOT: llm.
+// CHECK-LABEL: func.func @f32_matmul
+// With 256-bit vectors (AVX2's 16 registers) blocks hold 2 activation rows
+// of 8 lanes.
+// AVX2-LABEL: func.func @f32_matmul
+// AVX2: arith.ceildivui %{{.+}}, %c2
+// AVX2: scf.forall (%{{.+}}, %{{.+}}) in (8, %{{.+}}) shared_outs
+// AVX2: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2-NOT: llm.matmul_weight
+// CHECK-SAME: (%[[DATA:.+]]: memref<?xi8> {llm.weights}, %[[X:.+]]: tensor<?x64xf32>)
+// CHECK: %[[OFF:.+]] = arith.constant 256 : index
+// CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<32x64xf32>
+// CHECK: %[[W:.+]] = bufferization.to_tensor %[[VIEW]] restrict
+// CHECK: %[[ROWS:.+]] = tensor.dim %[[X]]
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[ROWS]], %{{.+}} : index
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (8, %[[BLOCKS]]) shared_outs
+// CHECK-COUNT-4: arith.minui
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: vector.transfer_read %[[W]]{{.+}} : tensor<32x64xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %[[X]]
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-16: vector.reduction <add>
+// CHECK: %[[OWNED:.+]] = arith.minui %{{.+}}, %{{.+}} : index
+// CHECK: %[[LAST:.+]] = arith.subi %[[OWNED]], %{{.+}} : index
+// CHECK-NOT: vector<4x4xf32>
+// CHECK: %[[ROW:.+]] = vector.from_elements {{.+}} : vector<4xf32>
+// CHECK: %[[AT:.+]] = arith.minui %{{.+}}, %[[LAST]] : index
+// CHECK: vector.transfer_write %[[ROW]], %{{.+}}[%[[AT]], %{{.+}}] {in_bounds = [true]} : vector<4xf32>, tensor<?x4xf32>
+// CHECK-COUNT-3: vector.transfer_write {{.+}} {in_bounds = [true]} : vector<4xf32>, tensor<?x4xf32>
+// CHECK: tensor.parallel_insert_slice
+// CHECK-NOT: llm.
+func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @w : tensor<32x64xf32>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// A Q4_0 weight is its byte rows (64 elements = 2 blocks of 18 bytes),
+// viewed as [rows, blocks, 18]. Each reduction step decodes one block of each
+// of the block's weight rows in registers: the f16 scale, the 16 packed bytes
+// split into nibbles, turned into floats by placing them in the mantissa of
+// 2^23 and subtracting 2^23 + 8, and scaled. No dequantized copy of the
+// weight is built.
+llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
+// CHECK-LABEL: func.func @q4_0_matmul
+// With 8 lanes a block's 16 bytes are two reads; their low nibbles are
+// elements 0-7 and 8-15, their high ones 16-23 and 24-31.
+// AVX2-LABEL: func.func @q4_0_matmul
+// AVX2: vector.transfer_read {{.+}} : tensor<32x2x18xi8>, vector<2xi8>
+// AVX2-COUNT-2: vector.transfer_read {{.+}} : tensor<32x2x18xi8>, vector<8xi8>
+// AVX2: arith.bitcast {{.+}} : vector<8xi32> to vector<8xf32>
+// CHECK: memref.view {{.+}} : memref<?xi8> to memref<32x36xi8>
+// CHECK: %[[BLOCKS:.+]] = tensor.expand_shape {{.+}} : tensor<32x36xi8> into tensor<32x2x18xi8>
+// CHECK: scf.forall
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c2{{.*}} step
+// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<2xi8>
+// CHECK: vector.bitcast {{.+}} : vector<2xi8> to vector<1xf16>
+// CHECK: vector.transfer_read %[[BLOCKS]]{{.+}} : tensor<32x2x18xi8>, vector<16xi8>
+// CHECK: arith.extui {{.+}} : vector<16xi8> to vector<16xi32>
+// CHECK: arith.andi
+// CHECK: arith.shrui
+// CHECK: arith.ori
+// CHECK: arith.bitcast {{.+}} : vector<16xi32> to vector<16xf32>
+// CHECK: arith.subf
+// CHECK: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK-NOT: llm.
+func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// One activation row (decode) reads an f16 weight one row at a time (several
+// interleaved short rows defeat the hardware prefetcher), along four
+// independent accumulators; the weight is widened in registers and each
+// result is written without bounds checks.
+llm.weight @h {data_offset = 0 : i64} : tensor<16x64xf16>
+// CHECK-LABEL: func.func @f16_decode_matmul
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 1)
+// CHECK-NOT: arith.minui
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK: vector.transfer_read {{.+}} : tensor<16x64xf16>, vector<16xf16>
+// CHECK: arith.extf {{.+}} : vector<16xf16> to vector<16xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-3: arith.addf {{.+}} : vector<16xf32>
+// CHECK: vector.from_elements {{.+}} : vector<1x1xf32>
+// CHECK: vector.transfer_write {{.+}} {in_bounds = [true, true]} : vector<1x1xf32>, tensor<1x1xf32>
+func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @h : tensor<16x64xf16>
+  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf16>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// f32 rows are long enough for eight interleaved streams to read faster than
+// one: decode keeps eight weight rows per step, one accumulator each.
+llm.weight @f {data_offset = 0 : i64} : tensor<16x64xf32>
+// CHECK-LABEL: func.func @f32_decode_matmul
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.from_elements {{.+}} : vector<1x8xf32>
+func.func @f32_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @f : tensor<16x64xf32>
+  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// K-quant weights have no vector decoding here: their generic stays portable,
+// and the tag is consumed so nothing later takes a fused generic for a
+// matmul.
+llm.weight @q6 {data_offset = 0 : i64} : tensor<4x256x!llm.quant<q6_k>>
+// CHECK-LABEL: func.func @q6_k_matmul
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: llm.matmul_weight
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
+  %w = llm.get_weight @q6 : tensor<4x256x!llm.quant<q6_k>>
+  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q6_k>>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
