@@ -1,7 +1,7 @@
 // Registration of every pass and pipeline hetc's tools expose.
 #include "hetc/InitAll.h"
 
-#include "hetc/Pipeline/Pipeline.h"
+#include "hetc/Target/X86.h"
 #include "hetc/Target/SPIRV.h"
 #include "passes/conversion/Passes.h"
 #include "passes/het/Passes.h"
@@ -19,7 +19,7 @@ void registerAllPasses() {
     het::registerHetPasses();
     conversion::registerConversionPasses();
     x86::registerX86Passes();
-    pipeline::registerPipelines();
+    target::x86::registerCpuPipeline();
     target::spirv::registerSpirvPipeline();
     return true;
   }();

@@ -1,11 +1,11 @@
-// The `hetc compile` driver: import, run the CPU pipeline, generate code for
-// every CPU variant and pack it with the manifest.
+// The `hetc compile` driver: import, find the target of the device, let it
+// lower and serialize the module, and pack its executables with the manifest.
 #include "hetc/Pipeline/Compile.h"
 
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
+#include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
-#include "runtime/core/CpuFeatures.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
@@ -19,8 +19,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <map>
 
 namespace hetc::pipeline {
 
@@ -42,6 +40,21 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 }
 
 } // namespace
+
+std::optional<std::string> printPipeline(std::string &error) {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  het::DeviceAttr device = target::x86::hostDevice(&context);
+  const target::Target *target = target::findTarget(device, error);
+  mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
+  if (!target || !target->buildPipeline(pm, device, Phase::LLVM, error))
+    return std::nullopt;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
 
 bool compileModel(const CompileOptions &options, std::string &error) {
   auto progress = [&](const std::string &line) {
@@ -69,23 +82,21 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (options.stopAfter == Phase::Import)
     return writeText(options.outputPath, printModule, error);
 
-  std::vector<target::x86::CpuVariant> variants;
-  if (!target::x86::selectVariants(options.cpuVariants, variants, error))
+  // One device, this host's CPU, until the plan places segments on others.
+  het::DeviceAttr device = target::x86::hostDevice(&context);
+  const target::Target *target = target::findTarget(device, error);
+  if (!target)
     return false;
-  // Lowers a copy of the imported module for vector registers of `bits`.
-  auto lower = [&](mlir::ModuleOp lowered, Phase to, int64_t bits) {
-    mlir::PassManager pm(&context);
-    buildCpuPipeline(pm, Phase::Import, to, bits);
-    if (mlir::succeeded(pm.run(lowered)))
-      return true;
-    error = options.modelPath + ": the CPU lowering pipeline failed (see the "
-                                "diagnostics above)";
-    return false;
-  };
   if (options.stopAfter != Phase::Pack) {
     progress("lowering llm → linalg → loops → LLVM");
-    if (!lower(*module, options.stopAfter, variants.front().vectorBits))
+    mlir::PassManager pm(&context);
+    if (!target->buildPipeline(pm, device, options.stopAfter, error))
       return false;
+    if (mlir::failed(pm.run(*module))) {
+      error = options.modelPath + ": the " + target->name().str() +
+              " lowering pipeline failed (see the diagnostics above)";
+      return false;
+    }
     return writeText(options.outputPath, printModule, error);
   }
 
@@ -111,27 +122,20 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
 
+  target::CompileRequest request;
+  request.cpuVariants = options.cpuVariants;
+  request.progress = progress;
+  std::vector<target::Executable> executables;
+  if (!target->compile(*module, device, request, executables, error)) {
+    error = options.modelPath + ": " + error;
+    return false;
+  }
   hetrt::format::PackWriter pack;
-  // Variants with vectors of the same width share one lowering.
-  std::map<int64_t, mlir::OwningOpRef<mlir::ModuleOp>> lowered;
-  for (const target::x86::CpuVariant &variant : variants) {
-    mlir::OwningOpRef<mlir::ModuleOp> &forWidth = lowered[variant.vectorBits];
-    if (!forWidth) {
-      progress("lowering llm → linalg → loops → LLVM for " +
-               std::to_string(variant.vectorBits) + "-bit vectors");
-      forWidth = module->clone();
-      if (!lower(*forWidth, Phase::LLVM, variant.vectorBits))
-        return false;
-    }
-    progress("generating " + variant.name + " code (" + variant.cpu + ")");
-    std::vector<char> code =
-        target::x86::compileSharedObject(*forWidth, variant, error);
-    if (code.empty())
-      return false;
-    std::string section = "code/" + variant.name + ".so";
+  for (target::Executable &executable : executables) {
+    std::string section = "code/" + executable.variant + ".so";
     manifest.variants.push_back(
-        {variant.name, section, variant.requiredFeatures});
-    pack.addSection(section, std::move(code));
+        {executable.variant, section, executable.requiredFeatures});
+    pack.addSection(section, std::move(executable.code));
   }
   std::string json = manifest.toJson();
   pack.addSection("manifest.json", std::vector<char>(json.begin(), json.end()));

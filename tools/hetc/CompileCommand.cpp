@@ -4,7 +4,6 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
-#include "hetc/Target/X86.h"
 #include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
@@ -59,16 +58,13 @@ Action registerCompileCommand(CLI::App &app) {
     if (!*command)
       return -1;
     if (flags->printPipeline) {
-      // The pipeline of the first variant selected: its vector width sets
-      // the matmul blocking.
-      std::vector<target::x86::CpuVariant> variants;
       std::string error;
-      if (!target::x86::selectVariants(flags->cpuVariants, variants, error)) {
-        std::cerr << "hetc compile: --cpu-variants: " << error << "\n";
-        return 2;
+      std::optional<std::string> text = pipeline::printPipeline(error);
+      if (!text) {
+        std::cerr << "hetc compile: " << error << "\n";
+        return 1;
       }
-      std::cout << pipeline::printCpuPipeline(variants.front().vectorBits)
-                << "\n";
+      std::cout << *text << "\n";
       return 0;
     }
     if (flags->model.empty()) {

@@ -6,6 +6,7 @@
 #include "hetc/Pipeline/Pipeline.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct CompileOptions {
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };
+
+/// The textual pass pipeline `hetc compile` runs from import to LLVM for
+/// this host's CPU, to replay with `hetc-opt --pass-pipeline='...'`; nothing
+/// with `error` when no target serves the device.
+std::optional<std::string> printPipeline(std::string &error);
 
 /// Compiles as `options` says. Returns false and sets `error` (naming the
 /// file, the phase and the cause) on failure.

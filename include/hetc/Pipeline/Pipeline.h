@@ -1,5 +1,6 @@
-// hetc's compilation phases and the pass pipelines between them. Each pipeline
-// is also registered with hetc-opt, so any step can be replayed by hand.
+// hetc's compilation phases. Each target builds the pass pipelines between
+// them for its devices (hetc/Target/Target.h), and registers them with
+// hetc-opt, so any step can be replayed by hand.
 #ifndef HETC_PIPELINE_PIPELINE_H
 #define HETC_PIPELINE_PIPELINE_H
 
@@ -30,19 +31,6 @@ enum class Phase {
 std::optional<Phase> parsePhase(llvm::StringRef name);
 /// All phase names, for help text.
 llvm::StringRef phaseNames();
-
-/// Adds the passes that take a module from phase `from` to phase `to` (both
-/// before Pack) for an x86 CPU whose vector registers hold `vectorBits`.
-void buildCpuPipeline(mlir::OpPassManager &pm, Phase from, Phase to,
-                      int64_t vectorBits);
-
-/// The textual form of the CPU pipeline from import to LLVM, to replay with
-/// `hetc-opt --pass-pipeline='...'`.
-std::string printCpuPipeline(int64_t vectorBits);
-
-/// Registers `hetc-lower-cpu{vector-bits=N}` (import → LLVM dialect) with the
-/// pass registry.
-void registerPipelines();
 
 } // namespace hetc::pipeline
 

@@ -4,6 +4,8 @@
 #ifndef HETC_TARGET_SPIRV_H
 #define HETC_TARGET_SPIRV_H
 
+#include "hetc/Target/Target.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -52,6 +54,11 @@ bool serializeSpirvModules(mlir::ModuleOp module,
 
 /// Registers the "hetc-lower-gpu-to-spirv" pipeline with hetc-opt.
 void registerSpirvPipeline();
+
+/// The SPIR-V target (hetc/Target/Target.h): `#het.device`s of kind spirv.
+/// It compiles modules of gpu kernels; llm modules are refused with the
+/// reason until the llm ops lower to gpu kernels.
+const Target &spirvTarget();
 
 } // namespace hetc::target::spirv
 

@@ -3,7 +3,11 @@
 #ifndef HETC_TARGET_X86_H
 #define HETC_TARGET_X86_H
 
+#include "hetc/Pipeline/Pipeline.h"
+#include "hetc/Target/Target.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -40,6 +44,23 @@ bool selectVariants(const std::vector<std::string> &names,
 /// ("x86-64-v3", "sapphirerapids"): 512 with AVX-512, 256 with AVX2, else
 /// 128; nothing for a name LLVM does not know.
 std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu);
+
+/// Adds the passes that take a module from phase `from` to phase `to` (both
+/// before Pack) for an x86 CPU whose vector registers hold `vectorBits`.
+void buildCpuPipeline(mlir::OpPassManager &pm, pipeline::Phase from,
+                      pipeline::Phase to, int64_t vectorBits);
+
+/// Registers `hetc-lower-cpu{vector-bits=N}` (import → LLVM dialect) with
+/// the pass registry.
+void registerCpuPipeline();
+
+/// This machine's CPU as a device: `#het.device<"cpu0", cpu, LEVEL>` with
+/// the x86-64 level of the best variant it runs.
+het::DeviceAttr hostDevice(mlir::MLIRContext *context);
+
+/// The x86 target (hetc/Target/Target.h): `#het.device`s of kind cpu whose
+/// arch is an x86-64 level or CPU LLVM knows.
+const Target &x86Target();
 
 /// Translates `module` (LLVM dialect only), optimizes it at O3 for `variant`,
 /// and links the code into a shared object. Returns its bytes, or sets `error`

@@ -83,7 +83,11 @@ std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu) {
     return std::nullopt;
   llvm::SmallVector<llvm::StringRef> features;
   llvm::X86::getFeaturesForCPU(cpu, features);
-  if (llvm::is_contained(features, "avx512f"))
+  // Levels list only their top features (x86-64-v4 names avx512vl and
+  // avx512bw, which imply avx512f).
+  if (llvm::any_of(features, [](llvm::StringRef feature) {
+        return feature.starts_with("avx512");
+      }))
     return 512;
   if (llvm::is_contained(features, "avx2"))
     return 256;

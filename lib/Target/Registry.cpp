@@ -1,0 +1,29 @@
+// The registry of targets: every back end built into hetc, found by device.
+#include "hetc/Target/SPIRV.h"
+#include "hetc/Target/Target.h"
+#include "hetc/Target/X86.h"
+
+namespace hetc::target {
+
+Target::~Target() = default;
+
+llvm::ArrayRef<const Target *> registeredTargets() {
+  static const std::vector<const Target *> targets = {
+      &x86::x86Target(), &spirv::spirvTarget()};
+  return targets;
+}
+
+const Target *findTarget(het::DeviceAttr device, std::string &error) {
+  for (const Target *target : registeredTargets())
+    if (target->supports(device))
+      return target;
+  std::string choices;
+  for (const Target *target : registeredTargets())
+    choices += (choices.empty() ? "" : "; ") + target->devices().str();
+  error = "no target generates code for device \"" + device.getName().str() +
+          "\" (kind " + het::stringifyDeviceKind(device.getKind()).str() +
+          ", arch \"" + device.getArch().str() + "\"); targets: " + choices;
+  return nullptr;
+}
+
+} // namespace hetc::target
