@@ -89,16 +89,16 @@ struct WeightReader {
     };
     // A block holds 32 elements: Q8_0 as 32 bytes, Q4_0 as 16 bytes whose
     // low nibbles are elements 0-15 and high nibbles 16-31.
-    int64_t dataBytes = quant.getFormat() == llm::QuantFormat::q8_0 ? 32 : 16;
-    SmallVector<Value> parts;
-    for (int64_t offset = 0; offset < dataBytes; offset += kLanes)
-      parts.push_back(readBytes(2 + offset));
     if (quant.getFormat() == llm::QuantFormat::q8_0) {
       SmallVector<Value> values;
-      for (Value part : parts)
-        values.push_back(arith::SIToFPOp::create(b, loc, f32Vector, part));
+      for (int64_t offset = 0; offset < 32; offset += kLanes)
+        values.push_back(arith::SIToFPOp::create(b, loc, f32Vector,
+                                                 readBytes(2 + offset)));
       return {values, scales};
     }
+    SmallVector<Value> parts;
+    for (int64_t offset = 0; offset < 16; offset += kLanes)
+      parts.push_back(readBytes(2 + offset));
     // Each byte is two elements stored with an offset of 8. A nibble q
     // placed in the mantissa of 2^23 is the float 2^23 + q, so one OR and
     // one exact subtraction of 2^23 + 8 turn it into q - 8 without an
