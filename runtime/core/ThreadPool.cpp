@@ -40,8 +40,13 @@ uint64_t nextOf(uint64_t word) { return word & kChunkMask; }
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (numThreads <= 0)
-    numThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    numThreads = cores;
+  // More threads than cores: a spinning thread holds the core a thread with
+  // work is waiting for (1024 threads on 2 cores took 90 s for four tokens),
+  // so waiters block at once.
+  spinIterations_ = numThreads <= cores ? kSpinIterations : 0;
   try {
     for (int i = 1; i < numThreads; ++i)
       workers_.emplace_back([this] { work(); });
@@ -115,7 +120,7 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   // What is left runs on workers that claimed it: spin while they are likely
   // still working, then yield, since a worker may have been descheduled.
   for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations)
+    if (spin < spinIterations_)
       cpuRelax();
     else
       std::this_thread::yield();
@@ -128,7 +133,7 @@ void ThreadPool::work() {
   uint32_t seen = 0;
   while (true) {
     uint32_t current = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
+    for (int spin = 0; current == seen && spin < spinIterations_; ++spin) {
       cpuRelax();
       current = generation_.load(std::memory_order_acquire);
     }

@@ -60,6 +60,9 @@ private:
   void runChunks(uint32_t generation);
 
   std::vector<std::thread> workers_;
+  /// Pauses a waiting thread spins before it blocks (0 when the pool has
+  /// more threads than the machine has cores). Set before any worker starts.
+  int spinIterations_ = 0;
   std::mutex dispatchMutex_;
   std::mutex wakeMutex_;
   std::condition_variable wake_;

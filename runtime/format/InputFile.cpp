@@ -104,4 +104,31 @@ std::optional<std::string> readRegularFile(const std::string &path,
   return bytes;
 }
 
+std::optional<std::string> readPromptText(const std::string &path,
+                                          std::string &error) {
+  if (path != "-")
+    return readRegularFile(path, "a prompt text file", kMaxPromptTextBytes,
+                           error);
+  std::string text;
+  char chunk[1 << 16];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      error = "standard input: cannot read: " + std::string(std::strerror(errno));
+      return std::nullopt;
+    }
+    if (n == 0)
+      return text;
+    if (text.size() + static_cast<size_t>(n) > kMaxPromptTextBytes) {
+      error = "standard input holds more than the " +
+              std::to_string(kMaxPromptTextBytes) +
+              " bytes a prompt text may have; give the prompt itself";
+      return std::nullopt;
+    }
+    text.append(chunk, static_cast<size_t>(n));
+  }
+}
+
 } // namespace hetrt::format

@@ -25,6 +25,16 @@ std::optional<std::string> readRegularFile(const std::string &path,
                                            const char *what, uint64_t maxBytes,
                                            std::string &error);
 
+/// The largest prompt text a -f file or standard input may give: far past
+/// any context, and small enough to hold.
+inline constexpr uint64_t kMaxPromptTextBytes = uint64_t(64) << 20;
+
+/// The prompt text of `-f PATH`: a regular file (see readRegularFile), or
+/// standard input for "-", read up to kMaxPromptTextBytes; more is an error
+/// naming the limit, so an endless stream never grows without bound.
+std::optional<std::string> readPromptText(const std::string &path,
+                                          std::string &error);
+
 /// `text` from a file, safe to print: control bytes (a terminal's escape
 /// sequences among them) become \xNN, so a message never acts on the
 /// terminal it is shown on.

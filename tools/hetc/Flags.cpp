@@ -114,8 +114,9 @@ std::string misreadShortOption(const std::string &argument) {
       !std::isalpha(static_cast<unsigned char>(argument[2])))
     return {};
   std::string message = "unknown option " + argument +
-                        ": hetc's short options are one letter (write -n 64, "
-                        "not -n64 or -ngl)";
+                        ": short options are one letter, before their value "
+                        "(-n 64, or -n64); several letters after one dash "
+                        "are not an option";
   if (argument == "-ngl")
     message += "; hetc places layers on devices with its cost model instead "
                "of -ngl: see `hetc plan MODEL --system SYS`";

@@ -43,7 +43,7 @@ Action registerImportCommand(CLI::App &app) {
   command->add_option("--context", flags->contextLength,
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT32_MAX));
   command->add_flag("--debug-info", flags->debugInfo,
                     "Print locations (the model's tensor names)");
   return [command, flags]() -> int {

@@ -49,15 +49,7 @@ struct RunFlags {
 /// Reads the prompt of -f: a file, or standard input for "-".
 bool readPromptFile(const std::string &path, std::string &prompt,
                     std::string &error) {
-  if (path == "-") {
-    std::ostringstream text;
-    text << std::cin.rdbuf();
-    prompt = text.str();
-    return true;
-  }
-  // A prompt is text; 64 MiB is far past any context.
-  std::optional<std::string> text = hetrt::format::readRegularFile(
-      path, "a prompt text file", uint64_t(64) << 20, error);
+  std::optional<std::string> text = hetrt::format::readPromptText(path, error);
   if (!text) {
     error = "-f: " + error;
     return false;
@@ -133,8 +125,9 @@ Action registerRunCommand(CLI::App &app) {
                       "positive)")
       ->check(finiteRange(0.001, 100));
   command->add_option("--seed", flags->seed,
-                      "Random seed (default: a fresh one, reported in --json)")
-      ->check(wholeRange(0, INT64_MAX));
+                      "Random seed (default, or -1 as in llama.cpp: a fresh "
+                      "one, reported in --json)")
+      ->check(wholeRange(-1, INT64_MAX));
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -142,7 +135,7 @@ Action registerRunCommand(CLI::App &app) {
                       "KV-cache capacity in tokens when compiling a GGUF "
                       "(default: the model's trained context; a .hetpack keeps "
                       "the context it was compiled for)")
-      ->check(nonNegative());
+      ->check(wholeRange(0, INT32_MAX));
   command->add_flag("--json", flags->json,
                     "Print one JSON object with the token ids, text and speeds");
   command->add_flag("--ignore-eos", flags->ignoreEos,
@@ -205,8 +198,9 @@ Action registerRunCommand(CLI::App &app) {
     std::string promptText = flags->prompt;
     if (!flags->promptFile.empty() &&
         !readPromptFile(flags->promptFile, promptText, error)) {
+      // An input that cannot be read, as docs/cli.md's exit codes say.
       std::cerr << "hetc run: " << error << "\n";
-      return 2;
+      return 1;
     }
     std::vector<int32_t> prompt =
         tokenizer.encode(promptText, /*addSpecial=*/true);
@@ -220,7 +214,7 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: the prompt is " << prompt.size()
                 << " tokens but the context holds " << context
                 << "; give a shorter prompt or a larger --context\n";
-      return 2;
+      return 1;
     }
     // Every generated token but the last enters the cache; the end of the
     // context is where generation stops, never an error.

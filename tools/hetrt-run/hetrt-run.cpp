@@ -4,6 +4,9 @@
 // that has accelerators but no compiler. `hetc run` is the same loop with the
 // compiler beside it (a GGUF is compiled on first use).
 #include "hetrt/hetrt.h"
+#include "runtime/format/InputFile.h"
+
+#include "Flags.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -63,19 +66,14 @@ bool readPrompt(const RunnerFlags &flags, std::string &prompt) {
     prompt = flags.prompt;
     return true;
   }
-  if (flags.promptFile == "-") {
-    std::ostringstream text;
-    text << std::cin.rdbuf();
-    prompt = text.str();
-    return true;
-  }
-  std::ifstream in(flags.promptFile, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "hetrt-run: -f %s: cannot open the prompt file\n",
-                 flags.promptFile.c_str());
+  std::string error;
+  std::optional<std::string> text =
+      hetrt::format::readPromptText(flags.promptFile, error);
+  if (!text) {
+    std::fprintf(stderr, "hetrt-run: -f: %s\n", error.c_str());
     return false;
   }
-  prompt.assign(std::istreambuf_iterator<char>(in), {});
+  prompt = std::move(*text);
   return true;
 }
 
@@ -130,7 +128,7 @@ int run(const RunnerFlags &flags) {
   std::vector<int32_t> promptIds = tokenize(model.get, prompt, ok);
   if (!ok)
     return failed();
-  if (static_cast<int64_t>(promptIds.size()) >= context) {
+  if (static_cast<int64_t>(promptIds.size()) > context) {
     std::fprintf(stderr,
                  "hetrt-run: the prompt is %zu tokens but the pack holds a "
                  "context of %d; give a shorter prompt or compile with a "
@@ -138,7 +136,8 @@ int run(const RunnerFlags &flags) {
                  promptIds.size(), context);
     return failed();
   }
-  int64_t room = context - static_cast<int64_t>(promptIds.size());
+  // Every generated token but the last enters the cache (as in hetc run).
+  int64_t room = context - static_cast<int64_t>(promptIds.size()) + 1;
   int64_t steps = std::min(flags.numTokens, room);
   if (steps < flags.numTokens)
     std::fprintf(stderr,
@@ -300,26 +299,38 @@ int main(int argc, char **argv) {
   app.add_option("-f,--file", flags.promptFile,
                  "Read the prompt from a file ('-': standard input)")
       ->excludes("--prompt");
+  using namespace hetc::cli;
   app.add_option("-n,--n-predict", flags.numTokens, "Tokens to generate")
-      ->check(CLI::Range(int64_t(0), int64_t(INT32_MAX)));
+      ->check(wholeRange(0, INT32_MAX));
   app.add_option("--temp", flags.temperature, "Temperature; 0 is greedy")
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->check(finiteRange(0, 100));
   app.add_option("--top-k", flags.topK, "Keep the k most likely tokens (0: all)")
-      ->check(CLI::Range(0, INT32_MAX));
+      ->check(wholeRange(0, INT32_MAX));
   app.add_option("--top-p", flags.topP, "Nucleus sampling threshold")
-      ->check(CLI::Range(0.0f, 1.0f));
+      ->check(finiteRange(0, 1));
   app.add_option("--repeat-penalty", flags.repeatPenalty,
                  "Penalty for repeated tokens (1: off)")
-      ->check(CLI::Range(0.001f, 100.0f));
-  app.add_option("--seed", flags.seed, "Random seed (default: a fresh one)")
-      ->check(CLI::Range(int64_t(0), INT64_MAX));
+      ->check(finiteRange(0.001, 100));
+  app.add_option("--seed", flags.seed,
+                 "Random seed (default, or -1 as in llama.cpp: a fresh one)")
+      ->check(wholeRange(-1, INT64_MAX));
   app.add_option("-t,--threads", flags.threads,
                  "Kernel threads (0: one per core)")
-      ->check(CLI::Range(0, 1024));
+      ->check(threadCount());
   app.add_flag("--json", flags.json,
                "Print one JSON object: token ids, text, stop reason, speeds");
   app.add_flag("--ignore-eos", flags.ignoreEos,
                "Keep generating after an end-of-generation token");
+  // "-ngl 99" would parse as "-n gl": say what is wrong instead.
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    std::string message = misreadShortOption(argv[i]);
+    if (!message.empty()) {
+      std::fprintf(stderr,
+                   "hetrt-run: %s\nRun with --help for more information.\n",
+                   message.c_str());
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
@@ -333,12 +344,5 @@ int main(int argc, char **argv) {
                          "TEXT); see --help\n");
     return kExitUsage;
   }
-  // CLI::Range lets NaN through (every comparison with it is false).
-  for (float value : {flags.temperature, flags.topP, flags.repeatPenalty})
-    if (std::isnan(value)) {
-      std::fprintf(stderr, "hetrt-run: --temp, --top-p and --repeat-penalty "
-                           "must be numbers, not nan\n");
-      return kExitUsage;
-    }
   return run(flags);
 }
