@@ -152,7 +152,17 @@ std::unique_ptr<PackFile> PackFile::fromBytes(std::string bytesIn,
   if (XXH3_64bits(bytes.data(), headerEnd) != headerChecksum)
     return fail("the header's checksum does not match its contents (the "
                 "file was modified or is truncated)");
+  // Sections follow the header back to back to the end of the file, so no
+  // byte of a pack is outside a checksum: bytes appended or slipped between
+  // sections are damage too.
+  uint64_t expectedOffset = pos;
   for (const Entry &entry : entries) {
+    if (entry.offset != expectedOffset && entry.offset >= pos &&
+        entry.offset <= bytes.size())
+      return fail("section \"" + entry.name + "\" starts at byte " +
+                  std::to_string(entry.offset) + " but the one before it ends at " +
+                  std::to_string(expectedOffset) +
+                  " (bytes between sections are not part of a pack)");
     if (entry.offset < pos || entry.offset > bytes.size() ||
         entry.size > bytes.size() - entry.offset)
       return fail("section \"" + entry.name + "\" (offset " +
@@ -170,7 +180,12 @@ std::unique_ptr<PackFile> PackFile::fromBytes(std::string bytesIn,
                   hex(checksum) + ", the header records " +
                   hex(entry.checksum) + "): its bytes were modified");
     pack->sections_.emplace_back(entry.name, data);
+    expectedOffset = entry.offset + entry.size;
   }
+  if (expectedOffset != bytes.size())
+    return fail(std::to_string(bytes.size() - expectedOffset) +
+                " bytes follow the last section (the file was appended to, "
+                "or is more than one pack)");
   return pack;
 }
 

@@ -79,6 +79,20 @@ TEST(PackTest, EveryTruncationIsRefused) {
   }
 }
 
+TEST(PackTest, BytesAfterTheLastSectionAreRefused) {
+  std::string image = sampleImage();
+  for (const std::string &extra :
+       {std::string(1, '\0'), std::string("GARBAGE"), sampleImage()}) {
+    std::string error;
+    EXPECT_FALSE(PackFile::fromBytes(image + extra, "test.hetpack", error))
+        << extra.size() << " bytes appended";
+    EXPECT_NE(error.find(std::to_string(extra.size()) +
+                         " bytes follow the last section"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(PackTest, ManifestsOfWrongTypesAreErrorsNotExceptions) {
   const char *cases[] = {
       R"({"format": {}, "version": 1})",
