@@ -11,6 +11,7 @@
 #include "runtime/format/ModelConfig.h"
 #include "runtime/format/OutputFile.h"
 #include "runtime/format/Pack.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -66,6 +67,13 @@ bool compileModel(const CompileOptions &options, std::string &error) {
       hetrt::format::GgufFile::open(options.modelPath, error);
   if (!file)
     return false;
+  // A model whose tokenizer cannot run is refused before any work, so no
+  // pack is made that every runner would then refuse.
+  std::optional<hetrt::format::ModelConfig> config =
+      hetrt::format::ModelConfig::fromGguf(*file, error);
+  if (!config ||
+      !hetrt::tokenizer::Tokenizer::forModel(*file, config->vocabSize, error))
+    return false;
 
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -100,10 +108,6 @@ bool compileModel(const CompileOptions &options, std::string &error) {
     return writeText(options.outputPath, printModule, error);
   }
 
-  std::optional<hetrt::format::ModelConfig> config =
-      hetrt::format::ModelConfig::fromGguf(*file, error);
-  if (!config)
-    return false;
   hetrt::format::Manifest manifest;
   llvm::SmallString<256> absolute(options.modelPath);
   llvm::sys::fs::make_absolute(absolute);

@@ -374,6 +374,21 @@ std::string Tokenizer::Impl::piece(int32_t id, bool renderSpecial) const {
   return pieces[id];
 }
 
+std::unique_ptr<Tokenizer> Tokenizer::forModel(const format::GgufFile &file,
+                                               int64_t modelVocab,
+                                               std::string &error) {
+  std::unique_ptr<Tokenizer> tokenizer = fromGguf(file, error);
+  if (tokenizer && tokenizer->vocabSize() != modelVocab) {
+    error = file.path() + ": the tokenizer has " +
+            std::to_string(tokenizer->vocabSize()) +
+            " tokens but the model's output has " + std::to_string(modelVocab) +
+            " (tokenizer.ggml.tokens against token_embd.weight); re-convert "
+            "the model with its own tokenizer";
+    return nullptr;
+  }
+  return tokenizer;
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file,
                                                std::string &error) {
   auto impl = std::make_unique<Impl>();

@@ -48,6 +48,14 @@ public:
   static std::unique_ptr<Tokenizer> fromGguf(const format::GgufFile &file,
                                              std::string &error);
 
+  /// fromGguf, and the vocabulary checked against the `modelVocab` outputs
+  /// of the model's weights: what every command checks before it compiles,
+  /// imports or caches a model, so a model that cannot run is refused at
+  /// once.
+  static std::unique_ptr<Tokenizer> forModel(const format::GgufFile &file,
+                                             int64_t modelVocab,
+                                             std::string &error);
+
   ~Tokenizer();
   Tokenizer(const Tokenizer &) = delete;
   Tokenizer &operator=(const Tokenizer &) = delete;

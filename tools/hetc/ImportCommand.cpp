@@ -5,6 +5,8 @@
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
 #include "runtime/format/Gguf.h"
+#include "runtime/format/ModelConfig.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/format/OutputFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -57,7 +59,14 @@ Action registerImportCommand(CLI::App &app) {
     }
     std::unique_ptr<hetrt::format::GgufFile> file =
         hetrt::format::GgufFile::open(flags->model, error);
-    if (!file) {
+    std::optional<hetrt::format::ModelConfig> config;
+    if (file)
+      config = hetrt::format::ModelConfig::fromGguf(*file, error);
+    // The tokenizer as every runner will check it: an import of a model
+    // that cannot run says so.
+    if (!config ||
+        !hetrt::tokenizer::Tokenizer::forModel(*file, config->vocabSize,
+                                               error)) {
       std::cerr << "hetc import: " << error << "\n";
       return 1;
     }

@@ -141,19 +141,8 @@ std::string packFor(const std::string &model, int64_t contextLength,
     return {};
   // The tokenizer too, so a model that cannot run is refused before it is
   // compiled and cached.
-  std::unique_ptr<hetrt::tokenizer::Tokenizer> tokenizer =
-      hetrt::tokenizer::Tokenizer::fromGguf(*file, error);
-  if (!tokenizer)
+  if (!hetrt::tokenizer::Tokenizer::forModel(*file, config->vocabSize, error))
     return {};
-  if (tokenizer->vocabSize() != config->vocabSize) {
-    error = model + ": the tokenizer has " +
-            std::to_string(tokenizer->vocabSize()) +
-            " tokens but the model's output has " +
-            std::to_string(config->vocabSize) +
-            " (tokenizer.ggml.tokens against token_embd.weight); re-convert the "
-            "model with its own tokenizer";
-    return {};
-  }
   if (contextLength > hetrt::format::kMaxContextLength) {
     error = "--context " + std::to_string(contextLength) +
             " is larger than the " +
