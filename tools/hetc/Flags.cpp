@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <memory>
 
 namespace hetc::cli {
@@ -121,6 +123,22 @@ std::string misreadShortOption(const std::string &argument) {
     message += "; hetc places layers on devices with its cost model instead "
                "of -ngl: see `hetc plan MODEL --system SYS`";
   return message;
+}
+
+int finishStandardOutput(int code, const char *tool) {
+  errno = 0;
+  std::cout.flush();
+  bool failed = !std::cout.good();
+  failed = std::fflush(stdout) != 0 || failed;
+  failed = std::ferror(stdout) != 0 || failed;
+  if (!failed)
+    return code;
+  int cause = errno;
+  std::fprintf(stderr,
+               "%s: cannot write the output to standard output (%s); check "
+               "the disk or the pipe it goes to\n",
+               tool, cause ? std::strerror(cause) : "write error");
+  return code == 0 ? 1 : code;
 }
 
 } // namespace hetc::cli

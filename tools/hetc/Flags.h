@@ -38,6 +38,12 @@ void addModelArgument(CLI::App *command, std::string &model,
 /// `argument` is not one.
 std::string misreadShortOption(const std::string &argument);
 
+/// Ends a tool whose work returned `code`: flushes standard output and, when
+/// what it printed could not be written (a full disk, a closed pipe), says
+/// so on standard error and returns 1 instead of a success that lost the
+/// output.
+int finishStandardOutput(int code, const char *tool);
+
 } // namespace hetc::cli
 
 #endif // HETC_TOOLS_HETC_FLAGS_H

@@ -6,6 +6,8 @@
 #include "Flags.h"
 #include "Version.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -27,7 +29,8 @@ constexpr const char *kFooter =
 
 } // namespace
 
-int main(int argc, char **argv) {
+namespace {
+int runHetc(int argc, char **argv) {
   CLI::App app{"hetc: a heterogeneous compiler for large-language-model "
                "inference.\n"
                "It lowers a model through the llm and het MLIR dialects into code "
@@ -100,4 +103,21 @@ int main(int argc, char **argv) {
   }
   printCommandList();
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  int code = runHetc(argc, argv);
+  // MLIR and LLVM print through llvm::outs(), whose write errors would
+  // otherwise end the process with an LLVM fatal error.
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    std::fprintf(stderr,
+                 "hetc: cannot write the output to standard output (%s); "
+                 "check the disk or the pipe it goes to\n",
+                 llvm::outs().error().message().c_str());
+    llvm::outs().clear_error();
+    code = code == 0 ? 1 : code;
+  }
+  return hetc::cli::finishStandardOutput(code, "hetc");
 }

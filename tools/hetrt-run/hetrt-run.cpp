@@ -277,7 +277,7 @@ int listDevices() {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runRunner(int argc, char **argv) {
   CLI::App app{"hetrt-run: run a compiled hetc pack (.hetpack) with the "
                "runtime alone; no compiler is needed. Compile packs with "
                "`hetc compile MODEL -o FILE.hetpack`.",
@@ -345,4 +345,8 @@ int main(int argc, char **argv) {
     return kExitUsage;
   }
   return run(flags);
+}
+
+int main(int argc, char **argv) {
+  return hetc::cli::finishStandardOutput(runRunner(argc, argv), "hetrt-run");
 }
