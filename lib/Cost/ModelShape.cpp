@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -243,6 +244,27 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       !(ffn = integer("intermediate_size", true, 0)) ||
       !(vocab = integer("vocab_size", true, 0)))
     return std::nullopt;
+  // Without head_dim, transformers splits hidden_size evenly over the heads.
+  if (json.find("head_dim") == json.end() && *dim % *heads != 0) {
+    error = path + ": field \"hidden_size\" (" + std::to_string(*dim) +
+            ") is not a multiple of num_attention_heads (" +
+            std::to_string(*heads) +
+            "), and no head_dim says the size of a head; fix: correct either "
+            "value, or add head_dim";
+    return std::nullopt;
+  }
+  // Floats the model is defined by: present, they are finite and positive.
+  for (const char *key : {"rms_norm_eps", "rope_theta"}) {
+    auto found = json.find(key);
+    if (found == json.end())
+      continue;
+    if (!found->is_number() || !(found->get<double>() > 0) ||
+        !std::isfinite(found->get<double>())) {
+      error = path + ": field \"" + key + "\": expected a positive number, "
+              "got " + found->dump() + "; fix: correct the value";
+      return std::nullopt;
+    }
+  }
   std::optional<int64_t> kvHeads, headDim, experts;
   if (!(kvHeads = integer("num_key_value_heads", false, *heads)) ||
       !(headDim = integer("head_dim", false, *dim / *heads)) ||
@@ -278,6 +300,12 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
     std::optional<int64_t> used = integer("num_experts_per_tok", true, 0);
     if (!used)
       return std::nullopt;
+    if (*used > shape.numExperts) {
+      error = path + ": field \"num_experts_per_tok\" (" +
+              std::to_string(*used) + ") is more than num_local_experts (" +
+              std::to_string(shape.numExperts) + "); fix: correct either value";
+      return std::nullopt;
+    }
     shape.expertsPerToken = *used;
   }
 
