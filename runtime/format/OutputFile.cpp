@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <vector>
+
 namespace hetrt::format {
 
 namespace {
@@ -24,6 +26,28 @@ std::string directoryOf(const std::string &path) {
   return path.substr(0, slash);
 }
 
+/// Where writing `path` lands: through symbolic links to the file they name,
+/// since renaming the finished output onto the link would replace the link
+/// instead of the file it points to.
+std::string followLinks(const std::string &path) {
+  std::string current = path;
+  // The kernel's own limit on links followed in one lookup.
+  for (int depth = 0; depth < 40; ++depth) {
+    struct stat info;
+    if (lstat(current.c_str(), &info) != 0 || !S_ISLNK(info.st_mode))
+      return current;
+    std::vector<char> target(4096);
+    ssize_t length = readlink(current.c_str(), target.data(), target.size());
+    if (length <= 0 || static_cast<size_t>(length) >= target.size())
+      return current;
+    std::string next(target.data(), static_cast<size_t>(length));
+    if (next[0] != '/' && current.find('/') != std::string::npos)
+      next = current.substr(0, current.find_last_of('/') + 1) + next;
+    current = next;
+  }
+  return current;
+}
+
 } // namespace
 
 bool checkOutputPath(const std::string &output,
@@ -35,6 +59,7 @@ bool checkOutputPath(const std::string &output,
     error = flag + ": the output path is empty; give a file name";
     return false;
   }
+  std::string written = followLinks(output);
   struct stat target;
   bool exists = stat(output.c_str(), &target) == 0;
   if (exists) {
@@ -56,7 +81,7 @@ bool checkOutputPath(const std::string &output,
       return false;
     }
   }
-  std::string directory = directoryOf(output);
+  std::string directory = directoryOf(written);
   struct stat parent;
   if (stat(directory.c_str(), &parent) != 0 || !S_ISDIR(parent.st_mode)) {
     error = flag + " " + output + ": the directory " + directory +
@@ -74,7 +99,7 @@ bool checkOutputPath(const std::string &output,
   // and not after the work (access() also passes for root on a read-only
   // mount).
   {
-    std::string pattern = output + ".partial-XXXXXX";
+    std::string pattern = written + ".partial-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     int fd = mkstemp(name.data());
@@ -99,18 +124,18 @@ OutputFile::~OutputFile() {
 }
 
 bool OutputFile::open(const std::string &path, std::string &error) {
-  path_ = path;
+  path_ = followLinks(path);
   struct stat target;
-  if (stat(path.c_str(), &target) == 0 && S_ISCHR(target.st_mode)) {
+  if (stat(path_.c_str(), &target) == 0 && S_ISCHR(target.st_mode)) {
     inPlace_ = true;
-    file_ = std::fopen(path.c_str(), "wb");
+    file_ = std::fopen(path_.c_str(), "wb");
     if (!file_) {
       error = path + ": cannot write: " + std::strerror(errno);
       return false;
     }
     return true;
   }
-  std::string pattern = path + ".partial-XXXXXX";
+  std::string pattern = path_ + ".partial-XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   int fd = mkstemp(name.data());

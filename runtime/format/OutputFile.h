@@ -22,7 +22,8 @@ bool checkOutputPath(const std::string &output,
                      const std::vector<std::string> &inputs,
                      const std::string &flag, std::string &error);
 
-/// A file written through a temporary name beside the target. Nothing is
+/// A file written through a temporary name beside the target (the file a
+/// symbolic link names, when the path is a link, so the link stays). Nothing is
 /// visible at the target until commit(); destroying an uncommitted file
 /// removes the temporary. A character device (/dev/null) is written in
 /// place, since renaming over it would replace the device.
