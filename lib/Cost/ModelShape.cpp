@@ -159,6 +159,12 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       path, "a Hugging Face config.json", uint64_t(16) << 20, error);
   if (!text)
     return std::nullopt;
+  if (text->compare(0, 8, "HETCPACK") == 0) {
+    error = path + ": is a compiled .hetpack; hetc plans a model from its "
+                   "GGUF file or its Hugging Face config.json (give the GGUF "
+                   "the pack was compiled from)";
+    return std::nullopt;
+  }
   std::string why;
   std::optional<nlohmann::json> parsed = hetrt::format::parseJsonText(*text, why);
   if (!parsed) {

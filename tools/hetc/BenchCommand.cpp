@@ -180,7 +180,7 @@ Action registerBenchCommand(CLI::App &app) {
                "decode roofline of this machine");
   command->add_option("model", flags->model, "A .gguf model or a .hetpack")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(inputFile("a GGUF model or a .hetpack"));
   command->add_option("--prompt-tokens", flags->promptTokens,
                       "Tokens in the prefill measurement")
       ->check(wholeRange(1, INT32_MAX));

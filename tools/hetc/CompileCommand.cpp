@@ -32,7 +32,7 @@ Action registerCompileCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "compile", "Compile a GGUF model into a deployable .hetpack");
   command->add_option("model", flags->model, "The GGUF model file")
-      ->check(CLI::ExistingFile);
+      ->check(hetc::cli::inputFile("a GGUF model"));
   command->add_option("-o,--output", flags->output,
                       "Output file (the pack, or the IR with --compile-to; "
                       "'-' for standard output)");

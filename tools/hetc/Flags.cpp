@@ -4,6 +4,7 @@
 #include "runtime/core/Limits.h"
 
 #include <cctype>
+#include <sys/stat.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -71,6 +72,23 @@ CLI::Validator signCheck(bool allowZero) {
 }
 } // namespace
 
+CLI::Validator inputFile(const std::string &what) {
+  return CLI::Validator(
+      [what](std::string &path) -> std::string {
+        if (path.empty())
+          return "the path is empty; give the path of " + what;
+        struct stat info;
+        if (::stat(path.c_str(), &info) != 0)
+          return path + ": cannot open (" + std::strerror(errno) +
+                 "); give the path of " + what;
+        if (S_ISDIR(info.st_mode))
+          return path + ": is a directory; give the path of " + what +
+                 " inside it";
+        return {};
+      },
+      "FILE");
+}
+
 CLI::Validator wholeRange(int64_t low, int64_t high) {
   std::string range =
       "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
@@ -96,9 +114,9 @@ void addModelArgument(CLI::App *command, std::string &model,
   auto positional = std::make_shared<std::string>();
   auto named = std::make_shared<std::string>();
   command->add_option("model", *positional, description)
-      ->check(CLI::ExistingFile);
+      ->check(inputFile("a GGUF model or a .hetpack"));
   command->add_option("-m,--model", *named, description + " (as -m in llama.cpp)")
-      ->check(CLI::ExistingFile);
+      ->check(inputFile("a GGUF model or a .hetpack"));
   command->parse_complete_callback([positional, named, &model] {
     if (!positional->empty() && !named->empty() && *positional != *named)
       throw CLI::ValidationError(

@@ -14,6 +14,11 @@ namespace hetc::cli {
 /// message prints the limits as a person writes them.
 CLI::Validator finiteRange(double low, double high);
 
+/// An input file that exists and is not a directory: replaces CLI11's
+/// ExistingFile, whose messages ("File is actually a directory") give no
+/// fix. `what` names what the file should hold ("a GGUF model").
+CLI::Validator inputFile(const std::string &what);
+
 /// A thread count in [0, hetrt::core::kMaxThreads]; 0 means one per core.
 CLI::Validator threadCount();
 

@@ -39,7 +39,7 @@ Action registerImportCommand(CLI::App &app) {
       "import", "Import a GGUF model into the llm dialect and print the module");
   command->add_option("model", flags->model, "The GGUF model file")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(hetc::cli::inputFile("a GGUF model"));
   command->add_option("-o,--output", flags->output,
                       "Where to write the IR ('-' for standard output)");
   command->add_option("--context", flags->contextLength,

@@ -13,7 +13,7 @@ namespace hetc::cli {
 void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
   command.add_option("model", flags.model, "A .gguf file or a config.json")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(hetc::cli::inputFile("a GGUF model or a Hugging Face config.json"));
   command
       .add_option("--system", flags.system,
                   "A system JSON, or the name of one in the catalog "

@@ -289,12 +289,12 @@ static int runRunner(int argc, char **argv) {
              "failed (the message names it); 2 the command line is wrong.");
   RunnerFlags flags;
   app.add_option("pack", flags.pack, "The .hetpack to run")
-      ->check(CLI::ExistingFile);
+      ->check(hetc::cli::inputFile("a .hetpack"));
   app.add_flag("--list-devices", flags.listDevices,
                "Print the devices the runtime finds and their memories");
   app.add_option("-w,--weights", flags.weights,
                  "The GGUF weights (default: the path recorded in the pack)")
-      ->check(CLI::ExistingFile);
+      ->check(hetc::cli::inputFile("the GGUF weights the pack was compiled for"));
   app.add_option("-p,--prompt", flags.prompt, "The prompt text");
   app.add_option("-f,--file", flags.promptFile,
                  "Read the prompt from a file ('-': standard input)")
