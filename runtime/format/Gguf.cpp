@@ -155,7 +155,10 @@ public:
 private:
   bool fail(const std::string &what) {
     std::ostringstream os;
-    os << file_.path_ << ": " << what;
+    // Structural damage has one fix: a good copy of the file.
+    os << file_.path_ << ": "
+       << withFix(what, "the file is damaged or was written wrongly; download "
+                        "or convert the model again");
     message_ = os.str();
     return false;
   }
@@ -547,7 +550,8 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
   file->size_ = size;
   if (file->size_ == 0) {
     ::close(fd);
-    error = path + ": the file is empty, not a GGUF model";
+    error = path + ": the file is empty, not a GGUF model; download or "
+                   "convert the model again";
     return nullptr;
   }
   // Weights are never read whole: the kernel pages them in as they are used.

@@ -14,17 +14,51 @@ namespace hetrt::format {
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
-    unsigned char byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out += escaped;
-    } else {
-      out += c;
+  auto escape = [&](unsigned char byte) {
+    char escaped[5];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+    out += escaped;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      if (byte < 0x20 || byte == 0x7f)
+        escape(byte);
+      else
+        out += static_cast<char>(byte);
+      ++i;
+      continue;
     }
+    // A well-formed UTF-8 sequence is kept; any other byte is escaped, so a
+    // message never carries invalid text to the terminal or a log.
+    size_t length = byte >= 0xF0 && byte <= 0xF4   ? 4
+                    : byte >= 0xE0                 ? 3
+                    : byte >= 0xC2 && byte <= 0xDF ? 2
+                                                   : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k)
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (!valid) {
+      escape(byte);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
   }
   return out;
+}
+
+std::string withFix(const std::string &message, std::string_view fix) {
+  static const char *const kFixWords[] = {
+      "; fix",  "fix:",   "fix the",  "re-convert", "re-download",
+      "convert the", "correct ", "give ", "remove ", "add ", "download",
+      "use ",   "compile"};
+  for (const char *word : kFixWords)
+    if (message.find(word) != std::string::npos)
+      return message;
+  return message + "; " + std::string(fix);
 }
 
 const char *fileKindName(unsigned mode) {

@@ -35,6 +35,12 @@ inline constexpr uint64_t kMaxPromptTextBytes = uint64_t(64) << 20;
 std::optional<std::string> readPromptText(const std::string &path,
                                           std::string &error);
 
+/// `message` as it is when it already says how to fix the problem (it names
+/// a fix, a correction, something to give, add, remove or re-convert), else
+/// followed by "; " and `fix`: every error about an input ends with what to
+/// do.
+std::string withFix(const std::string &message, std::string_view fix);
+
 /// `text` from a file, safe to print: control bytes (a terminal's escape
 /// sequences among them) become \xNN, so a message never acts on the
 /// terminal it is shown on.

@@ -58,7 +58,10 @@ public:
   }
 
   bool fail(const std::string &message) {
-    error_ = file_.path() + ": " + message;
+    error_ = file_.path() + ": " + withFix(message,
+                                           "fix the metadata, or re-convert the "
+                                           "model with a current llama.cpp "
+                                           "converter");
     return false;
   }
 
@@ -254,7 +257,8 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
   if (config.architecture != "llama" && config.architecture != "mistral" &&
       config.architecture != "qwen2") {
     error = file.path() + ": architecture \"" + printable(config.architecture) +
-            "\" is not supported (hetc imports llama, mistral and qwen2)";
+            "\" is not supported (hetc imports llama, mistral and qwen2); "
+            "give a model of one of these architectures";
     return std::nullopt;
   }
   ConfigReader read(file, config.architecture, error);

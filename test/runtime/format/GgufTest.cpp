@@ -3,6 +3,7 @@
 // offsets, wrong alignment, unknown types), each of which must give an error
 // naming the problem and never read out of bounds.
 #include "runtime/format/Gguf.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/format/GgufWriter.h"
 
 #include <gtest/gtest.h>
@@ -279,3 +280,29 @@ TEST(GgufTest, NamesFromTheFileArePrintedWithoutControlBytes) {
       << error;
   EXPECT_EQ(error.find('\x1b'), std::string::npos);
 }
+
+namespace {
+
+TEST(InputMessages, PrintableEscapesControlBytesAndInvalidUtf8) {
+  using hetrt::format::printable;
+  EXPECT_EQ(printable("llama"), "llama");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x96\x81x"), "caf\xc3\xa9 \xe2\x96\x81x");
+  EXPECT_EQ(printable("\x1b[31mred"), "\\x1b[31mred");
+  EXPECT_EQ(printable("\xfflama"), "\\xfflama");
+  EXPECT_EQ(printable("<0\x87" "32>"), "<0\\x8732>");
+  // A sequence cut short at the end is escaped byte by byte.
+  EXPECT_EQ(printable("a\xe2\x96"), "a\\xe2\\x96");
+}
+
+TEST(InputMessages, EveryMessageEndsWithAFix) {
+  using hetrt::format::withFix;
+  EXPECT_EQ(withFix("tensor \"x\" has 9 dimensions", "download it again"),
+            "tensor \"x\" has 9 dimensions; download it again");
+  EXPECT_EQ(withFix("key is 3; fix the metadata", "download it again"),
+            "key is 3; fix the metadata");
+  // "prefix" is not a fix.
+  EXPECT_EQ(withFix("the prefix is wrong", "download it again"),
+            "the prefix is wrong; download it again");
+}
+
+} // namespace
