@@ -129,8 +129,12 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
     std::optional<hardware::Device> device =
         hardware::findDevice(name, catalogDir, error);
     if (!device) {
-      error = fieldError(path, field + ".device", error,
-                         "name a device of the catalog");
+      // A device file that exists but is broken names its own fix; only a
+      // name found nowhere needs this one.
+      bool namesAFix = error.find("fix:") != std::string::npos;
+      error = namesAFix ? path + ": field \"" + field + ".device\": " + error
+                        : fieldError(path, field + ".device", error,
+                                     "name a device of the catalog");
       return std::nullopt;
     }
     EfficiencyDevice compared{*device, std::nullopt};

@@ -680,6 +680,15 @@ std::optional<System> findSystem(const std::string &nameOrPath,
                                  std::string &error) {
   if (exists(nameOrPath))
     return loadSystem(nameOrPath, catalogDir, error);
+  std::string systems = catalogDir + "/systems";
+  struct stat info;
+  if (stat(systems.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    error = "--catalog " + catalogDir + ": has no systems/ directory, so it "
+            "is not a hardware catalog (give the repository's hardware/ "
+            "directory or one laid out like it), and " + nameOrPath +
+            " is no system file";
+    return std::nullopt;
+  }
   std::string file = catalogDir + "/systems/" + nameOrPath + ".json";
   if (nameOrPath.find('/') == std::string::npos && exists(file))
     return loadSystem(file, catalogDir, error);

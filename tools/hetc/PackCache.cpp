@@ -84,6 +84,12 @@ bool ownedPrivately(const std::string &dir) {
 
 /// Creates `dir` if needed and checks that files can be created in it.
 bool writableDirectory(const std::string &dir, std::string &reason) {
+  struct stat info;
+  if (stat(dir.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) {
+    reason = std::string("it is ") + hetrt::format::fileKindName(info.st_mode) +
+             ", not a directory";
+    return false;
+  }
   if (!makeDirectories(dir) || access(dir.c_str(), W_OK | X_OK) != 0) {
     reason = std::strerror(errno);
     return false;
@@ -205,7 +211,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
       return {};
     }
     std::fprintf(stderr,
-                 "%s: warning: the pack cache %s is not writable (%s); "
+                 "%s: warning: the pack cache %s cannot hold packs (%s); "
                  "caching in %s instead (set HETC_CACHE_DIR to choose)\n",
                  tool.c_str(), dir.c_str(), reason.c_str(), fallback.c_str());
     dir = fallback;
