@@ -3,6 +3,9 @@
 
 #include "runtime/format/InputFile.h"
 
+#include <set>
+#include <vector>
+
 namespace hetrt::format {
 
 namespace {
@@ -17,6 +20,11 @@ std::string detailOf(const nlohmann::json::parse_error &error) {
     text = text.substr(colon + 2);
   return printable(text);
 }
+
+/// Thrown from the parser callback at an object's second use of a key.
+struct DuplicateKey {
+  std::string key;
+};
 
 } // namespace
 
@@ -36,10 +44,35 @@ std::optional<nlohmann::json> parseJsonText(std::string_view text,
           std::to_string(column) + ": " + detail;
     return std::nullopt;
   };
+  // JSON leaves a repeated key to the reader, and nlohmann keeps the last:
+  // in a file a person wrote, the second value silently replaced the first.
+  std::vector<std::set<std::string>> keysOfOpenObjects;
+  nlohmann::json::parser_callback_t refuseRepeatedKeys =
+      [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start)
+          keysOfOpenObjects.emplace_back();
+        else if (event == Event::object_end && !keysOfOpenObjects.empty())
+          keysOfOpenObjects.pop_back();
+        else if (event == Event::key && !keysOfOpenObjects.empty() &&
+                 !keysOfOpenObjects.back().insert(parsed.get<std::string>())
+                      .second)
+          throw DuplicateKey{parsed.get<std::string>()};
+        return true;
+      };
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), nullptr,
+    return nlohmann::json::parse(text.begin(), text.end(), refuseRepeatedKeys,
                                  /*allow_exceptions=*/true,
                                  /*ignore_comments=*/false);
+  } catch (const DuplicateKey &duplicate) {
+    std::string quoted = nlohmann::json(duplicate.key).dump();
+    size_t first = text.find(quoted);
+    size_t second = first == std::string_view::npos
+                        ? first
+                        : text.find(quoted, first + quoted.size());
+    return fail(second == std::string_view::npos ? text.size() : second,
+                "the key " + printable(quoted) +
+                    " appears twice in one object; keep one of the values");
   } catch (const nlohmann::json::parse_error &error) {
     // error.byte counts from 1 and points at the offending character.
     return fail(error.byte > 0 ? error.byte - 1 : 0, detailOf(error));

@@ -2,6 +2,8 @@
 #include "PlanningOptions.h"
 #include "Flags.h"
 
+#include "runtime/core/Limits.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -94,8 +96,16 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
     if (device.memory.empty())
       return fail(id + " has no memory to cap");
     hardware::MemoryTier &home = device.memory.front();
-    if (bytes >= static_cast<double>(home.capacityBytes))
-      continue; // a cap above the memory changes nothing
+    if (bytes >= static_cast<double>(home.capacityBytes)) {
+      // Not an error (the plan may use all of it), but likely a typo.
+      std::fprintf(stderr,
+                   "hetc: warning: --device-memory %s is no less than the "
+                   "%s %s has; the cap changes nothing\n",
+                   cap.c_str(),
+                   hetrt::core::formatBytes(home.capacityBytes).c_str(),
+                   id.c_str());
+      continue;
+    }
     home.capacityBytes = static_cast<uint64_t>(bytes);
   }
   return true;
