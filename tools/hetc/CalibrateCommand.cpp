@@ -341,7 +341,8 @@ Action registerCalibrateCommand(CLI::App &app) {
     std::string outputError;
     if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", outputError)) {
       std::cerr << "hetc calibrate: " << outputError << "\n";
-      return 1;
+      // An empty path is a command-line mistake, as in compile and run.
+      return flags->output.empty() ? 2 : 1;
     }
     // An existing file is replaced only when it is a JSON document: -o onto
     // a model or a pack by mistake must not destroy it.
