@@ -707,8 +707,19 @@ std::optional<T> findEntry(const std::string &nameOrPath,
   if (exists(nameOrPath))
     return load(nameOrPath, error);
   std::string file = catalogDir + "/" + kind + "s/" + nameOrPath + ".json";
-  if (nameOrPath.find('/') == std::string::npos && exists(file))
-    return load(file, error);
+  if (nameOrPath.find('/') == std::string::npos && exists(file)) {
+    std::optional<T> entry = load(file, error);
+    // A catalog entry is found by its file name: one naming itself otherwise
+    // would be reported and planned under a name nobody asked for.
+    if (entry && entry->name != nameOrPath) {
+      error = file + ": field \"name\" is \"" +
+              hetrt::format::printable(entry->name) + "\" but the catalog " +
+              "finds this " + kind + " as \"" + nameOrPath +
+              "\"; fix: make the name and the file name agree";
+      return std::nullopt;
+    }
+    return entry;
+  }
   error = nameOrPath + ": no such " + kind + " file, and no " + kind +
           " of the catalog at " + file + " (give a path or a catalog name)";
   return std::nullopt;

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -216,6 +220,32 @@ TEST(Catalog, BadSystemsNameTheFieldAndTheFix) {
   std::string error;
   EXPECT_FALSE(findSystem("no-such-system", dir, error));
   EXPECT_NE(error.find("no-such-system: no such system file"), std::string::npos) << error;
+}
+
+// A catalog entry is found by its file name, so a file that names itself
+// otherwise is refused instead of being planned under another name.
+TEST(Catalog, ACatalogEntryNamedUnlikeItsFileIsRefused) {
+  char pattern[] = "/tmp/hetc-catalog-XXXXXX";
+  ASSERT_TRUE(mkdtemp(pattern));
+  std::string dir = pattern;
+  ASSERT_EQ(mkdir((dir + "/devices").c_str(), 0755), 0);
+  std::string path = dir + "/devices/other-gpu.json";
+  FILE *file = fopen(path.c_str(), "w");
+  ASSERT_TRUE(file);
+  fputs(kDevice, file);
+  fclose(file);
+  std::string error;
+  EXPECT_FALSE(findDevice("other-gpu", dir, error));
+  EXPECT_NE(error.find("other-gpu.json: field \"name\" is \"test-gpu\" but "
+                       "the catalog finds this device as \"other-gpu\"; fix: "
+                       "make the name and the file name agree"),
+            std::string::npos)
+      << error;
+  // By path, a file may name its device as it likes.
+  EXPECT_TRUE(findDevice(path, dir, error)) << error;
+  std::remove(path.c_str());
+  rmdir((dir + "/devices").c_str());
+  rmdir(dir.c_str());
 }
 
 } // namespace
