@@ -47,6 +47,9 @@ ThreadPool::ThreadPool(int numThreads) {
   // work is waiting for (1024 threads on 2 cores took 90 s for four tokens),
   // so waiters block at once.
   spinIterations_ = numThreads <= cores ? kSpinIterations : 0;
+  // Nor can more threads than cores work at once: a dispatch is split for
+  // at most that many, so it wakes a few workers, not the whole pool.
+  maxActive_ = std::min(numThreads, cores);
   try {
     for (int i = 1; i < numThreads; ++i)
       workers_.emplace_back([this] { work(); });
@@ -92,7 +95,8 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   int64_t size = end - begin;
   if (size <= 0)
     return;
-  int threads = static_cast<int>(std::min<int64_t>(numThreads(), size));
+  int threads = static_cast<int>(
+      std::min<int64_t>(std::min(numThreads(), maxActive_), size));
   if (threads == 1 || !parallel_.load(std::memory_order_relaxed)) {
     task(arguments, begin, end);
     return;
@@ -111,10 +115,15 @@ void ThreadPool::parallelFor(GridTask task, void *arguments, int64_t begin,
   cursor_.store(claimWord(generation, static_cast<uint64_t>(chunks), 0),
                 std::memory_order_release);
   generation_.store(generation, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+  if (int sleepers = sleepers_.load(std::memory_order_seq_cst); sleepers > 0) {
     // Taking the mutex orders this notify after a sleeper's predicate check.
     { std::lock_guard<std::mutex> lock(wakeMutex_); }
-    wake_.notify_all();
+    // Wake only as many workers as there are chunks for besides this thread.
+    if (chunks - 1 >= sleepers)
+      wake_.notify_all();
+    else
+      for (int64_t i = 0; i < chunks - 1; ++i)
+        wake_.notify_one();
   }
   runChunks(generation);
   // What is left runs on workers that claimed it: spin while they are likely

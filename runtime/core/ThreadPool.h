@@ -63,6 +63,9 @@ private:
   /// Pauses a waiting thread spins before it blocks (0 when the pool has
   /// more threads than the machine has cores). Set before any worker starts.
   int spinIterations_ = 0;
+  /// Threads a dispatch is split for: the pool's size, or the machine's
+  /// cores when the pool is larger.
+  int maxActive_ = 1;
   std::mutex dispatchMutex_;
   std::mutex wakeMutex_;
   std::condition_variable wake_;
