@@ -35,9 +35,11 @@ Action registerSimulateCommand(CLI::App &app) {
       "simulate", "Play a request (prefill and decode steps) through the plan "
                   "and report each device's timeline and utilization");
   addPlanningOptions(*command, *flags);
+  // Every step is played event by event: a million steps is past the
+  // longest context of a released model and still takes seconds.
   command->add_option("-n,--decode-tokens", flags->decodeTokens,
-                      "Decode steps after the prefill")
-      ->check(wholeRange(0, INT32_MAX))
+                      "Decode steps after the prefill (at most 1048576)")
+      ->check(wholeRange(0, 1 << 20))
       ->capture_default_str();
   command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
   command->add_flag("--json", flags->json,
@@ -46,6 +48,15 @@ Action registerSimulateCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
+    // A chart of more steps than pixels is unreadable and hundreds of MB.
+    constexpr int64_t kMaxChartSteps = 10000;
+    if (!flags->svg.empty() && flags->decodeTokens > kMaxChartSteps) {
+      std::cerr << "hetc simulate: --svg charts at most " << kMaxChartSteps
+                << " decode steps, and -n is " << flags->decodeTokens
+                << "; give a smaller -n for the chart (the summary takes any "
+                   "-n)\n";
+      return 2;
+    }
     if (!flags->svg.empty() &&
         !hetrt::format::checkOutputPath(flags->svg, {flags->model, flags->system},
                                         "--svg", error)) {
