@@ -209,7 +209,7 @@ HETRT_API void hetrt_session_reset(hetrt_session_t *session);
 typedef struct hetrt_sampling_params_t {
   float temperature;        /* 0: greedy, ties to the lowest id */
   int32_t top_k;            /* 0: all tokens */
-  float top_p;              /* 1: all tokens */
+  float top_p;              /* in [0, 1]; 1: all tokens, 0: the most likely */
   float repetition_penalty; /* 1: off */
   uint64_t seed;
 } hetrt_sampling_params_t;

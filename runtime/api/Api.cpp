@@ -518,11 +518,12 @@ hetrt_status_t hetrt_sampler_create(const hetrt_sampling_params_t *params,
                 "hetrt_sampler_create: out_sampler is NULL");
   *out_sampler = nullptr;
   if (!params || !(params->temperature >= 0) || params->top_k < 0 ||
-      !(params->top_p > 0 && params->top_p <= 1) ||
+      !(params->top_p >= 0 && params->top_p <= 1) ||
       !(params->repetition_penalty > 0))
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_sampler_create: needs temperature >= 0, top_k >= 0, "
-                "0 < top_p <= 1 and repetition_penalty > 0");
+                "0 <= top_p <= 1 (0 keeps the most likely token, as in "
+                "llama.cpp) and repetition_penalty > 0");
   return guarded([&] {
     hetrt::core::SamplingParams core;
     core.temperature = params->temperature;
