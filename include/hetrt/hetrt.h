@@ -21,7 +21,8 @@ extern "C" {
 #endif
 
 /* 2: hetrt_model_is_end_of_generation; device enumeration.
- * 3: buffers, queues and events of the device layer. */
+ * 3: buffers, queues and events of the device layer;
+ *    hetrt_model_max_text_bytes. */
 #define HETRT_API_VERSION 3
 
 #if defined(__GNUC__)
@@ -159,6 +160,13 @@ HETRT_API void hetrt_model_release(hetrt_model_t *model);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_info(const hetrt_model_t *model, int32_t *out_vocab_size,
                  int32_t *out_context_length);
+
+/* The most text bytes max_tokens tokens can stand for (a generous bound):
+ * a longer text cannot tokenize into max_tokens ids, so a caller can refuse
+ * it before paying for hetrt_model_tokenize. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_max_text_bytes(const hetrt_model_t *model, uint64_t max_tokens,
+                           uint64_t *out_bytes);
 
 /* Whether id ends a generation (EOS, end-of-turn and the like, as the
  * model's tokenizer marks them): *out_is_end is 1 or 0. An id outside the

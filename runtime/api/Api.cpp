@@ -393,6 +393,19 @@ hetrt_status_t hetrt_model_is_end_of_generation(const hetrt_model_t *model,
   return HETRT_OK;
 }
 
+hetrt_status_t hetrt_model_max_text_bytes(const hetrt_model_t *model,
+                                          uint64_t max_tokens,
+                                          uint64_t *out_bytes) {
+  if (!model || !out_bytes)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_max_text_bytes: NULL argument");
+  *out_bytes = 0;
+  return guarded([&] {
+    *out_bytes = model->model->tokenizer().maxTextBytesFor(max_tokens);
+    return HETRT_OK;
+  });
+}
+
 hetrt_status_t hetrt_model_tokenize(const hetrt_model_t *model,
                                     const char *text, size_t text_length,
                                     int add_special, int32_t *out_ids,

@@ -705,6 +705,13 @@ const std::string &Tokenizer::preTokenizerName() const {
   return impl_->preName;
 }
 int32_t Tokenizer::vocabSize() const { return impl_->vocab.size(); }
+
+uint64_t Tokenizer::maxTextBytesFor(uint64_t tokens) const {
+  uint64_t longest = 1;
+  for (const std::string &text : impl_->vocab.texts)
+    longest = std::max<uint64_t>(longest, text.size());
+  return tokens * longest * 2 + 1024;
+}
 int32_t Tokenizer::bos() const { return impl_->bos; }
 int32_t Tokenizer::eos() const { return impl_->eos; }
 int32_t Tokenizer::unk() const { return impl_->unk; }

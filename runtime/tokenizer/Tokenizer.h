@@ -65,6 +65,12 @@ public:
   /// is absent); empty for SPM.
   const std::string &preTokenizerName() const;
   int32_t vocabSize() const;
+
+  /// The most prompt bytes `tokens` tokens can stand for, with room to
+  /// spare: twice the longest token text (a token never stands for more
+  /// bytes than its text has) per token, plus 1 KiB. A longer text cannot
+  /// fit, and is refused before the (per-byte costly) encoding.
+  uint64_t maxTextBytesFor(uint64_t tokens) const;
   /// Special token ids, or -1 when the vocabulary has none.
   int32_t bos() const;
   int32_t eos() const;

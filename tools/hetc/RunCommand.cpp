@@ -202,6 +202,16 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
+    int64_t context = manifest.contextLength;
+    // Encoding costs microseconds a byte: a text that cannot fit the context
+    // is refused before it is encoded.
+    if (promptText.size() > tokenizer.maxTextBytesFor(context)) {
+      std::cerr << "hetc run: the prompt is " << promptText.size()
+                << " bytes, more than a context of " << context
+                << " tokens can hold; give a shorter prompt or a larger "
+                   "--context\n";
+      return 1;
+    }
     std::vector<int32_t> prompt =
         tokenizer.encode(promptText, /*addSpecial=*/true);
     if (prompt.empty()) {
@@ -209,7 +219,6 @@ Action registerRunCommand(CLI::App &app) {
                    "token; give a prompt with -p\n";
       return 2;
     }
-    int64_t context = manifest.contextLength;
     if (static_cast<int64_t>(prompt.size()) > context) {
       std::cerr << "hetc run: the prompt is " << prompt.size()
                 << " tokens but the context holds " << context

@@ -124,6 +124,22 @@ int run(const RunnerFlags &flags) {
   if (!report(hetrt_model_info(model.get, &vocab, &context),
               "hetrt_model_info"))
     return failed();
+  // Encoding costs microseconds a byte: a text that cannot fit the context
+  // is refused before it is encoded.
+  uint64_t maxBytes = 0;
+  if (!report(hetrt_model_max_text_bytes(model.get,
+                                         static_cast<uint64_t>(context),
+                                         &maxBytes),
+              "hetrt_model_max_text_bytes"))
+    return failed();
+  if (prompt.size() > maxBytes) {
+    std::fprintf(stderr,
+                 "hetrt-run: the prompt is %zu bytes, more than a context of "
+                 "%d tokens can hold; give a shorter prompt or compile with a "
+                 "larger --context\n",
+                 prompt.size(), context);
+    return failed();
+  }
   bool ok = true;
   std::vector<int32_t> promptIds = tokenize(model.get, prompt, ok);
   if (!ok)
