@@ -39,11 +39,16 @@ public:
     return true;
   }
 
-  bool real(const std::string &suffix, float &out, float fallback) {
+  bool real(const std::string &suffix, float &out,
+            std::optional<float> fallback) {
     std::string key = arch_ + "." + suffix;
     const GgufValue *value = file_.find(key);
     if (!value) {
-      out = fallback;
+      if (!fallback)
+        return fail("metadata key \"" + key +
+                    "\" is missing; re-convert the model with a current "
+                    "llama.cpp converter");
+      out = *fallback;
       return true;
     }
     std::optional<double> number = value->asDouble();
@@ -273,7 +278,10 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
       !read.integer("attention.head_count_kv", config.numKvHeads,
                     config.numHeads) ||
       !read.integer("context_length", config.contextLength, std::nullopt) ||
-      !read.real("attention.layer_norm_rms_epsilon", config.rmsEpsilon, 1e-5f) ||
+      // Required, as in llama.cpp: a default would silently change every
+      // norm of a file whose key was lost.
+      !read.real("attention.layer_norm_rms_epsilon", config.rmsEpsilon,
+                 std::nullopt) ||
       !read.real("rope.freq_base", config.ropeTheta, 10000.0f))
     return std::nullopt;
   if (config.dim % config.numHeads != 0)
