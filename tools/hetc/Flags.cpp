@@ -2,6 +2,7 @@
 #include "Flags.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/format/InputFile.h"
 
 #include <cctype>
 #include <sys/stat.h>
@@ -141,6 +142,14 @@ std::string misreadShortOption(const std::string &argument) {
     message += "; hetc places layers on devices with its cost model instead "
                "of -ngl: see `hetc plan MODEL --system SYS`";
   return message;
+}
+
+int reportParseError(CLI::App &app, const CLI::ParseError &error) {
+  if (error.get_exit_code() == 0)
+    return app.exit(error);
+  std::fprintf(stderr, "%s\nRun with --help for more information.\n",
+               hetrt::format::printable(error.what()).c_str());
+  return 2;
 }
 
 int finishStandardOutput(int code, const char *tool) {

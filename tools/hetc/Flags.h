@@ -43,6 +43,12 @@ void addModelArgument(CLI::App *command, std::string &model,
 /// `argument` is not one.
 std::string misreadShortOption(const std::string &argument);
 
+/// Reports a command-line parse error of `app` and returns the exit code:
+/// help and version print as CLI11 prints them (0); a real error prints its
+/// message with bytes that are not UTF-8 escaped (a path or value from the
+/// command line may hold any bytes) and returns 2.
+int reportParseError(CLI::App &app, const CLI::ParseError &error);
+
 /// Ends a tool whose work returned `code`: flushes standard output and, when
 /// what it printed could not be written (a full disk, a closed pipe), says
 /// so on standard error and returns 1 instead of a success that lost the

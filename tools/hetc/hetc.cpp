@@ -79,10 +79,9 @@ int runHetc(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
-    int code = app.exit(error);
     // --help and --version end the same way; every real parse error is a
     // usage error, whatever CLI11's internal code for it.
-    return code == 0 ? 0 : kExitUsage;
+    return hetc::cli::reportParseError(app, error) == 0 ? 0 : kExitUsage;
   }
   // App::help() describes the selected subcommand; `hetc help` wants the
   // top level.

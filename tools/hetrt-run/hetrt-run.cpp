@@ -350,8 +350,7 @@ static int runRunner(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
-    int code = app.exit(error);
-    return code == 0 ? 0 : kExitUsage;
+    return hetc::cli::reportParseError(app, error) == 0 ? 0 : kExitUsage;
   }
   if (flags.listDevices)
     return listDevices();
