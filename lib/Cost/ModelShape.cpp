@@ -259,15 +259,30 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
             "value, or add head_dim";
     return std::nullopt;
   }
-  // Floats the model is defined by: present, they are finite and positive.
-  for (const char *key : {"rms_norm_eps", "rope_theta"}) {
-    auto found = json.find(key);
+  // Floats the model is defined by: present, they are positive and within
+  // what any model uses (epsilons of 1e-12 to 1e-1, RoPE bases to 1e9).
+  struct FloatRange {
+    const char *key;
+    double low, high;
+  };
+  for (FloatRange range : {FloatRange{"rms_norm_eps", 1e-12, 1e-1},
+                           FloatRange{"rope_theta", 1.0, 1e9}}) {
+    auto found = json.find(range.key);
     if (found == json.end())
       continue;
     if (!found->is_number() || !(found->get<double>() > 0) ||
         !std::isfinite(found->get<double>())) {
-      error = path + ": field \"" + key + "\": expected a positive number, "
-              "got " + found->dump() + "; fix: correct the value";
+      error = path + ": field \"" + range.key + "\": expected a positive "
+              "number, got " + found->dump() + "; fix: correct the value";
+      return std::nullopt;
+    }
+    double value = found->get<double>();
+    if (value < range.low || value > range.high) {
+      std::ostringstream bounds;
+      bounds << range.low << " to " << range.high;
+      error = path + ": field \"" + range.key + "\" is " + found->dump() +
+              ", outside the " + bounds.str() +
+              " models use; fix: correct the value";
       return std::nullopt;
     }
   }

@@ -4,11 +4,13 @@
 
 #include "runtime/core/Limits.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 namespace hetc::cli {
 
@@ -56,6 +58,7 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
       {"MB", 1000000ull},         {"KB", 1000ull},
       {"B", 1},
   };
+  std::vector<std::string> capped;
   for (const std::string &cap : caps) {
     auto fail = [&](const std::string &why) {
       error = "--device-memory " + cap + ": " + why;
@@ -65,6 +68,11 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
     if (equals == std::string::npos || equals == 0)
       return fail("write DEVICE=SIZE, e.g. gpu0=8GiB");
     std::string id = cap.substr(0, equals), size = cap.substr(equals + 1);
+    // Within one list a second cap for a device is a mistake, not an edit.
+    if (std::find(capped.begin(), capped.end(), id) != capped.end())
+      return fail(id + " is capped twice in one list; give one size per "
+                       "device");
+    capped.push_back(id);
     int index = system.deviceIndex(id);
     if (index < 0) {
       std::string ids;
