@@ -9,21 +9,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace hetc::target::spirv {
 
-/// A kernel of a serialized module: its entry point, the storage buffers it
-/// binds (descriptor set 0, bindings 0..bindings-1, in argument order) and
-/// its workgroup size.
-struct SpirvKernel {
-  std::string entryPoint;
-  int bindings = 0;
-  std::array<int64_t, 3> workgroupSize = {1, 1, 1};
-};
+/// A kernel of a serialized module: the seam's description of a kernel
+/// dispatched by entry point.
+using SpirvKernel = KernelInfo;
 
 /// One SPIR-V module: its binary (little-endian words) and its kernels.
 struct SpirvExecutable {

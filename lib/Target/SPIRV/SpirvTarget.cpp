@@ -63,9 +63,7 @@ public:
       executable.format = "spirv";
       executable.code.assign(spirvModule.binary.begin(),
                              spirvModule.binary.end());
-      for (const SpirvKernel &kernel : spirvModule.kernels)
-        executable.kernels.push_back(
-            {kernel.entryPoint, kernel.bindings, kernel.workgroupSize});
+      executable.kernels = std::move(spirvModule.kernels);
       executables.push_back(std::move(executable));
     }
     return true;
