@@ -13,11 +13,25 @@ namespace hetrt::format {
 /// Version of the calling convention between generated code and the runtime:
 /// the entry arguments' order and descriptors, the runtime interface, the
 /// buffer-allocator table. Bumped on any change to one of them.
-inline constexpr int64_t kKernelAbiVersion = 2;
+inline constexpr int64_t kKernelAbiVersion = 3;
 
 /// The exported symbol of the record: an array of kCodeRecordLength int64
 /// values, indexed by CodeRecordField.
 inline constexpr const char *kCodeRecordSymbol = "hetc_code_record";
+
+/// The exported symbol naming the CPU features the code's instructions use:
+/// a NUL-terminated, comma-separated list of the names CpuFeatures.h knows
+/// ("avx512f,avx512bw,..."). The runtime checks the host against it, not
+/// only against the manifest, so a manifest that understates what the code
+/// needs is refused instead of faulting on an illegal instruction.
+inline constexpr const char *kCodeRequiresSymbol = "hetc_code_requires";
+
+/// The entry points every model code exports: one-pointer wrappers named
+/// by this prefix and the entry function. They are fixed by this ABI: a
+/// manifest naming others does not describe code this runtime can call.
+inline constexpr const char *kEntryWrapperPrefix = "hetc_entry_";
+inline constexpr const char *kPrefillEntrySymbol = "hetc_entry_prefill";
+inline constexpr const char *kDecodeEntrySymbol = "hetc_entry_decode";
 
 /// "HETCREC1" read as a little-endian int64: tells a record from other bytes.
 inline constexpr int64_t kCodeRecordMagic = 0x3143455243544548;

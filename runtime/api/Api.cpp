@@ -138,6 +138,8 @@ hetrt_status_t hetrt_device_memory_info(int32_t device_index,
   });
 }
 
+} // extern "C"
+
 namespace {
 
 /// The device at `index`, or null with the failure recorded.
@@ -163,6 +165,8 @@ hetrt_status_t statusOfResult(bool ok, const hetrt::hal::Error &error,
 }
 
 } // namespace
+
+extern "C" {
 
 hetrt_status_t hetrt_buffer_create(int32_t device_index, int32_t memory_index,
                                    uint64_t size, hetrt_buffer_t **out_buffer) {

@@ -136,6 +136,15 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                   std::to_string(bound.limit) + "]");
   if (size < 0)
     return fail("field \"weights.size\" is negative");
+  const std::pair<const char *, const std::string *> entries[] = {
+      {"prefill", &manifest.prefillSymbol}, {"decode", &manifest.decodeSymbol}};
+  const char *expected[] = {kPrefillEntrySymbol, kDecodeEntrySymbol};
+  for (int i = 0; i < 2; ++i)
+    if (*entries[i].second != expected[i])
+      return fail(std::string("field \"entries.") + entries[i].first +
+                  "\" is \"" + *entries[i].second + "\"; kernel ABI version " +
+                  std::to_string(kKernelAbiVersion) + " calls it \"" +
+                  expected[i] + "\"");
   if (manifest.kvElementType != "f32")
     return fail("field \"model.kv_element_type\" is \"" +
                 manifest.kvElementType + "\"; this runtime supports \"f32\"");

@@ -3,6 +3,8 @@
 #ifndef HETRT_FORMAT_MANIFEST_H
 #define HETRT_FORMAT_MANIFEST_H
 
+#include "abi/CodeRecord.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,9 +40,10 @@ struct Manifest {
   /// Bytes of one KV-cache element (fromJson admits only "f32").
   int64_t kvElementBytes() const { return kvElementType == "f32" ? 4 : 0; }
 
-  /// Symbols of the one-pointer entry wrappers.
-  std::string prefillSymbol = "hetc_entry_prefill";
-  std::string decodeSymbol = "hetc_entry_decode";
+  /// Symbols of the one-pointer entry wrappers; fromJson admits only the
+  /// ones the kernel ABI fixes (CodeRecord.h).
+  std::string prefillSymbol = kPrefillEntrySymbol;
+  std::string decodeSymbol = kDecodeEntrySymbol;
 
   std::vector<CodeVariant> variants;
 

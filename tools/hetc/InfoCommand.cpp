@@ -1,15 +1,16 @@
 // `hetc info MODEL`: what a GGUF model is (architecture, shapes, tensor
 // types, tokenizer, chat template) and the memory it needs at a context, read
-// from its header and metadata without loading the weights.
+// from its header and metadata without loading the weights; for a pack, also
+// what it was compiled for and which of its code this CPU runs.
 #include "Commands.h"
 #include "Flags.h"
 #include "PackCache.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/core/Model.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
-#include "runtime/format/Pack.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <CLI/CLI.hpp>
@@ -50,39 +51,19 @@ Action registerInfoCommand(CLI::App &app) {
       return -1;
     std::string error;
     std::string path = flags->model;
+    // A pack is checked exactly as the runners check it (checksums, the
+    // code's structure and record, its CPU features, the model file's hash),
+    // so `info` never describes a pack that `run` would refuse.
+    std::unique_ptr<hetrt::core::Model> packed;
     if (isPack(path)) {
-      std::unique_ptr<hetrt::format::PackFile> pack =
-          hetrt::format::PackFile::open(path, error);
-      const std::string_view *text =
-          pack ? pack->section("manifest.json") : nullptr;
-      std::optional<hetrt::format::Manifest> manifest;
-      if (pack && !text)
-        error = path + ": the pack has no manifest.json section";
-      if (text)
-        manifest = hetrt::format::Manifest::fromJson(std::string(*text), path,
-                                                     error);
-      if (!manifest) {
+      packed = hetrt::core::Model::load(path, "", error);
+      if (!packed) {
         std::cerr << "hetc info: " << error << "\n";
         return 1;
       }
       if (flags->contextLength == 0)
-        flags->contextLength = manifest->contextLength;
-      path = manifest->weightsPath;
-      // Describe the model the pack runs, not a file that took its place.
-      std::optional<std::string> hash = hetrt::format::hashFile(path, error);
-      if (!hash) {
-        std::cerr << "hetc info: " << error << " (" << flags->model
-                  << " was compiled from it)\n";
-        return 1;
-      }
-      if (*hash != manifest->weightsHash) {
-        std::cerr << "hetc info: " << path << ": content hash " << *hash
-                  << " differs from the " << manifest->weightsHash << " that "
-                  << flags->model
-                  << " was compiled for; this is another model now (recompile "
-                     "the pack for it)\n";
-        return 1;
-      }
+        flags->contextLength = packed->manifest().contextLength;
+      path = packed->manifest().weightsPath;
     }
     std::unique_ptr<hetrt::format::GgufFile> file =
         hetrt::format::GgufFile::open(path, error);
@@ -150,6 +131,16 @@ Action registerInfoCommand(CLI::App &app) {
           {"context", context},
           {"kv_cache_bytes", kvBytes ? nlohmann::json(*kvBytes) : nlohmann::json()},
       };
+      if (packed) {
+        nlohmann::json variants = nlohmann::json::array();
+        for (const hetrt::format::CodeVariant &variant :
+             packed->manifest().variants)
+          variants.push_back(variant.name);
+        result["pack"] = {{"path", flags->model},
+                          {"context", packed->manifest().contextLength},
+                          {"variants", variants},
+                          {"runs_here", packed->code().variantName()}};
+      }
       std::cout << result.dump(2) << "\n";
       return 0;
     }
@@ -183,6 +174,17 @@ Action registerInfoCommand(CLI::App &app) {
                 kvBytes ? hetrt::core::formatBytes(*kvBytes).c_str() : "too large",
                 kvBytes ? hetrt::core::formatBytes(*kvBytes + weightBytes).c_str()
                         : "too large");
+    if (packed) {
+      std::string variants;
+      for (const hetrt::format::CodeVariant &variant :
+           packed->manifest().variants)
+        variants += (variants.empty() ? "" : ", ") + variant.name;
+      std::printf("  pack           %s: compiled for a context of %lld, code "
+                  "for %s; this CPU runs %s\n",
+                  flags->model.c_str(),
+                  static_cast<long long>(packed->manifest().contextLength),
+                  variants.c_str(), packed->code().variantName().c_str());
+    }
     return 0;
   };
 }

@@ -2,12 +2,16 @@
 // object (ld.lld). Everything but the final link happens in process.
 #include "hetc/Target/X86.h"
 
+#include "abi/CodeRecord.h"
 #include "runtime/core/CpuFeatures.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -136,6 +140,15 @@ buildOptimizedModule(mlir::ModuleOp module, const CpuVariant &variant,
   }
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  // The features this code's instructions need, which the runtime checks
+  // against the host itself rather than trusting the manifest (CodeRecord.h).
+  llvm::Constant *requiredFeatures = llvm::ConstantDataArray::getString(
+      llvmContext, llvm::join(variant.requiredFeatures, ","));
+  new llvm::GlobalVariable(*llvmModule, requiredFeatures->getType(),
+                           /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage,
+                           requiredFeatures,
+                           hetrt::format::kCodeRequiresSymbol);
   // Every function gets the variant's CPU, so inlining and vectorization use it.
   for (llvm::Function &function : *llvmModule) {
     if (function.isDeclaration())

@@ -2,6 +2,8 @@
 // interfaces (see Passes.td).
 #include "passes/target/x86/Passes.h"
 
+#include "abi/CodeRecord.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -16,7 +18,6 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
-constexpr llvm::StringLiteral kWrapperPrefix = "hetc_entry_";
 
 struct PackEntryArgsPass
     : hetc::x86::impl::HetcX86PackEntryArgsPassBase<PackEntryArgsPass> {
@@ -40,7 +41,7 @@ struct PackEntryArgsPass
         return signalPassFailure();
       }
       std::string name =
-          (kWrapperPrefix + interface.getName().drop_front(kCInterfacePrefix.size()))
+          (llvm::StringRef(hetrt::format::kEntryWrapperPrefix) + interface.getName().drop_front(kCInterfacePrefix.size()))
               .str();
       Location loc = interface.getLoc();
       auto wrapper = LLVM::LLVMFuncOp::create(

@@ -3,6 +3,7 @@
 #include "runtime/backends/cpu/CpuCode.h"
 
 #include "runtime/backends/cpu/BufferCache.h"
+#include "runtime/backends/cpu/ElfImage.h"
 
 #include "runtime/core/CpuFeatures.h"
 
@@ -10,12 +11,71 @@
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 namespace hetrt::cpu {
 
 namespace {
+
+/// The address of data symbol `name` in `handle` and its size in bytes from
+/// the symbol table, or null when absent.
+const char *dataSymbol(void *handle, const char *name, size_t &size) {
+  void *address = dlsym(handle, name);
+  Dl_info info;
+  void *entry = nullptr;
+  if (!address || !dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry)
+    return nullptr;
+  size = static_cast<const ElfW(Sym) *>(entry)->st_size;
+  return static_cast<const char *>(address);
+}
+
+/// Splits the comma-separated feature list of the code's requirement symbol.
+std::vector<std::string> splitFeatures(std::string_view text) {
+  std::vector<std::string> features;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    features.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos)
+      break;
+    text.remove_prefix(comma + 1);
+  }
+  return features;
+}
+
+/// Checks the host against the features the code itself says it uses, so a
+/// manifest that understates them cannot make the host fault.
+bool checkRequirements(void *handle, const format::PackFile &pack,
+                       const format::CodeVariant &variant,
+                       std::string &error, core::Failure &failure) {
+  size_t size = 0;
+  const char *text =
+      dataSymbol(handle, format::kCodeRequiresSymbol, size);
+  if (!text || size == 0 || text[size - 1] != '\0') {
+    error = pack.path() + ": the code of variant \"" + variant.name +
+            "\" does not say which CPU features it uses (an older hetc wrote "
+            "it, or the pack was altered); compile the model again with "
+            "`hetc compile`";
+    return false;
+  }
+  std::vector<std::string> needed = splitFeatures(text);
+  for (const std::string &feature : needed) {
+    if (core::hostSupports({feature}))
+      continue;
+    std::string listed;
+    for (const std::string &name : variant.requires_)
+      listed += (listed.empty() ? "" : ", ") + name;
+    error = pack.path() + ": the code of variant \"" + variant.name +
+            "\" uses CPU feature \"" + feature +
+            "\", which this CPU lacks, though the manifest lists only [" +
+            listed + "]; the manifest does not describe this code (compile "
+            "the model again with `hetc compile`)";
+    failure = core::Failure::Unsupported;
+    return false;
+  }
+  return true;
+}
 
 /// Reads the code's record and compares it with the manifest.
 bool checkRecord(void *handle, const format::PackFile &pack,
@@ -26,9 +86,12 @@ bool checkRecord(void *handle, const format::PackFile &pack,
   using namespace format;
   const std::string origin =
       pack.path() + ": the code of variant \"" + variant.name + "\"";
-  const auto *values =
-      static_cast<const int64_t *>(dlsym(handle, kCodeRecordSymbol));
-  if (!values || values[CodeRecordMagic] != kCodeRecordMagic) {
+  size_t size = 0;
+  const char *bytes = dataSymbol(handle, kCodeRecordSymbol, size);
+  int64_t values[kCodeRecordLength] = {};
+  if (bytes && size == sizeof(values))
+    std::memcpy(values, bytes, sizeof(values));
+  if (values[CodeRecordMagic] != kCodeRecordMagic) {
     error = origin + " carries no record of the shapes it was compiled for "
                      "(an older hetc wrote it); compile the model again with "
                      "`hetc compile`";
@@ -97,6 +160,13 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
             "\" for variant \"" + chosen->name + "\" but the pack lacks it";
     return nullptr;
   }
+  std::string why;
+  if (!checkElfImage(*code, why)) {
+    error = pack.path() + ": the code of variant \"" + chosen->name + "\" " +
+            why + "; the pack is damaged or was altered (compile the model "
+                  "again with `hetc compile`)";
+    return nullptr;
+  }
   std::unique_ptr<CpuCode> loaded(new CpuCode());
   loaded->variant_ = chosen->name;
   loaded->fd_ = memfd_create("hetc-model-code", MFD_CLOEXEC);
@@ -126,7 +196,8 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
     return nullptr;
   }
   if (!checkRecord(loaded->handle_, pack, manifest, *chosen,
-                   loaded->record_, error))
+                   loaded->record_, error) ||
+      !checkRequirements(loaded->handle_, pack, *chosen, error, failure))
     return nullptr;
   // Code generated with routed allocations exports a table for the buffer
   // allocator; older code without it keeps the C library's.
@@ -138,7 +209,10 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
   auto resolve = [&](const std::string &symbol) -> EntryFunction {
     void *address = dlsym(loaded->handle_, symbol.c_str());
     if (!address)
-      error = pack.path() + ": the code lacks entry point \"" + symbol + "\"";
+      error = pack.path() + ": the code of variant \"" + chosen->name +
+              "\" lacks entry point \"" + symbol +
+              "\"; the pack is damaged or was altered (compile the model "
+              "again with `hetc compile`)";
     return reinterpret_cast<EntryFunction>(address);
   };
   loaded->prefill_ = resolve(manifest.prefillSymbol);

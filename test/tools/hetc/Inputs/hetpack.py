@@ -3,9 +3,16 @@
 
     hetpack.py list PACK                    section names, sizes and checksums
     hetpack.py extract PACK SECTION OUT     one section's bytes
-    hetpack.py set PACK OUT KEY=VALUE...    manifest fields changed (model.layers=1),
-                                            checksums written anew: a pack forged
-                                            to look valid
+    hetpack.py set PACK OUT KEY=VALUE...    manifest fields changed (model.layers=1,
+                                            variants.0.requires=[]), checksums
+                                            written anew: a pack forged to look valid
+    hetpack.py cut PACK OUT SECTION SIZE    a section cut to SIZE bytes, checksums
+                                            written anew: a forged truncation
+    hetpack.py zero PACK OUT SECTION FROM   a section's bytes zeroed from FROM on,
+                                            checksums written anew
+    hetpack.py replace PACK OUT SECTION OLD NEW
+                                            bytes OLD replaced by NEW (same length)
+                                            in a section, checksums written anew
     hetpack.py flip PACK OUT SECTION OFFSET one byte of a section inverted, checksums
                                             kept: damage the header does not know of
     hetpack.py trap PACK OUT SECTION        a section's bytes overwritten with int3
@@ -79,9 +86,30 @@ def main(argv):
             manifest = json.loads(name_payload[1])
             for assignment in argv[4:]:
                 key, value = assignment.split("=", 1)
-                obj, field = key.split(".")
-                manifest[obj][field] = json.loads(value)
+                *parents, field = [int(k) if k.isdigit() else k
+                                   for k in key.split(".")]
+                target = manifest
+                for parent in parents:
+                    target = target[parent]
+                target[field] = json.loads(value)
             name_payload[1] = json.dumps(manifest, indent=2).encode()
+        write(out, version, sections, rechecksum=True)
+    elif command in ("cut", "zero"):
+        for name_payload in sections:
+            if name_payload[0] != argv[4]:
+                continue
+            at = int(argv[5])
+            payload = name_payload[1]
+            name_payload[1] = (payload[:at] if command == "cut" else
+                               payload[:at] + bytes(len(payload) - at))
+        write(out, version, sections, rechecksum=True)
+    elif command == "replace":
+        old, new = argv[5].encode(), argv[6].encode()
+        assert len(old) == len(new), "OLD and NEW must have the same length"
+        for name_payload in sections:
+            if name_payload[0] == argv[4]:
+                assert old in name_payload[1], f"{argv[5]} not in {argv[4]}"
+                name_payload[1] = name_payload[1].replace(old, new)
         write(out, version, sections, rechecksum=True)
     elif command in ("flip", "trap"):
         for name_payload in sections:
