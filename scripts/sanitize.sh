@@ -44,17 +44,22 @@ pack="$asan/stories260K.hetpack"
 "$asan/bin/hetrt-run" --list-devices
 "$asan/bin/hetrt-capi-devices"
 
-# The fuzzers: seeds are a real model, a real pack and its manifest.
+# The fuzzers: seeds are a real model, a real pack, its manifest and its code.
 runs="${HETC_FUZZ_RUNS:-200000}"
 cmake --build "$build" --target hetrt-gguf-fuzzer hetrt-pack-fuzzer
 corpus="$asan/fuzz-corpus"
 rm -rf "$corpus" && mkdir -p "$corpus/gguf" "$corpus/pack"
 cp "$repo/../shared/models/stories260K.gguf" "$corpus/gguf/"
 cp "$pack" "$corpus/pack/"
-python3 "$repo/test/tools/hetc/Inputs/hetpack.py" extract "$pack" manifest.json \
-  "$corpus/pack/manifest.json"
-for fuzzer in gguf pack; do
-  (cd "$corpus" && "$build/bin/hetrt-$fuzzer-fuzzer" -runs="$runs" -seed=1 \
-     -max_len=70000 -timeout=20 "$corpus/$fuzzer" 2>&1 | tail -n 3)
+packtool="$repo/test/tools/hetc/Inputs/hetpack.py"
+python3 "$packtool" extract "$pack" manifest.json "$corpus/pack/manifest.json"
+for section in $(python3 "$packtool" list "$pack" | awk '$1 ~ /^code\// {print $1}'); do
+  python3 "$packtool" extract "$pack" "$section" "$corpus/pack/${section#code/}"
+done
+# Whole code images are a few hundred KiB; GGUF inputs past 70 KB only slow
+# the mutations down.
+for fuzzer in gguf:70000 pack:400000; do
+  (cd "$corpus" && "$build/bin/hetrt-${fuzzer%:*}-fuzzer" -runs="$runs" -seed=1 \
+     -max_len="${fuzzer#*:}" -timeout=20 "$corpus/${fuzzer%:*}" 2>&1 | tail -n 3)
 done
 echo "sanitizers: no reports"

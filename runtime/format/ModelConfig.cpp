@@ -82,6 +82,26 @@ std::string shapeText(const std::vector<int64_t> &dims) {
   return text + "]";
 }
 
+/// Tensors in `file` that no tensor of the model is (outside the tensor
+/// grammar, or of a layer past the last), as a hint to why a tensor is
+/// missing: most often it was renamed or mistyped.
+std::string strayTensorHint(const GgufFile &file, const ModelConfig &config) {
+  std::vector<std::string> strays;
+  for (const GgufTensorInfo &tensor : file.tensors()) {
+    std::optional<TensorName> name = parseTensorName(tensor.name);
+    if (!name || name->layer >= config.numLayers)
+      strays.push_back(printable(tensor.name));
+  }
+  if (strays.empty())
+    return "";
+  std::string hint = " (the file has " + std::to_string(strays.size()) +
+                     " tensor" + (strays.size() == 1 ? "" : "s") +
+                     " this model does not use:";
+  for (size_t i = 0; i < strays.size() && i < 3; ++i)
+    hint += std::string(i ? "," : "") + " \"" + strays[i] + "\"";
+  return hint + (strays.size() > 3 ? ", ..." : "") + "; was one renamed?)";
+}
+
 /// Checks that the tensors the hyper-parameters promise exist with the shapes
 /// they imply (GGUF order, innermost first), and that no tensor belongs to a
 /// layer past block_count: a file whose metadata contradicts its tensors is
@@ -104,7 +124,8 @@ bool checkTensors(const GgufFile &file, const ModelConfig &config,
                     const std::string &because) {
     const GgufTensorInfo *tensor = file.findTensor(name);
     if (!tensor)
-      return fail("tensor \"" + name + "\" is missing");
+      return fail("tensor \"" + name + "\" is missing" +
+                  strayTensorHint(file, config));
     if (tensor->dims != dims)
       return fail("tensor \"" + name + "\" has shape " +
                   shapeText(tensor->dims) + " but " + because + " need " +

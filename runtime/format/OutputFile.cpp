@@ -116,6 +116,26 @@ bool checkOutputPath(const std::string &output,
   return true;
 }
 
+bool checkReplaceable(const std::string &output, std::string_view magic,
+                      const std::string &kind, const std::string &flag,
+                      std::string &error) {
+  struct stat target;
+  if (output == "-" || stat(output.c_str(), &target) != 0 ||
+      !S_ISREG(target.st_mode) || target.st_size == 0)
+    return true;
+  std::string head(magic.size(), '\0');
+  std::FILE *file = std::fopen(output.c_str(), "rb");
+  size_t read = file ? std::fread(head.data(), 1, head.size(), file) : 0;
+  if (file)
+    std::fclose(file);
+  if (read == magic.size() && head == magic)
+    return true;
+  error = flag + " " + output + ": exists and is not a " + kind +
+          "; replacing it would destroy it (give another path, or remove "
+          "the file first)";
+  return false;
+}
+
 OutputFile::~OutputFile() {
   if (file_)
     std::fclose(file_);

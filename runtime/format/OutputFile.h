@@ -22,6 +22,15 @@ bool checkOutputPath(const std::string &output,
                      const std::vector<std::string> &inputs,
                      const std::string &flag, std::string &error);
 
+/// Checks that an existing file at `output` (through links) is of the kind
+/// the command writes — it starts with `magic` — or empty, so that -o onto a
+/// model, a pack or a document by mistake does not destroy it. `kind` names
+/// that kind in the message ("GGUF model"). Returns false with `error`
+/// naming the path and the fix.
+bool checkReplaceable(const std::string &output, std::string_view magic,
+                      const std::string &kind, const std::string &flag,
+                      std::string &error);
+
 /// A file written through a temporary name beside the target (the file a
 /// symbolic link names, when the path is a link, so the link stays). Nothing is
 /// visible at the target until commit(); destroying an uncommitted file

@@ -1,9 +1,12 @@
 // libFuzzer target for everything the runtime derives from an untrusted pack
 // before it runs code: the container (header, section table, checksums), the
 // manifest and the sizes checked against memory. An input that starts with
-// the pack magic is read as a pack image; any other input is a manifest,
-// wrapped into a pack with valid checksums so that mutations reach the
-// manifest's parser instead of stopping at a checksum.
+// the pack magic is read as a pack image; one that starts with the ELF magic
+// is model code, checked as the CPU back end checks it before the loader
+// maps it; any other input is a manifest, wrapped into a pack with valid
+// checksums so that mutations reach the manifest's parser instead of
+// stopping at a checksum.
+#include "runtime/backends/cpu/ElfImage.h"
 #include "runtime/core/Limits.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
@@ -36,6 +39,8 @@ void checkManifest(const std::string &text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string rest(reinterpret_cast<const char *>(data), size);
   std::string error;
+  if (rest.compare(0, 4, "\x7f" "ELF") == 0)
+    return hetrt::cpu::checkElfImage(rest, error) && error == "x" ? 1 : 0;
   if (rest.compare(0, 8, "HETCPACK") != 0) {
     hetrt::format::PackWriter writer;
     writer.addSection("manifest.json",
@@ -54,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       checksum += static_cast<unsigned char>((*bytes)[0]) +
                   static_cast<unsigned char>(bytes->back());
   }
+  for (const std::string &name : pack->sectionNames())
+    if (name.rfind("code/", 0) == 0)
+      (void)hetrt::cpu::checkElfImage(*pack->section(name), error);
   if (const std::string_view *manifest = pack->section("manifest.json"))
     checkManifest(std::string(*manifest));
   return checksum == 0xdeadbeef ? 1 : 0;

@@ -1,5 +1,5 @@
-# Builds a seed corpus (a pack of a tiny synthetic model and its manifest) and
-# runs the pack fuzzer over a fixed number of mutated inputs.
+# Builds a seed corpus (a pack of a tiny synthetic model, its manifest and
+# its code) and runs the pack fuzzer over a fixed number of mutated inputs.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus)
 execute_process(COMMAND ${HETC} synth --dim 32 --layers 1 --heads 2 --kv-heads 1
@@ -19,6 +19,12 @@ execute_process(COMMAND ${PYTHON} ${PACKTOOL} extract ${WORK}/corpus/m.hetpack
                 RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "extracting the manifest failed: ${status}")
+endif()
+execute_process(COMMAND ${PYTHON} ${PACKTOOL} extract ${WORK}/corpus/m.hetpack
+                  code/x86-64-v2.so ${WORK}/corpus/code.so
+                RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "extracting the code failed: ${status}")
 endif()
 execute_process(COMMAND ${FUZZER} -runs=20000 -seed=1 -timeout=20
                   ${WORK}/corpus

@@ -92,7 +92,10 @@ Action registerCompileCommand(CLI::App &app) {
     }
     std::string error;
     if (!hetrt::format::checkOutputPath(options.outputPath, {options.modelPath},
-                                        "-o", error)) {
+                                        "-o", error) ||
+        (options.stopAfter == pipeline::Phase::Pack &&
+         !hetrt::format::checkReplaceable(options.outputPath, "HETCPACK",
+                                          ".hetpack", "-o", error))) {
       std::cerr << "hetc compile: " << error << "\n";
       return 1;
     }

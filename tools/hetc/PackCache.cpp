@@ -189,8 +189,16 @@ std::string packFor(const std::string &model, int64_t contextLength,
     // A cache entry is checked as any pack is; a damaged one (a full disk,
     // a crash while copying, an edit) is replaced, not failed on forever.
     std::string damage;
-    if (validatePack(entry, damage))
+    if (validatePack(entry, damage)) {
+      // Said each time: packs in a shared temporary directory may vanish,
+      // and the user may have meant the configured cache to hold them.
+      if (candidate == fallback)
+        std::fprintf(stderr,
+                     "%s: note: using the pack cached in %s, not in the pack "
+                     "cache %s (set HETC_CACHE_DIR to choose)\n",
+                     tool.c_str(), fallback.c_str(), dir.c_str());
       return entry;
+    }
     std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
                          "again: %s\n", tool.c_str(), damage.c_str());
     std::remove(entry.c_str());

@@ -58,7 +58,9 @@ Action registerSynthCommand(CLI::App &app) {
       return -1;
     synth::parseWeightType(flags->type, flags->spec.weightType);
     std::string error;
-    if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", error)) {
+    if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", error) ||
+        !hetrt::format::checkReplaceable(flags->output, "GGUF", "GGUF model",
+                                         "-o", error)) {
       std::cerr << "hetc synth: " << error << "\n";
       return 1;
     }
