@@ -236,7 +236,8 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
     static const char *const kKnown[] = {"llama", "mistral", "mixtral", "qwen2"};
     if (std::find(std::begin(kKnown), std::end(kKnown), shape.architecture) ==
         std::end(kKnown)) {
-      error = path + ": field \"model_type\" is \"" + shape.architecture +
+      error = path + ": field \"model_type\" is \"" +
+              hetrt::format::printable(shape.architecture) +
               "\", which hetc cannot plan; fix: give a model of type llama, "
               "mistral, mixtral or qwen2";
       return std::nullopt;

@@ -6,12 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <sys/stat.h>
 
 namespace hetc::hardware {
@@ -121,7 +124,21 @@ public:
            "expected a non-empty string, got " + describe(*value), fix);
       return {};
     }
-    return value->get<std::string>();
+    // Names are printed in plans, tables and errors; free text may hold
+    // line breaks.
+    const std::string &text = value->get_ref<const std::string &>();
+    bool freeText = std::string_view(key) == "description" ||
+                    std::string_view(key) == "source";
+    if (!freeText && std::any_of(text.begin(), text.end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        })) {
+      fail(join(path, key),
+           "\"" + hetrt::format::printable(text) +
+               "\" contains a control character",
+           "remove it");
+      return {};
+    }
+    return text;
   }
 
   double number(const json &object, const std::string &path, const char *key,
@@ -473,8 +490,22 @@ std::optional<T> resolve(const json &value, const std::string &path,
                          const std::string &catalogDir, const char *folder,
                          Checker &check, Load load, Read read) {
   if (value.is_string()) {
-    std::string file = catalogDir + "/" + folder + "/" +
-                       value.get<std::string>() + ".json";
+    // A catalog name is a file name in the catalog, never a path out of it.
+    const std::string &name = value.get_ref<const std::string &>();
+    if (name.empty() || name[0] == '.' ||
+        !std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                 c == '_' || c == '-' || c == '+';
+        })) {
+      check.fail(path,
+                 "\"" + hetrt::format::printable(name) +
+                     "\" is not a catalog name (letters, digits, '.', '_', "
+                     "'-' and '+', not starting with '.')",
+                 std::string("use a name from the catalog's ") + folder +
+                     "/ or write the object inline");
+      return std::nullopt;
+    }
+    std::string file = catalogDir + "/" + folder + "/" + name + ".json";
     if (!exists(file)) {
       check.fail(path, "\"" + value.get<std::string>() + "\" is not in the catalog (" +
                            file + " does not exist)",

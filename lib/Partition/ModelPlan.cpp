@@ -3,6 +3,8 @@
 // exact chain DP.
 #include "hetc/Partition/ModelPlan.h"
 
+#include "runtime/core/Limits.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -304,12 +306,9 @@ ChainDpOptions dpOptions(const Problem &problem) {
   return options;
 }
 
-std::string gib(uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f GiB",
-                static_cast<double>(bytes) / (1ull << 30));
-  return text;
-}
+/// GiB for the sizes of real models; smaller units for tiny ones, which
+/// would all read "0.00 GiB".
+std::string sizeText(uint64_t bytes) { return hetrt::core::formatBytes(bytes); }
 
 } // namespace
 
@@ -356,17 +355,17 @@ std::string noPlacementError(const cost::ModelShape &shape,
     }
   }
   if (unit.weightBytes > largest || smallestKv == 0)
-    return shape.origin + ": unit " + unit.name + " (" + gib(unit.weightBytes) +
+    return shape.origin + ": unit " + unit.name + " (" + sizeText(unit.weightBytes) +
            " of weights) fits in no single memory of " + system.name +
            "; use a smaller weight type";
   const cost::Workload &workload = request.workload;
   return shape.origin + ": the KV cache is what does not fit: unit " +
-         unit.name + " needs " + gib(smallestKv) + " of KV cache (batch " +
+         unit.name + " needs " + sizeText(smallestKv) + " of KV cache (batch " +
          std::to_string(workload.batch) + " x " +
          std::to_string(workload.kvTokens()) +
-         " tokens) beside its " + gib(unit.weightBytes) +
+         " tokens) beside its " + sizeText(unit.weightBytes) +
          " of weights, but the largest memory " + system.name +
-         " keeps a KV cache in is " + gib(largestKvHome) + " (" + kvHomeName +
+         " keeps a KV cache in is " + sizeText(largestKvHome) + " (" + kvHomeName +
          "); fixes: a smaller --batch or --context, a KV cache in another "
          "tier (a system whose devices have larger DRAM or CXL memory), or "
          "more devices";
@@ -397,11 +396,11 @@ std::string kvShortfall(const cost::ModelShape &shape,
   if (kv == 0 || weights > capacity || kv <= kvCapacity / 2)
     return {};
   const cost::Workload &workload = request.workload;
-  return "; the KV cache is what does not fit: it needs " + gib(kv) +
+  return "; the KV cache is what does not fit: it needs " + sizeText(kv) +
          " (batch " + std::to_string(workload.batch) + " x " +
          std::to_string(workload.kvTokens()) +
-         " tokens) beside " + gib(weights) + " of weights, and " +
-         system.name + " offers " + gib(kvCapacity) +
+         " tokens) beside " + sizeText(weights) + " of weights, and " +
+         system.name + " offers " + sizeText(kvCapacity) +
          " of memory a KV cache can live in";
 }
 

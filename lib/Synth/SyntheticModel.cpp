@@ -155,25 +155,30 @@ private:
 
 } // namespace
 
-bool writeSyntheticModel(const SyntheticModelSpec &spec,
-                         const std::string &path, std::string &error) {
+bool checkSyntheticModelSpec(const SyntheticModelSpec &spec,
+                             std::string &error) {
   // Bounds past every released model keep the sizes' products in range.
-  auto inRange = [&](int64_t value, const char *flag, int64_t limit) {
-    if (value > 0 && value <= limit)
+  auto inRange = [&](int64_t value, const char *flag, int64_t limit,
+                     int64_t low = 1) {
+    if (value >= low && value <= limit)
       return true;
     error = std::string("--") + flag + " " + std::to_string(value) +
-            " is outside [1, " + std::to_string(limit) + "]";
+            " is outside [" + std::to_string(low) + ", " +
+            std::to_string(limit) + "]";
     return false;
   };
   if (!inRange(spec.dim, "dim", 65536) || !inRange(spec.layers, "layers", 1024) ||
       !inRange(spec.heads, "heads", 1024) ||
       !inRange(spec.kvHeads, "kv-heads", 1024) ||
       !inRange(spec.ffnDim, "ffn", 1 << 20) ||
-      !inRange(spec.vocabSize, "vocab", 1 << 20) ||
+      !inRange(spec.vocabSize, "vocab", 1 << 20,
+               hetrt::tokenizer::kMinimumSyntheticVocab) ||
       !inRange(spec.contextLength, "context", INT32_MAX))
     return false;
   if (!std::isfinite(spec.ropeBase) || !(spec.ropeBase > 0)) {
-    error = "--rope-base " + std::to_string(spec.ropeBase) +
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", spec.ropeBase);
+    error = std::string("--rope-base ") + text +
             " must be a positive finite number (10000 is Llama 2's)";
     return false;
   }
@@ -206,6 +211,31 @@ bool writeSyntheticModel(const SyntheticModelSpec &spec,
     error = "--vocab is too large";
     return false;
   }
+  // Every matrix row is dim or ffn elements long (attn_output's is heads x
+  // head_dim = dim), and must hold whole blocks of the weight type.
+  for (const char *name : {"blk.0.attn_q.weight", "blk.0.ffn_down.weight"}) {
+    BlockFormat format = formatFor(spec.weightType, name);
+    int64_t block = hetrt::format::blockLayout(format).blockSize;
+    for (auto [flag, value] : {std::pair<const char *, int64_t>{"dim", spec.dim},
+                               {"ffn", spec.ffnDim}}) {
+      if (value % block == 0)
+        continue;
+      error = std::string("--") + flag + " " + std::to_string(value) +
+              " is not a multiple of the " +
+              std::string(hetrt::format::blockLayout(format).name) +
+              " block size " + std::to_string(block) +
+              " that --type needs; choose a multiple of it, or another --type";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool writeSyntheticModel(const SyntheticModelSpec &spec,
+                         const std::string &path, std::string &error) {
+  if (!checkSyntheticModelSpec(spec, error))
+    return false;
+  int64_t headDim = spec.dim / spec.heads;
 
   ModelWriter model(spec);
   hetrt::format::GgufWriter &writer = model.writer();

@@ -10,7 +10,7 @@ namespace hetrt::tokenizer {
 namespace {
 // Special tokens, byte tokens and the space marker, without which spaces
 // would decode as "▁".
-constexpr int32_t kMinimumSize = 3 + 256 + 1;
+constexpr int32_t kMinimumSize = kMinimumSyntheticVocab;
 constexpr const char *kSpace = "\xe2\x96\x81";
 
 /// Words whose prefix chains ("▁t", "▁th", "▁the") become pieces; every

@@ -19,6 +19,10 @@ namespace hetrt::tokenizer {
 /// bytes). The result is the
 /// same on every call. Returns false and sets `error` when `vocabSize` is
 /// below 260: the special and byte tokens and "▁".
+/// The smallest synthetic vocabulary: 3 special tokens, 256 byte tokens and
+/// the space marker.
+inline constexpr int32_t kMinimumSyntheticVocab = 3 + 256 + 1;
+
 bool writeSyntheticSpmVocab(format::GgufWriter &writer, int32_t vocabSize,
                             std::string &error);
 

@@ -155,10 +155,12 @@ Action registerPlanCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
-    std::optional<PlanningInputs> inputs = loadPlanningInputs(*flags, error);
+    int exitCode = 1;
+    std::optional<PlanningInputs> inputs =
+        loadPlanningInputs(*flags, error, exitCode);
     if (!inputs) {
       std::cerr << "hetc plan: " << error << "\n";
-      return 1;
+      return exitCode;
     }
     const hardware::System *system = &inputs->system;
     const cost::ModelShape *shape = &inputs->shape;

@@ -120,13 +120,19 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
 }
 
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
-                                                 std::string &error) {
+                                                 std::string &error,
+                                                 int &exitCode) {
+  exitCode = 1;
   std::string catalog =
       flags.catalog.empty() ? hardware::defaultCatalogDir() : flags.catalog;
   std::optional<hardware::System> system =
       hardware::findSystem(flags.system, catalog, error);
-  if (!system || !applyDeviceMemoryCaps(flags.deviceMemory, *system, error))
+  if (!system)
     return std::nullopt;
+  if (!applyDeviceMemoryCaps(flags.deviceMemory, *system, error)) {
+    exitCode = 2;
+    return std::nullopt;
+  }
   std::optional<cost::ModelShape> shape =
       cost::loadModelShape(flags.model, flags.weightType, error);
   if (!shape)

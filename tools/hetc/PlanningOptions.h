@@ -47,10 +47,12 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
                            hardware::System &system, std::string &error);
 
 /// Loads the system and the model's shapes `flags` name (with the
-/// --device-memory caps applied); on failure returns
-/// nothing and sets `error` to a message naming the file, field and fix.
+/// --device-memory caps applied); on failure returns nothing and sets
+/// `error` to a message naming the file, field and fix, and `exitCode` to 2
+/// when a flag is what is wrong (a --device-memory entry), 1 otherwise.
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
-                                                 std::string &error);
+                                                 std::string &error,
+                                                 int &exitCode);
 
 /// Warns on stderr (prefixed by `tool`) when the request's KV cache holds
 /// more tokens than the model was trained for: the plan is still made, but

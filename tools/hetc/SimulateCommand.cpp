@@ -63,10 +63,12 @@ Action registerSimulateCommand(CLI::App &app) {
       std::cerr << "hetc simulate: " << error << "\n";
       return 1;
     }
-    std::optional<PlanningInputs> inputs = loadPlanningInputs(*flags, error);
+    int exitCode = 1;
+    std::optional<PlanningInputs> inputs =
+        loadPlanningInputs(*flags, error, exitCode);
     if (!inputs) {
       std::cerr << "hetc simulate: " << error << "\n";
-      return 1;
+      return exitCode;
     }
     const hardware::System *system = &inputs->system;
     const cost::ModelShape *shape = &inputs->shape;

@@ -4,6 +4,7 @@
 
 #include "hetc/Synth/SyntheticModel.h"
 #include "runtime/format/OutputFile.h"
+#include "runtime/tokenizer/SyntheticVocab.h"
 
 #include <CLI/CLI.hpp>
 
@@ -39,11 +40,12 @@ Action registerSynthCommand(CLI::App &app) {
       ->check(wholeRange(1, 1024));
   command->add_option("--ffn", spec.ffnDim, "Feed-forward hidden size")
       ->check(wholeRange(1, 1 << 20));
-  command->add_option("--vocab", spec.vocabSize, "Vocabulary size (>= 260)")
-      ->check(wholeRange(1, 1 << 20));
+  command->add_option("--vocab", spec.vocabSize, "Vocabulary size")
+      ->check(wholeRange(hetrt::tokenizer::kMinimumSyntheticVocab, 1 << 20));
   command->add_option("--context", spec.contextLength, "Context length")
       ->check(wholeRange(1, INT32_MAX));
-  command->add_option("--rope-base", spec.ropeBase, "RoPE frequency base");
+  command->add_option("--rope-base", spec.ropeBase, "RoPE frequency base")
+      ->check(finiteRange(1, 1e9));
   command->add_flag("--tied", spec.tiedOutput,
                     "Tie the output projection to the token embedding");
   command->add_option("--type", flags->type,
@@ -58,6 +60,11 @@ Action registerSynthCommand(CLI::App &app) {
       return -1;
     synth::parseWeightType(flags->type, flags->spec.weightType);
     std::string error;
+    // Flags that contradict each other are usage errors, as a bad flag is.
+    if (!synth::checkSyntheticModelSpec(flags->spec, error)) {
+      std::cerr << "hetc synth: " << error << "\n";
+      return 2;
+    }
     if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", error) ||
         !hetrt::format::checkReplaceable(flags->output, "GGUF", "GGUF model",
                                          "-o", error)) {

@@ -35,8 +35,13 @@ struct SyntheticModelSpec {
   uint64_t seed = 1;
 };
 
-/// Checks the shape rules (heads divide dim, kv heads divide heads, block
-/// formats' row lengths) and writes the GGUF file. Returns false and sets
+/// Checks the flags' ranges and shape rules (heads divide dim, kv heads
+/// divide heads, rows hold whole blocks of the weight type). Returns false
+/// and sets `error` naming the flag and the fix when they are broken.
+bool checkSyntheticModelSpec(const SyntheticModelSpec &spec,
+                             std::string &error);
+
+/// Checks the spec as checkSyntheticModelSpec does and writes the GGUF file. Returns false and sets
 /// `error` naming the flag and the fix on failure.
 bool writeSyntheticModel(const SyntheticModelSpec &spec,
                          const std::string &path, std::string &error);

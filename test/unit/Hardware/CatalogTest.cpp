@@ -207,6 +207,12 @@ TEST(Catalog, BadSystemsNameTheFieldAndTheFix) {
   expectError(head + R"({"id": "g", "device": "nvidia-h100-sxm"},
                         {"id": "g", "device": "amd-epyc-genoa"}]})",
               "devices[1].id", "is used twice");
+  // Catalog names are file names in the catalog, never paths out of it, and
+  // names printed in plans and errors hold no control characters.
+  expectError(head + R"({"id": "g", "device": "../devices/nvidia-h100-sxm"}]})",
+              "devices[0].device", "is not a catalog name");
+  expectError(head + "{\"id\": \"g\\u001b[2J\", \"device\": \"nvidia-h100-sxm\"}]}",
+              "devices[0].id", "\"g\\x1b[2J\" contains a control character");
   expectError(head + R"({"id": "g", "device": "nvidia-h100-sxm"},
                         {"id": "c", "device": "amd-epyc-genoa"}],
                 "links": [{"from": "g.hbm3", "to": "c.ddr4", "link": "pcie5-x16"}]})",
