@@ -17,6 +17,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%shared", config.hetc_shared_dir))
+config.substitutions.append(("%hetc_src", os.path.dirname(config.test_source_root)))
 # Replaces lit's default %python (whatever interpreter runs lit): the NumPy reference in
 # test/reference needs Debian's python3, which has python3-numpy.
 config.substitutions = [sub for sub in config.substitutions if sub[0] != "%python"]

@@ -5,6 +5,7 @@
 #include "hetc/Target/SPIRV.h"
 #include "passes/conversion/Passes.h"
 #include "passes/het/Passes.h"
+#include "passes/target/spirv/Passes.h"
 #include "passes/target/x86/Passes.h"
 
 #include "mlir/InitAllPasses.h"
@@ -19,6 +20,7 @@ void registerAllPasses() {
     het::registerHetPasses();
     conversion::registerConversionPasses();
     x86::registerX86Passes();
+    spirv::registerSpirvPasses();
     target::x86::registerCpuPipeline();
     target::spirv::registerSpirvPipeline();
     return true;

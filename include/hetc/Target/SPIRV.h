@@ -7,6 +7,7 @@
 #include "hetc/Target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
@@ -26,12 +27,10 @@ struct SpirvExecutable {
   std::vector<SpirvKernel> kernels;
 };
 
-/// The Vulkan 1.2 environment hetc compiles for when a module names none:
-/// SPIR-V 1.3 with Shader and the storage-buffer storage class (SPIR-V 1.4
-/// changes which variables an entry point lists, and MLIR deduces the
-/// version to declare from the capabilities alone).
-/// Device-specific capabilities (f16, int8, subgroups) are added from the
-/// device's description where it is known.
+/// Gives `module` hetc's default Vulkan 1.2 environment
+/// (spirv::defaultVulkanTargetEnv) when it names none. Device-specific
+/// capabilities (f16, int8, subgroups) are added from the device's
+/// description where it is known.
 void attachDefaultTargetEnv(mlir::ModuleOp module);
 
 /// gpu.module kernels → spirv.module ops beside them, with the interface
@@ -45,6 +44,15 @@ void buildSpirvPipeline(mlir::OpPassManager &pm);
 bool serializeSpirvModules(mlir::ModuleOp module,
                            std::vector<SpirvExecutable> &executables,
                            std::string &error);
+
+/// The source of the kernel library (lib/Target/SPIRV/kernels/Kernels.mlir):
+/// the llm ops as gpu kernels, in the conventions its header describes.
+llvm::StringRef kernelLibrarySource();
+
+/// The kernel library parsed into `context` (which must have the gpu, arith,
+/// math, memref, scf and func dialects); null, with diagnostics emitted,
+/// when it does not parse.
+mlir::OwningOpRef<mlir::ModuleOp> parseKernelLibrary(mlir::MLIRContext *context);
 
 /// Registers the "hetc-lower-gpu-to-spirv" pipeline with hetc-opt.
 void registerSpirvPipeline();

@@ -1,7 +1,8 @@
 // The SPIR-V back end (see include/hetc/Target/SPIRV.h).
 #include "hetc/Target/SPIRV.h"
 
-#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRVPass.h"
+#include "passes/target/spirv/Passes.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
@@ -20,23 +21,13 @@ using namespace mlir;
 namespace hetc::target::spirv {
 
 void attachDefaultTargetEnv(ModuleOp module) {
-  if (module->hasAttr(mlir::spirv::getTargetEnvAttrName()))
-    return;
-  MLIRContext *context = module.getContext();
-  auto triple = mlir::spirv::VerCapExtAttr::get(
-      mlir::spirv::Version::V_1_3, {mlir::spirv::Capability::Shader},
-      {mlir::spirv::Extension::SPV_KHR_storage_buffer_storage_class}, context);
-  module->setAttr(mlir::spirv::getTargetEnvAttrName(),
-                  mlir::spirv::TargetEnvAttr::get(
-                      triple, mlir::spirv::getDefaultResourceLimits(context),
-                      mlir::spirv::ClientAPI::Vulkan,
-                      mlir::spirv::Vendor::Unknown,
-                      mlir::spirv::DeviceType::Unknown,
-                      mlir::spirv::TargetEnvAttr::kUnknownDeviceID));
+  if (!module->hasAttr(mlir::spirv::getTargetEnvAttrName()))
+    module->setAttr(mlir::spirv::getTargetEnvAttrName(),
+                    hetc::spirv::defaultVulkanTargetEnv(module.getContext()));
 }
 
 void buildSpirvPipeline(OpPassManager &pm) {
-  pm.addPass(createConvertGPUToSPIRVPass());
+  pm.addPass(hetc::spirv::createHetcSpirvConvertKernelsPass());
   OpPassManager &spirvModule = pm.nest<mlir::spirv::ModuleOp>();
   spirvModule.addPass(mlir::spirv::createSPIRVLowerABIAttributesPass());
   spirvModule.addPass(mlir::spirv::createSPIRVUpdateVCEPass());

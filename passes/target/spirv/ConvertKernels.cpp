@@ -1,0 +1,83 @@
+// hetc-spirv-convert-kernels: gpu.module kernels → spirv.module, with the
+// math dialect (see Passes.td).
+#include "passes/target/spirv/Passes.h"
+
+#include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
+#include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
+#include "mlir/Conversion/MathToSPIRV/MathToSPIRV.h"
+#include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
+#include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
+#include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace hetc::spirv {
+#define GEN_PASS_DEF_HETCSPIRVCONVERTKERNELSPASS
+#include "passes/target/spirv/Passes.h.inc"
+} // namespace hetc::spirv
+
+using namespace mlir;
+
+mlir::spirv::TargetEnvAttr
+hetc::spirv::defaultVulkanTargetEnv(MLIRContext *context) {
+  auto triple = mlir::spirv::VerCapExtAttr::get(
+      mlir::spirv::Version::V_1_3, {mlir::spirv::Capability::Shader},
+      {mlir::spirv::Extension::SPV_KHR_storage_buffer_storage_class}, context);
+  return mlir::spirv::TargetEnvAttr::get(
+      triple, mlir::spirv::getDefaultResourceLimits(context),
+      mlir::spirv::ClientAPI::Vulkan, mlir::spirv::Vendor::Unknown,
+      mlir::spirv::DeviceType::Unknown,
+      mlir::spirv::TargetEnvAttr::kUnknownDeviceID);
+}
+
+namespace {
+
+struct ConvertKernelsPass
+    : hetc::spirv::impl::HetcSpirvConvertKernelsPassBase<ConvertKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    // The host side keeps the gpu.module for its launches; the conversion
+    // works on a clone beside it, which becomes the spirv.module.
+    SmallVector<Operation *> clones;
+    OpBuilder builder(context);
+    module.walk([&](gpu::GPUModuleOp kernels) {
+      builder.setInsertionPoint(kernels);
+      clones.push_back(builder.clone(*kernels));
+    });
+    for (Operation *kernels : clones) {
+      mlir::spirv::TargetEnvAttr environment =
+          mlir::spirv::lookupTargetEnv(kernels);
+      if (!environment) {
+        environment = hetc::spirv::defaultVulkanTargetEnv(context);
+        kernels->setAttr(mlir::spirv::getTargetEnvAttrName(), environment);
+      }
+      mlir::spirv::MemorySpaceToStorageClassConverter memorySpaces(
+          mlir::spirv::mapMemorySpaceToVulkanStorageClass);
+      mlir::spirv::convertMemRefTypesAndAttrs(kernels, memorySpaces);
+
+      std::unique_ptr<ConversionTarget> target =
+          SPIRVConversionTarget::get(environment);
+      SPIRVConversionOptions options;
+      SPIRVTypeConverter types(environment, options);
+      RewritePatternSet patterns(context);
+      populateGPUToSPIRVPatterns(types, patterns);
+      ScfToSPIRVContext scfContext;
+      populateSCFToSPIRVPatterns(types, scfContext, patterns);
+      arith::populateArithToSPIRVPatterns(types, patterns);
+      populateMathToSPIRVPatterns(types, patterns);
+      populateMemRefToSPIRVPatterns(types, patterns);
+      populateFuncToSPIRVPatterns(types, patterns);
+      populateBuiltinFuncToSPIRVPatterns(types, patterns);
+      populateVectorToSPIRVPatterns(types, patterns);
+      if (failed(applyFullConversion(kernels, *target, std::move(patterns))))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

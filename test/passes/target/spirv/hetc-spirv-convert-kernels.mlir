@@ -1,0 +1,57 @@
+// RUN: hetc-opt %s --split-input-file --hetc-spirv-convert-kernels --verify-diagnostics | FileCheck %s
+
+// hetc-spirv-convert-kernels (passes/target/spirv/ConvertKernels.cpp):
+// upstream's gpu → spirv conversion with the math dialect, workgroup memory
+// (memory space 3) and helper functions, in hetc's default Vulkan
+// environment when the module names none. The gpu.module stays beside the
+// spirv.module for the host's launches.
+
+// CHECK-LABEL: spirv.module @__spv__kernels Logical GLSL450
+// CHECK-SAME:    spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan
+// CHECK:         spirv.GlobalVariable @{{.+}} : !spirv.ptr<!spirv.struct<(!spirv.array<64 x f32>)>, Workgroup>
+// CHECK:         spirv.func @twice
+// CHECK:         spirv.func @normalize
+// CHECK:           spirv.GL.Exp
+// CHECK:           spirv.ControlBarrier <Workgroup>, <Workgroup>
+// CHECK:           spirv.GL.InverseSqrt
+// CHECK:           spirv.FunctionCall @twice
+// CHECK:       gpu.module @kernels
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    func.func @twice(%v: f32) -> f32 {
+      %r = arith.addf %v, %v : f32
+      return %r : f32
+    }
+    gpu.func @normalize(%x: memref<?xf32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %shared = memref.alloc() : memref<64xf32, 3>
+      %tid = gpu.thread_id x
+      %v = memref.load %x[%tid] : memref<?xf32>
+      %e = math.exp %v : f32
+      memref.store %e, %shared[%tid] : memref<64xf32, 3>
+      gpu.barrier
+      %s = memref.load %shared[%tid] : memref<64xf32, 3>
+      %r = math.rsqrt %s : f32
+      %t = func.call @twice(%r) : (f32) -> f32
+      memref.store %t, %x[%tid] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// An op the environment cannot express is an error naming it: f64 needs
+// the Float64 capability, which the default environment does not claim.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @+1 {{failed to legalize operation 'gpu.func'}}
+    gpu.func @wide(%x: memref<?xf64>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %x[%c0] : memref<?xf64>
+      memref.store %v, %x[%c0] : memref<?xf64>
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,331 @@
+// The SPIR-V kernel library (lib/Target/SPIRV/kernels/Kernels.mlir): it
+// compiles through hetc's SPIR-V pipeline into one module that SPIRV-Tools
+// validates for Vulkan 1.2, and every kernel computes, on every device that
+// runs SPIR-V, what the CPU computes: shapes that are not multiples of the
+// workgroup sizes, Q8_0 weights quantized by the runtime's own encoder, and
+// f16 scales across the whole range (subnormal, negative, largest).
+#include "hetc/InitAll.h"
+#include "hetc/Target/SPIRV.h"
+#include "runtime/format/Quantize.h"
+#include "runtime/hal/Device.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+#include <spirv-tools/libspirv.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+namespace {
+
+using namespace hetc::target::spirv;
+
+SpirvExecutable compileLibrary() {
+  mlir::DialectRegistry registry;
+  hetc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernelLibrary(&context);
+  EXPECT_TRUE(module);
+  if (!module)
+    return {};
+  attachDefaultTargetEnv(*module);
+  mlir::PassManager pm(&context);
+  buildSpirvPipeline(pm);
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  std::vector<SpirvExecutable> executables;
+  std::string error;
+  EXPECT_TRUE(serializeSpirvModules(*module, executables, error)) << error;
+  EXPECT_EQ(executables.size(), 1u);
+  return executables.empty() ? SpirvExecutable{} : executables.front();
+}
+
+const SpirvExecutable &library() {
+  static const SpirvExecutable compiled = compileLibrary();
+  return compiled;
+}
+
+TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
+  const SpirvExecutable &compiled = library();
+  std::map<std::string, int> bindings;
+  for (const SpirvKernel &kernel : compiled.kernels)
+    bindings[kernel.entryPoint] = kernel.bindings;
+  EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
+                                                  {"matmul_f32", 4},
+                                                  {"matmul_q8_0", 4},
+                                                  {"rms_norm_f32", 4},
+                                                  {"silu_mul_f32", 4}}));
+  std::vector<uint32_t> words(compiled.binary.size() / 4);
+  std::memcpy(words.data(), compiled.binary.data(), compiled.binary.size());
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char *,
+                               const spv_position_t &, const char *message) {
+    messages += std::string(message) + "\n";
+  });
+  EXPECT_TRUE(tools.Validate(words)) << messages;
+}
+
+/// Runs the library's kernels on one device.
+class KernelRunner {
+public:
+  KernelRunner(hetrt::hal::Device &device, const SpirvExecutable &compiled)
+      : device_(device) {
+    std::vector<hetrt::hal::KernelSignature> signatures;
+    for (const SpirvKernel &kernel : compiled.kernels) {
+      index_[kernel.entryPoint] = static_cast<int>(signatures.size());
+      signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+    }
+    executable_ = device.loadExecutable(hetrt::hal::ExecutableFormat::SpirV,
+                                        compiled.binary, signatures, error_);
+    queue_ = device.createQueue(error_);
+  }
+
+  bool ready() const { return executable_ && queue_; }
+  const std::string &error() const { return error_.message; }
+
+  /// A buffer holding `bytes`, padded to whole 32-bit words (narrower
+  /// elements are read as words on devices without 8-bit storage).
+  std::shared_ptr<hetrt::hal::Buffer> upload(const void *bytes, size_t size) {
+    size_t padded = (size + 3) / 4 * 4;
+    std::shared_ptr<hetrt::hal::Buffer> buffer =
+        device_.allocate(0, padded, error_);
+    EXPECT_TRUE(buffer) << error_.message;
+    if (!buffer)
+      return nullptr;
+    std::vector<char> staged(padded, 0);
+    std::memcpy(staged.data(), bytes, size);
+    // The queue reads `staged` when the write runs: wait for it.
+    EXPECT_TRUE(queue_->write(staged.data(), *buffer, 0, padded, error_) &&
+                queue_->finish(error_))
+        << error_.message;
+    return buffer;
+  }
+  template <typename T>
+  std::shared_ptr<hetrt::hal::Buffer> upload(const std::vector<T> &values) {
+    return upload(values.data(), values.size() * sizeof(T));
+  }
+
+  /// Dispatches `kernel` over `groups` and returns `outputCount` floats of
+  /// its third buffer.
+  std::vector<float> run(const std::string &kernel,
+                         std::array<uint32_t, 3> groups,
+                         std::vector<hetrt::hal::Buffer *> buffers,
+                         size_t outputCount) {
+    std::vector<float> out(outputCount, std::nanf(""));
+    EXPECT_TRUE(queue_->dispatch(*executable_, index_.at(kernel), groups.data(),
+                                 buffers, "", error_))
+        << kernel << ": " << error_.message;
+    EXPECT_TRUE(queue_->read(*buffers[2], 0, out.data(), outputCount * 4,
+                             error_));
+    EXPECT_TRUE(queue_->finish(error_)) << kernel << ": " << error_.message;
+    return out;
+  }
+
+private:
+  hetrt::hal::Device &device_;
+  hetrt::hal::Error error_;
+  std::shared_ptr<hetrt::hal::Executable> executable_;
+  std::unique_ptr<hetrt::hal::Queue> queue_;
+  std::map<std::string, int> index_;
+};
+
+std::vector<float> randomValues(size_t count, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = distribution(generator);
+  return values;
+}
+
+int32_t floatBits(float value) {
+  int32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
+/// Runs `body` on every device that runs SPIR-V; skips with the reasons
+/// when there is none.
+template <typename Body> void onEveryDevice(Body body) {
+  int ran = 0;
+  std::vector<std::string> unavailable;
+  for (const std::shared_ptr<hetrt::hal::Device> &device :
+       hetrt::hal::enumerateDevices(&unavailable)) {
+    if (!device->runs(hetrt::hal::ExecutableFormat::SpirV))
+      continue;
+    SCOPED_TRACE(device->info().name);
+    KernelRunner runner(*device, library());
+    ASSERT_TRUE(runner.ready()) << runner.error();
+    body(runner);
+    ++ran;
+  }
+  if (ran == 0) {
+    std::string reasons;
+    for (const std::string &line : unavailable)
+      reasons += "\n  " + line;
+    GTEST_SKIP() << "no device runs SPIR-V on this machine:" << reasons;
+  }
+}
+
+/// `actual` within `relative` of `expected`, measured against `scale` (the
+/// magnitude of the terms summed, so cancellation does not demand more
+/// precision than f32 accumulation has).
+void expectClose(const std::vector<float> &actual,
+                 const std::vector<double> &expected,
+                 const std::vector<double> &scale, double relative,
+                 const char *what) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], relative * std::max(1e-30, scale[i]))
+        << what << " element " << i;
+}
+
+TEST(SpirvKernels, RmsNormMatchesTheCpu) {
+  constexpr int rows = 3, cols = 200;
+  constexpr float eps = 1e-5f;
+  std::vector<float> x = randomValues(rows * cols, 1);
+  std::vector<float> w = randomValues(cols, 2);
+  std::vector<double> expected(rows * cols), scale(rows * cols);
+  for (int r = 0; r < rows; ++r) {
+    double squares = 0;
+    for (int c = 0; c < cols; ++c)
+      squares += double(x[r * cols + c]) * x[r * cols + c];
+    double factor = 1.0 / std::sqrt(squares / cols + eps);
+    for (int c = 0; c < cols; ++c) {
+      expected[r * cols + c] = x[r * cols + c] * factor * w[c];
+      scale[r * cols + c] = std::abs(expected[r * cols + c]);
+    }
+  }
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(w);
+    auto by = runner.upload(std::vector<float>(rows * cols, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{cols, floatBits(eps)});
+    std::vector<float> y = runner.run("rms_norm_f32", {rows, 1, 1},
+                                      {bx.get(), bw.get(), by.get(),
+                                       params.get()},
+                                      rows * cols);
+    expectClose(y, expected, scale, 1e-5, "rms_norm_f32");
+  });
+}
+
+TEST(SpirvKernels, ElementwiseKernelsMatchTheCpu) {
+  constexpr int count = 1000;
+  std::vector<float> a = randomValues(count, 3), b = randomValues(count, 4);
+  for (float &value : a)
+    value *= 12.0f; // SiLU over its curved range and its tails
+  std::vector<double> sum(count), gated(count), sumScale(count),
+      gatedScale(count);
+  for (int i = 0; i < count; ++i) {
+    sum[i] = double(a[i]) + b[i];
+    sumScale[i] = std::abs(a[i]) + std::abs(b[i]);
+    gated[i] = a[i] / (1.0 + std::exp(-double(a[i]))) * b[i];
+    gatedScale[i] = std::abs(gated[i]);
+  }
+  onEveryDevice([&](KernelRunner &runner) {
+    auto ba = runner.upload(a), bb = runner.upload(b);
+    auto by = runner.upload(std::vector<float>(count, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{count});
+    std::array<uint32_t, 3> groups = {(count + 255) / 256, 1, 1};
+    expectClose(runner.run("add_f32", groups,
+                           {ba.get(), bb.get(), by.get(), params.get()}, count),
+                sum, sumScale, 1e-7, "add_f32");
+    expectClose(runner.run("silu_mul_f32", groups,
+                           {ba.get(), bb.get(), by.get(), params.get()}, count),
+                gated, gatedScale, 1e-5, "silu_mul_f32");
+  });
+}
+
+/// y = x · wᵀ in double, and the sum of |terms| of each element.
+void referenceMatmul(const std::vector<float> &x, const std::vector<float> &w,
+                     int n, int k, int m, std::vector<double> &y,
+                     std::vector<double> &scale) {
+  y.assign(n * m, 0.0);
+  scale.assign(n * m, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int l = 0; l < k; ++l) {
+        double term = double(x[i * k + l]) * w[j * k + l];
+        y[i * m + j] += term;
+        scale[i * m + j] += std::abs(term);
+      }
+}
+
+TEST(SpirvKernels, MatmulF32MatchesTheCpu) {
+  constexpr int n = 3, k = 200, m = 37;
+  std::vector<float> x = randomValues(n * k, 5), w = randomValues(m * k, 6);
+  std::vector<double> expected, scale;
+  referenceMatmul(x, w, n, k, m, expected, scale);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(w);
+    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{n, k, m});
+    expectClose(runner.run("matmul_f32", {m, n, 1},
+                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
+                expected, scale, 1e-5, "matmul_f32");
+  });
+}
+
+TEST(SpirvKernels, MatmulQ8_0MatchesTheCpu) {
+  using hetrt::format::BlockFormat;
+  constexpr int n = 2, k = 256, m = 19;
+  std::vector<float> x = randomValues(n * k, 7), original = randomValues(m * k, 8);
+  std::optional<std::vector<uint8_t>> quantized =
+      hetrt::format::quantizeMatrix(BlockFormat::Q8_0, original.data(), m, k);
+  ASSERT_TRUE(quantized);
+  // The reference reads the weights as the CPU back end does: dequantized
+  // bit-identically to ggml.
+  std::vector<float> w(m * k);
+  size_t rowBytes = quantized->size() / m;
+  for (int j = 0; j < m; ++j)
+    ASSERT_TRUE(hetrt::format::dequantizeRow(
+        BlockFormat::Q8_0, quantized->data() + j * rowBytes, k, &w[j * k]));
+  std::vector<double> expected, scale;
+  referenceMatmul(x, w, n, k, m, expected, scale);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(*quantized);
+    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{n, k, m});
+    expectClose(runner.run("matmul_q8_0", {m, n, 1},
+                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
+                expected, scale, 1e-5, "matmul_q8_0");
+  });
+}
+
+TEST(SpirvKernels, Q8_0ScalesWidenExactlyAcrossTheF16Range) {
+  // One row per scale: 32 quants of 1 (and one of -128 at the end), times
+  // x = 1, so each output is 31 * scale - 128 * scale = -97 * scale exactly.
+  const uint16_t scales[] = {0x3c00, 0x0001, 0x03ff, 0x0400, 0x8400,
+                             0x7bff, 0xfbff, 0x0000, 0x3555};
+  constexpr int k = 32;
+  const int m = static_cast<int>(std::size(scales));
+  std::vector<uint8_t> w;
+  std::vector<double> expected, scale;
+  for (uint16_t bits : scales) {
+    w.push_back(static_cast<uint8_t>(bits & 0xff));
+    w.push_back(static_cast<uint8_t>(bits >> 8));
+    for (int i = 0; i < 31; ++i)
+      w.push_back(1);
+    w.push_back(0x80);
+    double value = hetrt::format::fp16ToFp32(bits);
+    expected.push_back(-97.0 * value);
+    scale.push_back(std::abs(159.0 * value));
+  }
+  std::vector<float> x(k, 1.0f);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(w);
+    auto by = runner.upload(std::vector<float>(m, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{1, k, m});
+    std::vector<float> y = runner.run(
+        "matmul_q8_0", {static_cast<uint32_t>(m), 1, 1},
+        {bx.get(), bw.get(), by.get(), params.get()}, m);
+    for (int j = 0; j < m; ++j)
+      EXPECT_EQ(y[j], static_cast<float>(expected[j]))
+          << "scale bits 0x" << std::hex << scales[j];
+  });
+}
+
+} // namespace
