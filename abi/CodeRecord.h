@@ -13,7 +13,7 @@ namespace hetrt::format {
 /// Version of the calling convention between generated code and the runtime:
 /// the entry arguments' order and descriptors, the runtime interface, the
 /// buffer-allocator table. Bumped on any change to one of them.
-inline constexpr int64_t kKernelAbiVersion = 3;
+inline constexpr int64_t kKernelAbiVersion = 4;
 
 /// The exported symbol of the record: an array of kCodeRecordLength int64
 /// values, indexed by CodeRecordField.
@@ -33,6 +33,10 @@ inline constexpr const char *kEntryWrapperPrefix = "hetc_entry_";
 inline constexpr const char *kPrefillEntrySymbol = "hetc_entry_prefill";
 inline constexpr const char *kDecodeEntrySymbol = "hetc_entry_decode";
 
+/// The module attribute through which the compiler hands the model file's
+/// hash (16 hex digits) to the pass that writes the record.
+inline constexpr const char *kModelHashAttrName = "hetc.model_hash";
+
 /// "HETCREC1" read as a little-endian int64: tells a record from other bytes.
 inline constexpr int64_t kCodeRecordMagic = 0x3143455243544548;
 
@@ -49,6 +53,10 @@ enum CodeRecordField : int {
   CodeRecordContextLength,
   /// Bytes of one KV-cache element.
   CodeRecordKvElementBytes,
+  /// XXH3-64 of the model file whose weights the code reads at the offsets
+  /// it was compiled with (the manifest's weights.xxh3), as an int64; code
+  /// from another model's pack must not read this one's weights.
+  CodeRecordModelHash,
   kCodeRecordLength,
 };
 

@@ -572,6 +572,15 @@ std::optional<System> parseSystem(const std::string &text,
     if (devices && (!devices->is_array() || devices->empty()))
       check.fail("devices", "expected a non-empty array",
                  "list at least one {\"id\": ..., \"device\": ...}");
+    // The planner's work grows with the square of the devices; far past any
+    // machine a model runs on.
+    constexpr size_t kMaxDevices = 256;
+    if (devices && devices->is_array() && devices->size() > kMaxDevices)
+      check.fail("devices",
+                 "lists " + std::to_string(devices->size()) +
+                     " devices, more than the " + std::to_string(kMaxDevices) +
+                     " hetc plans over",
+                 "describe one machine (or one node of a cluster)");
     for (size_t i = 0; devices && devices->is_array() && i < devices->size() &&
                        check.ok();
          ++i) {

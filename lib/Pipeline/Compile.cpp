@@ -6,6 +6,7 @@
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
+#include "abi/CodeRecord.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
@@ -118,6 +119,9 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (!hash)
     return false;
   manifest.weightsHash = *hash;
+  // The code records the model it reads (abi/CodeRecord.h).
+  (*module)->setAttr(hetrt::format::kModelHashAttrName,
+                     mlir::StringAttr::get(&context, *hash));
   manifest.architecture = config->architecture;
   manifest.vocabSize = config->vocabSize;
   manifest.numLayers = config->numLayers;

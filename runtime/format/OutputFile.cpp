@@ -130,9 +130,29 @@ bool checkReplaceable(const std::string &output, std::string_view magic,
     std::fclose(file);
   if (read == magic.size() && head == magic)
     return true;
-  error = flag + " " + output + ": exists and is not a " + kind +
+  error = flag + " " + output + ": exists and is not " + kind +
           "; replacing it would destroy it (give another path, or remove "
           "the file first)";
+  return false;
+}
+
+bool checkTextReplaceable(const std::string &output, const std::string &flag,
+                          std::string &error) {
+  struct stat target;
+  if (output == "-" || stat(output.c_str(), &target) != 0 ||
+      !S_ISREG(target.st_mode) || target.st_size == 0)
+    return true;
+  char head[4096];
+  std::FILE *file = std::fopen(output.c_str(), "rb");
+  size_t read = file ? std::fread(head, 1, sizeof(head), file) : 0;
+  if (file)
+    std::fclose(file);
+  if (std::memchr(head, '\0', read) == nullptr)
+    return true;
+  error = flag + " " + output +
+          ": exists and is a binary file (a model or a pack?), not text; "
+          "replacing it would destroy it (give another path, or remove the "
+          "file first)";
   return false;
 }
 

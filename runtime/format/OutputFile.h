@@ -25,11 +25,17 @@ bool checkOutputPath(const std::string &output,
 /// Checks that an existing file at `output` (through links) is of the kind
 /// the command writes — it starts with `magic` — or empty, so that -o onto a
 /// model, a pack or a document by mistake does not destroy it. `kind` names
-/// that kind in the message ("GGUF model"). Returns false with `error`
+/// that kind in the message, with its article ("a GGUF model"). Returns false with `error`
 /// naming the path and the fix.
 bool checkReplaceable(const std::string &output, std::string_view magic,
                       const std::string &kind, const std::string &flag,
                       std::string &error);
+
+/// Checks that an existing file at `output` is text (no NUL byte in its
+/// first 4 KiB) or empty, for commands that write text (MLIR, LLVM IR): a
+/// model, a pack or another binary file is not replaced by them.
+bool checkTextReplaceable(const std::string &output, const std::string &flag,
+                          std::string &error);
 
 /// A file written through a temporary name beside the target (the file a
 /// symbolic link names, when the path is a link, so the link stays). Nothing is

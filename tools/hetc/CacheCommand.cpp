@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,13 +48,16 @@ std::vector<Entry> entries(const std::string &directory, std::string &error) {
             " (set HETC_CACHE_DIR to a directory you can read)";
   for (const auto &item : listing) {
     std::string name = item.path().filename().string();
-    static const std::string kSuffix = ".hetpack";
-    bool pack = name.size() > kSuffix.size() &&
-                name.compare(name.size() - kSuffix.size(), kSuffix.size(),
-                             kSuffix) == 0;
-    bool partial = name.find(".hetpack.partial-") != std::string::npos;
-    if ((!pack && !partial) || !item.is_regular_file(ec))
+    // Only names the cache gives its entries (PackCache.cpp: the model's
+    // hash, the context, the build): a pack a user keeps in the same
+    // directory is never listed or removed.
+    static const std::regex kEntryName(
+        "[0-9a-f]{16}-ctx[0-9]+-hetc[^/]*\\.hetpack(\\.partial-[A-Za-z0-9]+)?");
+    std::smatch parts;
+    if (!std::regex_match(name, parts, kEntryName) ||
+        !item.is_regular_file(ec))
       continue;
+    bool partial = parts[1].matched;
     Entry entry;
     entry.path = item.path();
     entry.bytes = item.file_size(ec);

@@ -93,9 +93,11 @@ Action registerCompileCommand(CLI::App &app) {
     std::string error;
     if (!hetrt::format::checkOutputPath(options.outputPath, {options.modelPath},
                                         "-o", error) ||
-        (options.stopAfter == pipeline::Phase::Pack &&
-         !hetrt::format::checkReplaceable(options.outputPath, "HETCPACK",
-                                          ".hetpack", "-o", error))) {
+        (options.stopAfter == pipeline::Phase::Pack
+             ? !hetrt::format::checkReplaceable(options.outputPath, "HETCPACK",
+                                                "a .hetpack", "-o", error)
+             : !hetrt::format::checkTextReplaceable(options.outputPath, "-o",
+                                                    error))) {
       std::cerr << "hetc compile: " << error << "\n";
       return 1;
     }

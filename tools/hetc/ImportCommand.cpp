@@ -53,7 +53,8 @@ Action registerImportCommand(CLI::App &app) {
       return -1;
     std::string error;
     if (!hetrt::format::checkOutputPath(flags->output, {flags->model}, "-o",
-                                        error)) {
+                                        error) ||
+        !hetrt::format::checkTextReplaceable(flags->output, "-o", error)) {
       std::cerr << "hetc import: " << error << "\n";
       return 1;
     }

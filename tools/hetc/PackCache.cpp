@@ -100,7 +100,10 @@ bool writableDirectory(const std::string &dir, std::string &reason) {
 /// Identifies this build of the compiler, so a rebuilt hetc never reuses a
 /// pack an older build generated (its code may follow another ABI).
 /// Whether `path` opens as a pack whose checksums and manifest are valid.
-bool validatePack(const std::string &path, std::string &error) {
+/// Checks a cache entry as any pack is checked, and that it is the entry its
+/// name promises: compiled from the model with `hash`, for `context`.
+bool validatePack(const std::string &path, const std::string &hash,
+                  int64_t context, std::string &error) {
   std::unique_ptr<hetrt::format::PackFile> pack =
       hetrt::format::PackFile::open(path, error);
   if (!pack)
@@ -110,8 +113,18 @@ bool validatePack(const std::string &path, std::string &error) {
     error = path + ": the pack has no manifest.json section";
     return false;
   }
-  return hetrt::format::Manifest::fromJson(std::string(*manifest), path, error)
-      .has_value();
+  std::optional<hetrt::format::Manifest> parsed =
+      hetrt::format::Manifest::fromJson(std::string(*manifest), path, error);
+  if (!parsed)
+    return false;
+  if (parsed->weightsHash != hash || parsed->contextLength != context) {
+    error = path + ": the entry was compiled from the model with hash " +
+            hetrt::format::printable(parsed->weightsHash) + " for a context of " +
+            std::to_string(parsed->contextLength) + ", not from this one (" +
+            hash + ") for " + std::to_string(context);
+    return false;
+  }
+  return true;
 }
 
 std::string compilerStampOfThisBuild() {
@@ -189,7 +202,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     // A cache entry is checked as any pack is; a damaged one (a full disk,
     // a crash while copying, an edit) is replaced, not failed on forever.
     std::string damage;
-    if (validatePack(entry, damage)) {
+    if (validatePack(entry, *hash, context, damage)) {
       // Said each time: packs in a shared temporary directory may vanish,
       // and the user may have meant the configured cache to hold them.
       if (candidate == fallback)
@@ -201,7 +214,11 @@ std::string packFor(const std::string &model, int64_t contextLength,
     }
     std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
                          "again: %s\n", tool.c_str(), damage.c_str());
-    std::remove(entry.c_str());
+    if (std::remove(entry.c_str()) != 0 && errno != ENOENT) {
+      error = entry + ": the damaged cache entry cannot be removed (" +
+              std::strerror(errno) + "); remove it by hand";
+      return {};
+    }
   }
   std::string reason;
   if (!writableDirectory(dir, reason)) {

@@ -156,8 +156,12 @@ Action registerRunCommand(CLI::App &app) {
       return 2;
     }
     if (!flags->logitsOut.empty() &&
-        !hetrt::format::checkOutputPath(flags->logitsOut, {flags->model},
-                                        "--logits-out", error)) {
+        (!hetrt::format::checkOutputPath(flags->logitsOut,
+                                         {flags->model, flags->promptFile},
+                                         "--logits-out", error) ||
+         !hetrt::format::checkReplaceable(flags->logitsOut, "\x93NUMPY",
+                                          "a NumPy .npy file", "--logits-out",
+                                          error))) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
@@ -179,7 +183,8 @@ Action registerRunCommand(CLI::App &app) {
     // weights it reads are known: --logits-out must be neither.
     if (!flags->logitsOut.empty() &&
         !hetrt::format::checkOutputPath(
-            flags->logitsOut, {flags->model, packPath, model->weights().path()},
+            flags->logitsOut,
+            {flags->model, packPath, model->weights().path(), flags->promptFile},
             "--logits-out", error)) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;

@@ -58,8 +58,11 @@ Action registerSimulateCommand(CLI::App &app) {
       return 2;
     }
     if (!flags->svg.empty() &&
-        !hetrt::format::checkOutputPath(flags->svg, {flags->model, flags->system},
-                                        "--svg", error)) {
+        (!hetrt::format::checkOutputPath(flags->svg,
+                                         {flags->model, flags->system},
+                                         "--svg", error) ||
+         !hetrt::format::checkReplaceable(flags->svg, "<svg", "an SVG image",
+                                          "--svg", error))) {
       std::cerr << "hetc simulate: " << error << "\n";
       return 1;
     }

@@ -66,7 +66,7 @@ Action registerSynthCommand(CLI::App &app) {
       return 2;
     }
     if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", error) ||
-        !hetrt::format::checkReplaceable(flags->output, "GGUF", "GGUF model",
+        !hetrt::format::checkReplaceable(flags->output, "GGUF", "a GGUF model",
                                          "-o", error)) {
       std::cerr << "hetc synth: " << error << "\n";
       return 1;

@@ -87,6 +87,15 @@ FailureOr<CodeRecord> recordOf(func::FuncOp func) {
            << "must take the logits as its last buffer argument, a static "
               "memref<NxVxf32>";
   record[CodeRecordVocabSize] = logits.getDimSize(1);
+  if (auto hash = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
+          kModelHashAttrName)) {
+    uint64_t value = 0;
+    if (hash.getValue().getAsInteger(16, value))
+      return func->getParentOfType<ModuleOp>().emitOpError()
+             << kModelHashAttrName << " must be 16 hex digits, not "
+             << hash;
+    record[CodeRecordModelHash] = static_cast<int64_t>(value);
+  }
   return record;
 }
 

@@ -6,9 +6,12 @@
 #include "runtime/backends/cpu/ElfImage.h"
 
 #include "runtime/core/CpuFeatures.h"
+#include "runtime/format/InputFile.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <link.h>
@@ -19,16 +22,26 @@ namespace hetrt::cpu {
 
 namespace {
 
-/// The address of data symbol `name` in `handle` and its size in bytes from
-/// the symbol table, or null when absent.
-const char *dataSymbol(void *handle, const char *name, size_t &size) {
+/// The address of symbol `name` in `handle` when it is of ELF symbol type
+/// `type` (STT_FUNC, STT_OBJECT), and its size in bytes; null otherwise. The
+/// structural check (ElfImage.h) has placed functions in code and data
+/// outside it, so a symbol of the right type is safe to call or read.
+const char *typedSymbol(void *handle, const char *name, unsigned type,
+                        size_t &size) {
   void *address = dlsym(handle, name);
   Dl_info info;
   void *entry = nullptr;
   if (!address || !dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry)
     return nullptr;
-  size = static_cast<const ElfW(Sym) *>(entry)->st_size;
+  const auto *symbol = static_cast<const ElfW(Sym) *>(entry);
+  if (ELF64_ST_TYPE(symbol->st_info) != type || symbol->st_value == 0)
+    return nullptr;
+  size = symbol->st_size;
   return static_cast<const char *>(address);
+}
+
+const char *dataSymbol(void *handle, const char *name, size_t &size) {
+  return typedSymbol(handle, name, STT_OBJECT, size);
 }
 
 /// Splits the comma-separated feature list of the code's requirement symbol.
@@ -120,6 +133,17 @@ bool checkRecord(void *handle, const format::PackFile &pack,
       {"model.kv_element_type (bytes)", manifest.kvElementBytes(),
        CodeRecordKvElementBytes},
   };
+  if (static_cast<uint64_t>(record[CodeRecordModelHash]) !=
+      std::strtoull(manifest.weightsHash.c_str(), nullptr, 16)) {
+    char text[17];
+    std::snprintf(text, sizeof(text), "%016llx",
+                  static_cast<unsigned long long>(record[CodeRecordModelHash]));
+    error = origin + " was compiled for the model with content hash " + text +
+            ", not the " + format::printable(manifest.weightsHash) +
+            " the manifest names; the code belongs to another model (compile "
+            "the model again with `hetc compile`)";
+    return false;
+  }
   for (const Field &f : fields) {
     if (f.manifestValue == record[f.field])
       continue;
@@ -201,19 +225,24 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
     return nullptr;
   // Code generated with routed allocations exports a table for the buffer
   // allocator; older code without it keeps the C library's.
-  if (void *table = dlsym(loaded->handle_, "hetc_buffer_allocator")) {
-    auto *slots = static_cast<void **>(table);
+  size_t tableSize = 0;
+  if (const char *table = dataSymbol(loaded->handle_, "hetc_buffer_allocator",
+                                     tableSize);
+      table && tableSize >= 2 * sizeof(void *)) {
+    auto *slots = reinterpret_cast<void **>(const_cast<char *>(table));
     slots[0] = reinterpret_cast<void *>(&allocateBuffer);
     slots[1] = reinterpret_cast<void *>(&releaseBuffer);
   }
   auto resolve = [&](const std::string &symbol) -> EntryFunction {
-    void *address = dlsym(loaded->handle_, symbol.c_str());
+    size_t size = 0;
+    const void *address =
+        typedSymbol(loaded->handle_, symbol.c_str(), STT_FUNC, size);
     if (!address)
       error = pack.path() + ": the code of variant \"" + chosen->name +
               "\" lacks entry point \"" + symbol +
               "\"; the pack is damaged or was altered (compile the model "
               "again with `hetc compile`)";
-    return reinterpret_cast<EntryFunction>(address);
+    return reinterpret_cast<EntryFunction>(const_cast<void *>(address));
   };
   loaded->prefill_ = resolve(manifest.prefillSymbol);
   loaded->decode_ = resolve(manifest.decodeSymbol);

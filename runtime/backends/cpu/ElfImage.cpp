@@ -4,12 +4,16 @@
 // image may be anything.
 #include "runtime/backends/cpu/ElfImage.h"
 
+#include "runtime/format/InputFile.h"
+
 #include <cstdint>
 #include <cstring>
 #include <elf.h>
 #include <vector>
 
 namespace hetrt::cpu {
+
+using format::printable;
 
 namespace {
 
@@ -137,6 +141,10 @@ private:
         loads_.push_back(segment);
         break;
       case PT_DYNAMIC:
+        if (!inFile(segment.p_offset, segment.p_filesz)) {
+          why = "is cut short: " + name + " lies past the end of the file";
+          return false;
+        }
         if (sawDynamic_) {
           why = "has two dynamic segments";
           return false;
@@ -149,6 +157,10 @@ private:
       case PT_GNU_EH_FRAME:
       case PT_NOTE:
       case PT_GNU_PROPERTY:
+        if (!inFile(segment.p_offset, segment.p_filesz)) {
+          why = "is cut short: " + name + " lies past the end of the file";
+          return false;
+        }
         described_.push_back(segment);
         break;
       case PT_GNU_STACK:
@@ -265,6 +277,10 @@ private:
     }
     uint64_t buckets = read<uint32_t>(hashOffset);
     symbolCount_ = read<uint32_t>(hashOffset + 4);
+    if (buckets == 0) {
+      why = "has a hash table without buckets";
+      return false;
+    }
     if (!fileOffsetOf(hash_, 8 + 4 * (buckets + symbolCount_), hashOffset)) {
       why = "has a hash table larger than the image";
       return false;
@@ -289,13 +305,29 @@ private:
         why = "has symbol " + std::to_string(i) + " named past the strings";
         return false;
       }
+      std::string symbolName =
+          printable(image_.data() + strtabOffset + symbol.st_name);
+      unsigned type = ELF64_ST_TYPE(symbol.st_info);
+      // An indirect function's address is a resolver the loader and dlsym
+      // call; thread-local symbols need storage model code never has.
+      if (type == STT_GNU_IFUNC || type == STT_TLS) {
+        why = "has symbol \"" + symbolName +
+              "\" of a kind model code never has (an indirect function or "
+              "thread-local data)";
+        return false;
+      }
       if (symbol.st_shndx == SHN_UNDEF)
         continue;
-      // dlsym hands out these addresses; the runtime reads through them.
-      if (!segmentHolding(symbol.st_value, symbol.st_size, false)) {
-        why = "defines symbol \"" +
-              std::string(image_.data() + strtabOffset + symbol.st_name) +
-              "\" outside its loadable segments";
+      // dlsym hands out these addresses; the runtime calls functions and
+      // reads data through them.
+      const Elf64_Phdr *holder =
+          segmentHolding(symbol.st_value, symbol.st_size, false);
+      bool executable = holder && (holder->p_flags & PF_X);
+      if (!holder || (type == STT_FUNC) != executable) {
+        why = "defines symbol \"" + symbolName + "\" " +
+              (!holder ? "outside its loadable segments"
+                       : type == STT_FUNC ? "as a function outside its code"
+                                          : "as data inside its code");
         return false;
       }
     }
@@ -356,12 +388,21 @@ private:
                    type == R_X86_64_GLOB_DAT || type == R_X86_64_JUMP_SLOT;
       const Elf64_Phdr *target =
           segmentHolding(relocation.r_offset, 8, false);
+      // What a relocation stores must point into the image (RELATIVE) or at
+      // its symbol (and at most into its span): never a wild address.
+      int64_t addend = relocation.r_addend;
+      bool addendInImage =
+          type == R_X86_64_RELATIVE
+              ? symbol == 0 && addend >= 0 &&
+                    segmentHolding(static_cast<uint64_t>(addend), 0, false)
+              : symbol != 0 && addend >= 0 &&
+                    static_cast<uint64_t>(addend) < imageSpan();
       if (!known || symbol >= symbolCount_ || !target ||
-          !(target->p_flags & PF_W)) {
+          !(target->p_flags & PF_W) || !addendInImage) {
         why = "has a relocation (type " + std::to_string(type) + " at " +
               hex(relocation.r_offset) +
               ") of a kind model code never has, or that would write "
-              "outside its writable segments";
+              "outside its writable segments or store a wild address";
         return false;
       }
     }
@@ -371,6 +412,11 @@ private:
   bool checkRelocations(std::string &why) {
     return checkRelocationTable(rela_, rela_ ? relasz_ : 0, why) &&
            checkRelocationTable(jmprel_, jmprel_ ? pltrelsz_ : 0, why);
+  }
+
+  /// Bytes from the image's first address to its last.
+  uint64_t imageSpan() const {
+    return loads_.back().p_vaddr + loads_.back().p_memsz;
   }
 
   std::string_view image_;

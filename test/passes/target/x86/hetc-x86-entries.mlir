@@ -15,7 +15,7 @@
 // EXPORT-SAME: attributes {hetc.entry, llvm.emit_c_interface}
 // EXPORT-LABEL: func.func @helper
 // EXPORT-NOT: llvm.emit_c_interface
-// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 3, 300, 2, 4, 16, 64, 4]> : tensor<8xi64>) {addr_space = 0 : i32} : !llvm.array<8 x i64>
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 4, 300, 2, 4, 16, 64, 4, 0]> : tensor<9xi64>) {addr_space = 0 : i32} : !llvm.array<9 x i64>
 func.func @entry(%w: memref<?xi8> {llm.weights}, %t: memref<?xi32>,
                  %p: memref<?xi32>, %c0: memref<2x64x4x16xf32>,
                  %c1: memref<2x64x4x16xf32>, %out: memref<1x300xf32>) {

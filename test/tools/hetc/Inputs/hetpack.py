@@ -13,6 +13,10 @@
     hetpack.py replace PACK OUT SECTION OLD NEW
                                             bytes OLD replaced by NEW (same length)
                                             in a section, checksums written anew
+    hetpack.py symbol PACK OUT SECTION NAME info|value NUMBER
+                                            a dynamic symbol's type byte or address
+                                            in a code section set, checksums
+                                            written anew
     hetpack.py flip PACK OUT SECTION OFFSET one byte of a section inverted, checksums
                                             kept: damage the header does not know of
     hetpack.py trap PACK OUT SECTION        a section's bytes overwritten with int3
@@ -68,6 +72,29 @@ def write(path, version, sections, rechecksum):
         out.write(header + b"".join(p for _, p, _ in sections))
 
 
+def set_symbol(sections, section, symbol, field, number):
+    """Sets st_info or st_value of `symbol` in the .dynsym of an ELF section."""
+    entry = next(s for s in sections if s[0] == section)
+    elf = bytearray(entry[1])
+    (shoff,) = struct.unpack_from("<Q", elf, 40)
+    (shnum,) = struct.unpack_from("<H", elf, 60)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + 64 * k)
+               for k in range(shnum)]
+    dynsym = next(h for h in headers if h[1] == 11)  # SHT_DYNSYM
+    strings = headers[dynsym[6]][4]
+    for k in range(dynsym[5] // 24):
+        at = dynsym[4] + 24 * k
+        (name,) = struct.unpack_from("<I", elf, at)
+        if elf[strings + name:].split(b"\0")[0] == symbol.encode():
+            if field == "info":
+                elf[at + 4] = number
+            else:
+                struct.pack_into("<Q", elf, at + 8, number)
+            entry[1] = bytes(elf)
+            return
+    sys.exit(f"no symbol {symbol} in {section}")
+
+
 def main(argv):
     command = argv[1]
     version, sections = read(argv[2])
@@ -110,6 +137,9 @@ def main(argv):
             if name_payload[0] == argv[4]:
                 assert old in name_payload[1], f"{argv[5]} not in {argv[4]}"
                 name_payload[1] = name_payload[1].replace(old, new)
+        write(out, version, sections, rechecksum=True)
+    elif command == "symbol":
+        set_symbol(sections, argv[4], argv[5], argv[6], int(argv[7], 0))
         write(out, version, sections, rechecksum=True)
     elif command in ("flip", "trap"):
         for name_payload in sections:
