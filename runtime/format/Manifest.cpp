@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -54,6 +56,8 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
     return std::nullopt;
   };
   std::string why;
+  if (text.find('\0') != std::string::npos)
+    return fail("holds a NUL byte");
   std::optional<nlohmann::json> parsed = parseJsonText(text, why);
   if (!parsed)
     return fail(why);
@@ -136,21 +140,44 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                   std::to_string(bound.limit) + "]");
   if (size < 0)
     return fail("field \"weights.size\" is negative");
+  // Names printed in messages and used as paths hold no control bytes.
+  auto plain = [](const std::string &text) {
+    return std::none_of(text.begin(), text.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+  };
+  if (manifest.weightsPath.empty() || manifest.weightsPath[0] != '/' ||
+      !plain(manifest.weightsPath))
+    return fail("field \"weights.path\" is \"" +
+                printable(manifest.weightsPath) +
+                "\"; it must be an absolute path without control characters");
+  // The architectures ModelConfig reads.
+  static const char *const kArchitectures[] = {"llama", "mistral", "qwen2"};
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures),
+                manifest.architecture) == std::end(kArchitectures))
+    return fail("field \"model.architecture\" is \"" +
+                printable(manifest.architecture) +
+                "\"; this runtime runs llama, mistral and qwen2");
   const std::pair<const char *, const std::string *> entries[] = {
       {"prefill", &manifest.prefillSymbol}, {"decode", &manifest.decodeSymbol}};
   const char *expected[] = {kPrefillEntrySymbol, kDecodeEntrySymbol};
   for (int i = 0; i < 2; ++i)
     if (*entries[i].second != expected[i])
       return fail(std::string("field \"entries.") + entries[i].first +
-                  "\" is \"" + *entries[i].second + "\"; kernel ABI version " +
+                  "\" is \"" + printable(*entries[i].second) +
+                  "\"; kernel ABI version " +
                   std::to_string(kKernelAbiVersion) + " calls it \"" +
                   expected[i] + "\"");
   if (manifest.kvElementType != "f32")
     return fail("field \"model.kv_element_type\" is \"" +
-                manifest.kvElementType + "\"; this runtime supports \"f32\"");
+                printable(manifest.kvElementType) +
+                "\"; this runtime supports \"f32\"");
   auto variants = json.find("variants");
-  if (variants == json.end() || !variants->is_array() || variants->empty())
-    return fail("field \"variants\" must be a non-empty array");
+  constexpr size_t kMaxVariants = 16;
+  if (variants == json.end() || !variants->is_array() || variants->empty() ||
+      variants->size() > kMaxVariants)
+    return fail("field \"variants\" must be an array of 1 to " +
+                std::to_string(kMaxVariants) + " variants");
   for (const nlohmann::json &entry : *variants) {
     if (!entry.is_object() || !entry.contains("name") ||
         !entry["name"].is_string() || !entry.contains("section") ||
@@ -161,10 +188,25 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
     CodeVariant variant;
     variant.name = entry["name"].get<std::string>();
     variant.section = entry["section"].get<std::string>();
+    bool nameOk = !variant.name.empty() &&
+                  std::all_of(variant.name.begin(), variant.name.end(),
+                              [](char c) {
+                                return std::isalnum(
+                                           static_cast<unsigned char>(c)) ||
+                                       c == '-' || c == '_' || c == '.';
+                              });
+    if (!nameOk || !plain(variant.section) || variant.section.empty())
+      return fail("has a variant named \"" + printable(variant.name) +
+                  "\" with section \"" + printable(variant.section) +
+                  "\"; names are letters, digits, '-', '_' and '.'");
+    for (const CodeVariant &earlier : manifest.variants)
+      if (earlier.name == variant.name || earlier.section == variant.section)
+        return fail("lists variant \"" + variant.name + "\" or section \"" +
+                    printable(variant.section) + "\" twice");
     for (const nlohmann::json &feature : entry["requires"]) {
-      if (!feature.is_string())
+      if (!feature.is_string() || !plain(feature.get<std::string>()))
         return fail("variant \"" + variant.name +
-                    "\" lists a non-string CPU feature");
+                    "\" lists a CPU feature that is not a plain string");
       variant.requires_.push_back(feature.get<std::string>());
     }
     manifest.variants.push_back(std::move(variant));
