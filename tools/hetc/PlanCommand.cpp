@@ -146,7 +146,9 @@ Action registerPlanCommand(CLI::App &app) {
               "shapes alone (a GGUF header or a Hugging Face config.json)");
   addPlanningOptions(*command, *flags);
   command->add_option("--context", flags->context,
-                      "Tokens in the KV cache at the decode step predicted")
+                      "Tokens in the KV cache at the decode step predicted "
+                      "(at least the prompt; a shorter one shortens the "
+                      "default prompt)")
       ->check(wholeRange(0, INT32_MAX))
       ->capture_default_str();
   command->add_flag("--json", flags->json,
@@ -154,6 +156,20 @@ Action registerPlanCommand(CLI::App &app) {
   return [command, flags]() -> int {
     if (!*command)
       return -1;
+    // The decode step follows the prefill, so the cache holds the prompt: a
+    // short --context shortens the default prompt, and contradicts one given.
+    if (flags->context > 0 && flags->context < flags->promptTokens &&
+        command->count("--prompt-tokens") == 0)
+      flags->promptTokens = flags->context;
+    if (flags->context < flags->promptTokens) {
+      std::cerr << "hetc plan: --context " << flags->context
+                << " holds fewer tokens than the --prompt-tokens "
+                << flags->promptTokens
+                << " prefilled before the decode step; give --context at "
+                   "least "
+                << flags->promptTokens << "\n";
+      return 2;
+    }
     std::string error;
     int exitCode = 1;
     std::optional<PlanningInputs> inputs =
