@@ -129,9 +129,7 @@ public:
     const std::string &text = value->get_ref<const std::string &>();
     bool freeText = std::string_view(key) == "description" ||
                     std::string_view(key) == "source";
-    if (!freeText && std::any_of(text.begin(), text.end(), [](char c) {
-          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-        })) {
+    if (!freeText && hetrt::format::hasControlBytes(text)) {
       fail(join(path, key),
            "\"" + hetrt::format::printable(text) +
                "\" contains a control character",

@@ -306,10 +306,6 @@ ChainDpOptions dpOptions(const Problem &problem) {
   return options;
 }
 
-/// GiB for the sizes of real models; smaller units for tiny ones, which
-/// would all read "0.00 GiB".
-std::string sizeText(uint64_t bytes) { return hetrt::core::formatBytes(bytes); }
-
 } // namespace
 
 std::optional<Objective> parseObjective(const std::string &name) {
@@ -355,17 +351,17 @@ std::string noPlacementError(const cost::ModelShape &shape,
     }
   }
   if (unit.weightBytes > largest || smallestKv == 0)
-    return shape.origin + ": unit " + unit.name + " (" + sizeText(unit.weightBytes) +
+    return shape.origin + ": unit " + unit.name + " (" + hetrt::core::formatBytes(unit.weightBytes) +
            " of weights) fits in no single memory of " + system.name +
            "; use a smaller weight type";
   const cost::Workload &workload = request.workload;
   return shape.origin + ": the KV cache is what does not fit: unit " +
-         unit.name + " needs " + sizeText(smallestKv) + " of KV cache (batch " +
+         unit.name + " needs " + hetrt::core::formatBytes(smallestKv) + " of KV cache (batch " +
          std::to_string(workload.batch) + " x " +
          std::to_string(workload.kvTokens()) +
-         " tokens) beside its " + sizeText(unit.weightBytes) +
+         " tokens) beside its " + hetrt::core::formatBytes(unit.weightBytes) +
          " of weights, but the largest memory " + system.name +
-         " keeps a KV cache in is " + sizeText(largestKvHome) + " (" + kvHomeName +
+         " keeps a KV cache in is " + hetrt::core::formatBytes(largestKvHome) + " (" + kvHomeName +
          "); fixes: a smaller --batch or --context, a KV cache in another "
          "tier (a system whose devices have larger DRAM or CXL memory), or "
          "more devices";
@@ -396,11 +392,11 @@ std::string kvShortfall(const cost::ModelShape &shape,
   if (kv == 0 || weights > capacity || kv <= kvCapacity / 2)
     return {};
   const cost::Workload &workload = request.workload;
-  return "; the KV cache is what does not fit: it needs " + sizeText(kv) +
+  return "; the KV cache is what does not fit: it needs " + hetrt::core::formatBytes(kv) +
          " (batch " + std::to_string(workload.batch) + " x " +
          std::to_string(workload.kvTokens()) +
-         " tokens) beside " + sizeText(weights) + " of weights, and " +
-         system.name + " offers " + sizeText(kvCapacity) +
+         " tokens) beside " + hetrt::core::formatBytes(weights) + " of weights, and " +
+         system.name + " offers " + hetrt::core::formatBytes(kvCapacity) +
          " of memory a KV cache can live in";
 }
 

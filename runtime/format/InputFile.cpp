@@ -11,6 +11,17 @@
 
 namespace hetrt::format {
 
+namespace {
+bool isControlByte(unsigned char byte) { return byte < 0x20 || byte == 0x7f; }
+} // namespace
+
+bool hasControlBytes(std::string_view text) {
+  for (char c : text)
+    if (isControlByte(static_cast<unsigned char>(c)))
+      return true;
+  return false;
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -23,7 +34,7 @@ std::string printable(std::string_view text) {
   while (i < text.size()) {
     unsigned char byte = static_cast<unsigned char>(text[i]);
     if (byte < 0x80) {
-      if (byte < 0x20 || byte == 0x7f)
+      if (isControlByte(byte))
         escape(byte);
       else
         out += static_cast<char>(byte);

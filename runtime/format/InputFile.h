@@ -46,6 +46,11 @@ std::string withFix(const std::string &message, std::string_view fix);
 /// terminal it is shown on.
 std::string printable(std::string_view text);
 
+/// Whether `text` holds a control byte (below 0x20, or 0x7f): what
+/// printable() escapes, and what names printed or used as paths must not
+/// hold.
+bool hasControlBytes(std::string_view text);
+
 /// The kind of a non-regular file for messages ("a directory", "a FIFO", ...),
 /// from a stat mode.
 const char *fileKindName(unsigned mode);

@@ -141,11 +141,7 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   if (size < 0)
     return fail("field \"weights.size\" is negative");
   // Names printed in messages and used as paths hold no control bytes.
-  auto plain = [](const std::string &text) {
-    return std::none_of(text.begin(), text.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-  };
+  auto plain = [](const std::string &text) { return !hasControlBytes(text); };
   if (manifest.weightsPath.empty() || manifest.weightsPath[0] != '/' ||
       !plain(manifest.weightsPath))
     return fail("field \"weights.path\" is \"" +

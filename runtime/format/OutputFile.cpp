@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <vector>
 
 namespace hetrt::format {
@@ -116,19 +117,32 @@ bool checkOutputPath(const std::string &output,
   return true;
 }
 
-bool checkReplaceable(const std::string &output, std::string_view magic,
-                      const std::string &kind, const std::string &flag,
-                      std::string &error) {
+namespace {
+
+/// The first bytes (at most `limit`) of the existing, non-empty regular file
+/// at `output`; nullopt when there is no such file to protect.
+std::optional<std::string> existingHead(const std::string &output,
+                                        size_t limit) {
   struct stat target;
   if (output == "-" || stat(output.c_str(), &target) != 0 ||
       !S_ISREG(target.st_mode) || target.st_size == 0)
-    return true;
-  std::string head(magic.size(), '\0');
+    return std::nullopt;
+  std::string head(limit, '\0');
   std::FILE *file = std::fopen(output.c_str(), "rb");
   size_t read = file ? std::fread(head.data(), 1, head.size(), file) : 0;
   if (file)
     std::fclose(file);
-  if (read == magic.size() && head == magic)
+  head.resize(read);
+  return head;
+}
+
+} // namespace
+
+bool checkReplaceable(const std::string &output, std::string_view magic,
+                      const std::string &kind, const std::string &flag,
+                      std::string &error) {
+  std::optional<std::string> head = existingHead(output, magic.size());
+  if (!head || *head == magic)
     return true;
   error = flag + " " + output + ": exists and is not " + kind +
           "; replacing it would destroy it (give another path, or remove "
@@ -138,16 +152,8 @@ bool checkReplaceable(const std::string &output, std::string_view magic,
 
 bool checkTextReplaceable(const std::string &output, const std::string &flag,
                           std::string &error) {
-  struct stat target;
-  if (output == "-" || stat(output.c_str(), &target) != 0 ||
-      !S_ISREG(target.st_mode) || target.st_size == 0)
-    return true;
-  char head[4096];
-  std::FILE *file = std::fopen(output.c_str(), "rb");
-  size_t read = file ? std::fread(head, 1, sizeof(head), file) : 0;
-  if (file)
-    std::fclose(file);
-  if (std::memchr(head, '\0', read) == nullptr)
+  std::optional<std::string> head = existingHead(output, 4096);
+  if (!head || head->find('\0') == std::string::npos)
     return true;
   error = flag + " " + output +
           ": exists and is a binary file (a model or a pack?), not text; "

@@ -45,6 +45,13 @@ bool serializeSpirvModules(mlir::ModuleOp module,
                            std::vector<SpirvExecutable> &executables,
                            std::string &error);
 
+/// Gives `module` the default environment when it names none, lowers its
+/// gpu kernels (buildSpirvPipeline) and serializes them
+/// (serializeSpirvModules). Returns false with `error` on failure.
+bool compileToSpirv(mlir::ModuleOp module,
+                    std::vector<SpirvExecutable> &executables,
+                    std::string &error);
+
 /// The source of the kernel library (lib/Target/SPIRV/kernels/Kernels.mlir):
 /// the llm ops as gpu kernels, in the conventions its header describes.
 llvm::StringRef kernelLibrarySource();

@@ -33,6 +33,18 @@ void buildSpirvPipeline(OpPassManager &pm) {
   spirvModule.addPass(mlir::spirv::createSPIRVUpdateVCEPass());
 }
 
+bool compileToSpirv(ModuleOp module, std::vector<SpirvExecutable> &executables,
+                    std::string &error) {
+  attachDefaultTargetEnv(module);
+  PassManager pm(module.getContext());
+  buildSpirvPipeline(pm);
+  if (failed(pm.run(module))) {
+    error = "the SPIR-V pipeline failed (see the diagnostics above)";
+    return false;
+  }
+  return serializeSpirvModules(module, executables, error);
+}
+
 bool serializeSpirvModules(ModuleOp module,
                            std::vector<SpirvExecutable> &executables,
                            std::string &error) {

@@ -46,17 +46,11 @@ public:
       error = llmNotLowered(device);
       return false;
     }
-    attachDefaultTargetEnv(module);
-    mlir::PassManager pm(module.getContext());
-    buildSpirvPipeline(pm);
-    if (mlir::failed(pm.run(module))) {
-      error = "the SPIR-V pipeline failed for device \"" +
-              device.getName().str() + "\" (see the diagnostics above)";
+    std::vector<SpirvExecutable> modules;
+    if (!compileToSpirv(module, modules, error)) {
+      error = "device \"" + device.getName().str() + "\": " + error;
       return false;
     }
-    std::vector<SpirvExecutable> modules;
-    if (!serializeSpirvModules(module, modules, error))
-      return false;
     for (SpirvExecutable &spirvModule : modules) {
       Executable executable;
       executable.variant = device.getArch().str();

@@ -6,14 +6,13 @@
 // f16 scales across the whole range (subnormal, negative, largest).
 #include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
+#include "SpirvTestSupport.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/hal/Device.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
-#include <spirv-tools/libspirv.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -32,13 +31,7 @@ SpirvExecutable compileLibrary() {
   EXPECT_TRUE(module);
   if (!module)
     return {};
-  attachDefaultTargetEnv(*module);
-  mlir::PassManager pm(&context);
-  buildSpirvPipeline(pm);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  std::vector<SpirvExecutable> executables;
-  std::string error;
-  EXPECT_TRUE(serializeSpirvModules(*module, executables, error)) << error;
+  std::vector<SpirvExecutable> executables = hetc::test::compileOrFail(*module);
   EXPECT_EQ(executables.size(), 1u);
   return executables.empty() ? SpirvExecutable{} : executables.front();
 }
@@ -58,15 +51,9 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
                                                   {"matmul_q8_0", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"silu_mul_f32", 4}}));
-  std::vector<uint32_t> words(compiled.binary.size() / 4);
-  std::memcpy(words.data(), compiled.binary.data(), compiled.binary.size());
-  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char *,
-                               const spv_position_t &, const char *message) {
-    messages += std::string(message) + "\n";
-  });
-  EXPECT_TRUE(tools.Validate(words)) << messages;
+  EXPECT_TRUE(hetc::test::validatesForVulkan12(compiled.binary, messages))
+      << messages;
 }
 
 /// Runs the library's kernels on one device.

@@ -4,14 +4,13 @@
 // any Vulkan GPU elsewhere), compute what the kernel says.
 #include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
+#include "SpirvTestSupport.h"
 #include "runtime/hal/Device.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
-#include <spirv-tools/libspirv.hpp>
 
 #include <cstring>
 #include <limits>
@@ -53,14 +52,7 @@ std::vector<SpirvExecutable> compileKernel() {
   EXPECT_TRUE(module);
   if (!module)
     return {};
-  attachDefaultTargetEnv(*module);
-  mlir::PassManager pm(&context);
-  buildSpirvPipeline(pm);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  std::vector<SpirvExecutable> executables;
-  std::string error;
-  EXPECT_TRUE(serializeSpirvModules(*module, executables, error)) << error;
-  return executables;
+  return hetc::test::compileOrFail(*module);
 }
 
 TEST(SpirvTarget, SerializesAValidVulkanModule) {
@@ -72,15 +64,9 @@ TEST(SpirvTarget, SerializesAValidVulkanModule) {
   EXPECT_EQ(executable.kernels[0].bindings, 4);
   EXPECT_EQ(executable.kernels[0].workgroupSize,
             (std::array<int64_t, 3>{64, 1, 1}));
-  std::vector<uint32_t> words(executable.binary.size() / 4);
-  std::memcpy(words.data(), executable.binary.data(), executable.binary.size());
-  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char *,
-                               const spv_position_t &, const char *message) {
-    messages += std::string(message) + "\n";
-  });
-  EXPECT_TRUE(tools.Validate(words)) << messages;
+  EXPECT_TRUE(hetc::test::validatesForVulkan12(executable.binary, messages))
+      << messages;
 }
 
 TEST(SpirvTarget, RunsOnEveryDeviceThatRunsSpirv) {
