@@ -54,6 +54,15 @@ HETRT_API const char *hetrt_last_error_message(void);
 /* HETRT_API_VERSION of the library, for back ends built out of tree. */
 HETRT_API int hetrt_api_version(void);
 
+/* For programs that own their process's signals (command-line tools; a
+ * library host should not call it): when a model file the runtime has mapped
+ * is truncated or rewritten in place by another process, the next read of it
+ * raises SIGBUS. This installs a handler that prints "PROGRAM: FILE changed
+ * while it was in use ..." and exits with status 1, instead of dying with no
+ * word; other SIGBUS faults keep their default action. It also ignores
+ * SIGXFSZ, so writes past the file-size limit fail as errors. */
+HETRT_API void hetrt_install_mapped_file_fault_handler(const char *program);
+
 /* The devices of this machine (the CPU first, then each back end's whose
  * driver is present) and their memory spaces. Strings stay valid for the
  * life of the process. */

@@ -4,6 +4,7 @@
 #include "hetrt/hetrt.h"
 
 #include "runtime/core/Model.h"
+#include "runtime/format/MappedFiles.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 #include "runtime/hal/Device.h"
@@ -78,6 +79,10 @@ extern "C" {
 const char *hetrt_last_error_message(void) { return lastError.c_str(); }
 
 int hetrt_api_version(void) { return HETRT_API_VERSION; }
+
+void hetrt_install_mapped_file_fault_handler(const char *program) {
+  hetrt::format::installMappedFileFaultHandler(program ? program : "hetrt");
+}
 
 hetrt_status_t hetrt_device_count(int32_t *out_count) {
   if (!out_count)

@@ -5,6 +5,7 @@
 #include "runtime/format/Gguf.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/MappedFiles.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -535,8 +536,10 @@ private:
 };
 
 GgufFile::~GgufFile() {
-  if (mapped_)
+  if (mapped_) {
+    unregisterMappedFile(base_);
     munmap(const_cast<uint8_t *>(base_), size_);
+  }
 }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
@@ -563,6 +566,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
   }
   file->base_ = static_cast<const uint8_t *>(base);
   file->mapped_ = true;
+  registerMappedFile(base, file->size_, path);
   GgufParser parser(*file);
   if (!parser.parse(error))
     return nullptr;

@@ -2,6 +2,7 @@
 #include "runtime/format/Manifest.h"
 
 #include "runtime/format/InputFile.h"
+#include "runtime/format/MappedFiles.h"
 #include "runtime/format/JsonText.h"
 
 #include <nlohmann/json.hpp>
@@ -225,7 +226,9 @@ std::optional<std::string> hashFile(const std::string &path,
       ::close(fd);
       return std::nullopt;
     }
+    registerMappedFile(data, static_cast<size_t>(size), path);
     hash = XXH3_64bits(data, static_cast<size_t>(size));
+    unregisterMappedFile(data);
     munmap(data, static_cast<size_t>(size));
   }
   ::close(fd);

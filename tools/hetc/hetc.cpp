@@ -5,6 +5,7 @@
 #include "Commands.h"
 #include "Flags.h"
 #include "Version.h"
+#include "runtime/format/MappedFiles.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -106,6 +107,7 @@ int runHetc(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  hetrt::format::installMappedFileFaultHandler("hetc");
   int code = runHetc(argc, argv);
   // MLIR and LLVM print through llvm::outs(), whose write errors would
   // otherwise end the process with an LLVM fatal error.

@@ -363,5 +363,6 @@ static int runRunner(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  hetrt_install_mapped_file_fault_handler("hetrt-run");
   return hetc::cli::finishStandardOutput(runRunner(argc, argv), "hetrt-run");
 }
