@@ -11,8 +11,11 @@ namespace hetc::partition {
 const char *const kSamplingUnit = "sampling";
 
 Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
-                  int64_t plannedContext, int64_t decodeSteps) {
+                  int64_t plannedContext, int64_t decodeSteps,
+                  int64_t maxRecordedSteps) {
   Timeline timeline;
+  timeline.recordedDecodeSteps = std::min(decodeSteps, maxRecordedSteps);
+  bool recording = true;
   timeline.busySeconds.assign(plan.devices.size(), 0);
   timeline.decodeSteps = decodeSteps;
   double now = 0;
@@ -20,7 +23,8 @@ Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
                  double seconds) {
     if (seconds <= 0)
       return;
-    timeline.events.push_back({device, unit, phase, now, now + seconds});
+    if (recording)
+      timeline.events.push_back({device, unit, phase, now, now + seconds});
     if (device >= 0)
       timeline.busySeconds[device] += seconds;
     else
@@ -44,7 +48,8 @@ Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
             unit.prefillHostTransferSeconds);
   timeline.prefillSeconds = now;
   for (int64_t step = 1; step <= decodeSteps; ++step) {
-    std::string phase = "decode " + std::to_string(step);
+    recording = step <= timeline.recordedDecodeSteps;
+    std::string phase = recording ? "decode " + std::to_string(step) : "";
     // Step `step` reads the prompt and the tokens generated before it.
     int64_t context = workload.promptTokens + step - 1;
     for (const PlacedUnit &unit : plan.units)

@@ -43,13 +43,14 @@ Action registerSimulateCommand(CLI::App &app) {
       ->capture_default_str();
   command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
   command->add_flag("--json", flags->json,
-                    "Print the per-device summary and every event as JSON");
+                    "Print the per-device summary and the events (of the prefill and "
+                    "at most the first 10000 decode steps) as JSON");
   return [command, flags]() -> int {
     if (!*command)
       return -1;
     std::string error;
     // A chart of more steps than pixels is unreadable and hundreds of MB.
-    constexpr int64_t kMaxChartSteps = 10000;
+    constexpr int64_t kMaxChartSteps = partition::kMaxRecordedDecodeSteps;
     if (!flags->svg.empty() && flags->decodeTokens > kMaxChartSteps) {
       std::cerr << "hetc simulate: --svg charts at most " << kMaxChartSteps
                 << " decode steps, and -n is " << flags->decodeTokens
@@ -122,6 +123,8 @@ Action registerSimulateCommand(CLI::App &app) {
                             {"prefill_seconds", timeline.prefillSeconds},
                             {"total_seconds", timeline.totalSeconds},
                             {"decode_steps", timeline.decodeSteps},
+                            {"events_decode_steps",
+                             timeline.recordedDecodeSteps},
                             {"decode_tokens_per_s", timeline.decodeTokensPerS},
                             {"link_seconds", timeline.linkSeconds},
                             {"devices", devices},

@@ -6,10 +6,15 @@
 
 #include "hetc/Partition/ModelPlan.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace hetc::partition {
+
+/// The most decode steps whose intervals a timeline keeps by default: far
+/// past what a chart shows readably, small enough to print as JSON.
+inline constexpr int64_t kMaxRecordedDecodeSteps = 10000;
 
 /// The `unit` of the host's sampling intervals.
 extern const char *const kSamplingUnit;
@@ -27,7 +32,10 @@ struct TimelineEvent {
 };
 
 struct Timeline {
+  /// The prefill's intervals and those of the first recordedDecodeSteps
+  /// decode steps; the sums below cover every step.
   std::vector<TimelineEvent> events;
+  int64_t recordedDecodeSteps = 0;
   /// Busy seconds per device (ModelPlan::devices order) and on links.
   std::vector<double> busySeconds;
   double linkSeconds = 0;
@@ -41,8 +49,11 @@ struct Timeline {
 /// Runs a prefill of the plan's prompt, then `decodeSteps` steps whose KV
 /// cache grows from the prompt's length, units one after the other as the
 /// chain executes. `plannedContext` is the context the plan was costed at.
+/// Intervals are kept for the first `maxRecordedSteps` decode steps only, so
+/// a long request is summed in constant memory.
 Timeline simulate(const ModelPlan &plan, const cost::Workload &workload,
-                  int64_t plannedContext, int64_t decodeSteps);
+                  int64_t plannedContext, int64_t decodeSteps,
+                  int64_t maxRecordedSteps = kMaxRecordedDecodeSteps);
 
 /// The timeline as an SVG Gantt chart: a row per device and one for links,
 /// units coloured by kind, the prefill/decode boundary marked.
