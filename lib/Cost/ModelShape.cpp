@@ -264,10 +264,11 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
   // what any model uses (epsilons of 1e-12 to 1e-1, RoPE bases to 1e9).
   struct FloatRange {
     const char *key;
-    double low, high;
+    hetrt::format::ModelFloatRange bounds;
   };
-  for (FloatRange range : {FloatRange{"rms_norm_eps", 1e-12, 1e-1},
-                           FloatRange{"rope_theta", 1.0, 1e9}}) {
+  for (FloatRange range :
+       {FloatRange{"rms_norm_eps", hetrt::format::kRmsEpsilonRange},
+        FloatRange{"rope_theta", hetrt::format::kRopeBaseRange}}) {
     auto found = json.find(range.key);
     if (found == json.end())
       continue;
@@ -278,11 +279,10 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
       return std::nullopt;
     }
     double value = found->get<double>();
-    if (value < range.low || value > range.high) {
-      std::ostringstream bounds;
-      bounds << range.low << " to " << range.high;
+    if (value < range.bounds.low || value > range.bounds.high) {
       error = path + ": field \"" + range.key + "\" is " + found->dump() +
-              ", outside the " + bounds.str() +
+              ", outside the " + hetrt::format::readableNumber(range.bounds.low) +
+              " to " + hetrt::format::readableNumber(range.bounds.high) +
               " models use; fix: correct the value";
       return std::nullopt;
     }

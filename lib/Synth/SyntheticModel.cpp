@@ -6,6 +6,8 @@
 
 #include "abi/BlockFormats.h"
 #include "runtime/format/GgufWriter.h"
+#include "runtime/format/InputFile.h"
+#include "runtime/format/ModelConfig.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/tokenizer/SyntheticVocab.h"
 
@@ -175,11 +177,12 @@ bool checkSyntheticModelSpec(const SyntheticModelSpec &spec,
                hetrt::tokenizer::kMinimumSyntheticVocab) ||
       !inRange(spec.contextLength, "context", INT32_MAX))
     return false;
-  if (!std::isfinite(spec.ropeBase) || !(spec.ropeBase > 0)) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%g", spec.ropeBase);
-    error = std::string("--rope-base ") + text +
-            " must be a positive finite number (10000 is Llama 2's)";
+  hetrt::format::ModelFloatRange ropeRange = hetrt::format::kRopeBaseRange;
+  if (!(spec.ropeBase >= ropeRange.low && spec.ropeBase <= ropeRange.high)) {
+    error = "--rope-base " + hetrt::format::readableNumber(spec.ropeBase) +
+            " is outside " + hetrt::format::readableNumber(ropeRange.low) +
+            " to " + hetrt::format::readableNumber(ropeRange.high) +
+            " (10000 is Llama 2's)";
     return false;
   }
   // qwen2 is llama with Q/K/V biases and NeoX RoPE; the synthetic vocabulary

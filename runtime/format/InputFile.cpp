@@ -22,6 +22,12 @@ bool hasControlBytes(std::string_view text) {
   return false;
 }
 
+std::string readableNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -46,6 +46,11 @@ std::string withFix(const std::string &message, std::string_view fix);
 /// terminal it is shown on.
 std::string printable(std::string_view text);
 
+/// A number for a message, in the shortest of fixed and exponent notation
+/// with six significant digits ("1e-05", "1e+308", "nan"): never 309 digits,
+/// and a small value never rounds to zero.
+std::string readableNumber(double value);
+
 /// Whether `text` holds a control byte (below 0x20, or 0x7f): what
 /// printable() escapes, and what names printed or used as paths must not
 /// hold.

@@ -40,7 +40,7 @@ public:
   }
 
   bool real(const std::string &suffix, float &out,
-            std::optional<float> fallback) {
+            std::optional<float> fallback, ModelFloatRange range) {
     std::string key = arch_ + "." + suffix;
     const GgufValue *value = file_.find(key);
     if (!value) {
@@ -55,9 +55,15 @@ public:
     if (!number || !(*number > 0) || !std::isfinite(*number))
       return fail("metadata key \"" + key +
                   "\" must be a positive finite number, got " +
-                  (number ? std::to_string(*number)
+                  (number ? readableNumber(*number)
                           : "a " + std::string(ggufTypeName(value->type()))) +
                   "; fix the metadata");
+    if (*number < range.low || *number > range.high) {
+      return fail("metadata key \"" + key + "\" is " +
+                  readableNumber(*number) + ", outside the " +
+                  readableNumber(range.low) + " to " +
+                  readableNumber(range.high) + " models use; correct the value");
+    }
     out = static_cast<float>(*number);
     return true;
   }
@@ -302,8 +308,8 @@ std::optional<ModelConfig> ModelConfig::fromGguf(const GgufFile &file,
       // Required, as in llama.cpp: a default would silently change every
       // norm of a file whose key was lost.
       !read.real("attention.layer_norm_rms_epsilon", config.rmsEpsilon,
-                 std::nullopt) ||
-      !read.real("rope.freq_base", config.ropeTheta, 10000.0f))
+                 std::nullopt, kRmsEpsilonRange) ||
+      !read.real("rope.freq_base", config.ropeTheta, 10000.0f, kRopeBaseRange))
     return std::nullopt;
   if (config.dim % config.numHeads != 0)
     return invalid("embedding_length (" + std::to_string(config.dim) +

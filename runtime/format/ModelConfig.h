@@ -23,6 +23,14 @@ enum class RopeStyle {
 /// The longest context hetc addresses: positions are 32-bit in the kernels.
 inline constexpr int64_t kMaxContextLength = INT32_MAX;
 
+/// The range a model-defining float may take, from a GGUF file or a
+/// config.json: what any trained model uses, with a wide margin.
+struct ModelFloatRange {
+  double low, high;
+};
+inline constexpr ModelFloatRange kRmsEpsilonRange{1e-12, 1e-1};
+inline constexpr ModelFloatRange kRopeBaseRange{1.0, 1e9};
+
 struct ModelConfig {
   /// `general.architecture`: llama, mistral or qwen2.
   std::string architecture;

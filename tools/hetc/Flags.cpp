@@ -16,16 +16,8 @@
 
 namespace hetc::cli {
 
-namespace {
-std::string readable(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
-} // namespace
-
 CLI::Validator finiteRange(double low, double high) {
-  std::string range = "[" + readable(low) + ", " + readable(high) + "]";
+  std::string range = "[" + hetrt::format::readableNumber(low) + ", " + hetrt::format::readableNumber(high) + "]";
   return CLI::Validator(
       [low, high, range](std::string &text) -> std::string {
         char *end = nullptr;

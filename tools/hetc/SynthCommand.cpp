@@ -3,6 +3,7 @@
 #include "Flags.h"
 
 #include "hetc/Synth/SyntheticModel.h"
+#include "runtime/format/ModelConfig.h"
 #include "runtime/format/OutputFile.h"
 #include "runtime/tokenizer/SyntheticVocab.h"
 
@@ -45,7 +46,8 @@ Action registerSynthCommand(CLI::App &app) {
   command->add_option("--context", spec.contextLength, "Context length")
       ->check(wholeRange(1, INT32_MAX));
   command->add_option("--rope-base", spec.ropeBase, "RoPE frequency base")
-      ->check(finiteRange(1, 1e9));
+      ->check(finiteRange(hetrt::format::kRopeBaseRange.low,
+                          hetrt::format::kRopeBaseRange.high));
   command->add_flag("--tied", spec.tiedOutput,
                     "Tie the output projection to the token embedding");
   command->add_option("--type", flags->type,
