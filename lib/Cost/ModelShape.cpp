@@ -318,6 +318,39 @@ std::optional<ModelShape> shapeFromHfConfig(const std::string &path,
     shape.tiedOutput = tied->get<bool>();
   }
   shape.numExperts = *experts;
+  if (shape.architecture == "mixtral" && shape.numExperts == 0) {
+    error = path + ": model_type \"mixtral\" is a mixture of experts, but "
+            "num_local_experts is missing; fix: add num_local_experts and "
+            "num_experts_per_tok (8 and 2 for Mixtral 8x7B), or give "
+            "model_type \"mistral\" for a dense model";
+    return std::nullopt;
+  }
+  // RoPE scaling changes positions, not the work of a step, so the planner
+  // takes any kind transformers defines; anything else is a damaged file.
+  if (auto scaling = json.find("rope_scaling");
+      scaling != json.end() && !scaling->is_null()) {
+    static const char *const kScalingTypes[] = {
+        "default", "linear", "dynamic", "yarn", "longrope", "su", "llama3"};
+    const nlohmann::json *type = nullptr;
+    if (scaling->is_object())
+      for (const char *key : {"rope_type", "type"})
+        if (auto found = scaling->find(key); found != scaling->end()) {
+          type = &*found;
+          break;
+        }
+    if (!type || !type->is_string() ||
+        std::find_if(std::begin(kScalingTypes), std::end(kScalingTypes),
+                     [&](const char *known) {
+                       return type->get<std::string>() == known;
+                     }) == std::end(kScalingTypes)) {
+      error = path + ": field \"rope_scaling\" is " +
+              hetrt::format::printable(scaling->dump()) +
+              ", not a RoPE scaling transformers defines; fix: give null, or "
+              "an object whose \"rope_type\" is one of default, linear, "
+              "dynamic, yarn, longrope, su or llama3";
+      return std::nullopt;
+    }
+  }
   if (shape.numExperts > 0) {
     std::optional<int64_t> used = integer("num_experts_per_tok", true, 0);
     if (!used)

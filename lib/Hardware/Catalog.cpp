@@ -185,6 +185,16 @@ public:
            fix);
       return 0;
     }
+    // A pebibyte is past any memory, pool or disk tier one device holds, and
+    // keeps sums of capacities far inside 64 bits.
+    constexpr uint64_t kLargestCapacity = uint64_t(1) << 50;
+    if (value->get<uint64_t>() > kLargestCapacity) {
+      fail(join(path, key),
+           "is " + describe(*value) + " bytes, beyond any real memory (at "
+           "most 1 PiB = 1125899906842624)",
+           fix);
+      return 0;
+    }
     return value->get<uint64_t>();
   }
 
