@@ -108,7 +108,13 @@ Action registerCacheCommand(CLI::App &app) {
   return [command, list, clear, flags]() -> int {
     if (!*command)
       return -1;
-    if (!*list && !*clear) {
+    // "cache clear list" selects both; one action at a time.
+    if (*list && *clear) {
+      std::cerr << "hetc cache: list and clear are given together; give one "
+                   "action, `hetc cache list` or `hetc cache clear [--stale]`\n";
+      return 2;
+    }
+    if ((!*list && !*clear) || !flags->unknownAction.empty()) {
       std::cerr << "hetc cache: "
                 << (flags->unknownAction.empty()
                         ? std::string("no action given")

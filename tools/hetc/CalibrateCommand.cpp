@@ -310,6 +310,7 @@ Action registerCalibrateCommand(CLI::App &app) {
       "hetc's generated kernels per weight format) and write a system JSON for "
       "hetc plan");
   command->add_option("-o,--output", flags->output, "The system JSON to write")
+      ->check(outputFileName())
       ->capture_default_str();
   command->add_option("-t,--threads", flags->threads,
                       "Threads to measure with (0: all cores)")

@@ -4,6 +4,7 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Pipeline/Compile.h"
+#include "hetc/Target/X86.h"
 #include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,16 @@ struct CompileFlags {
   bool printPipeline = false;
   bool quiet = false;
 };
+} // namespace
+
+namespace {
+/// What --cpu-variants takes, checked before the model is read.
+std::vector<std::string> cpuVariantChoices() {
+  std::vector<std::string> choices = {"all", "host"};
+  for (const target::x86::CpuVariant &variant : target::x86::allVariants())
+    choices.push_back(variant.name);
+  return choices;
+}
 } // namespace
 
 Action registerCompileCommand(CLI::App &app) {
@@ -49,7 +60,8 @@ Action registerCompileCommand(CLI::App &app) {
                       "best this machine runs), or names among avx512-vnni, "
                       "x86-64-v4, x86-64-v3, x86-64-v2")
       ->delimiter(',')
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(CLI::IsMember(cpuVariantChoices()));
   command->add_flag("--print-pipeline", flags->printPipeline,
                     "Print the textual pass pipeline (for hetc-opt "
                     "--pass-pipeline) and exit");

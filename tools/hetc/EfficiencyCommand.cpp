@@ -2,6 +2,7 @@
 // of workload, computed from the catalog's numbers beside a reference table,
 // with every pair of devices the two rank differently.
 #include "Commands.h"
+#include "Flags.h"
 
 #include "hetc/Cost/Efficiency.h"
 #include "hetc/Hardware/Catalog.h"
@@ -43,7 +44,8 @@ Action registerEfficiencyCommand(CLI::App &app) {
                       "The workloads and reference figures (default: "
                       "hardware/workloads/relative-efficiency.json)");
   command->add_option("--catalog", flags->catalog,
-                      "The hardware catalog directory (default: hetc's own)");
+                      "The hardware catalog directory (default: hetc's own)")
+      ->check(hetc::cli::nonEmptyPath("the hardware catalog directory"));
   command->add_flag("--json", flags->json, "Print JSON (schema hetc.efficiency-result/1)");
 
   return [command, flags]() -> int {

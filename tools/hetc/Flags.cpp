@@ -16,16 +16,64 @@
 
 namespace hetc::cli {
 
+namespace {
+/// Reads `text` as a decimal number as people write one (-0.5, 1e-5, .7):
+/// strtod alone would also take hexadecimal ("0x10" as 16), "inf" and "nan".
+/// Returns false for anything else; `nonFinite` says the text spelled an
+/// infinity or NaN, for a message that says so.
+bool parseDecimal(const std::string &text, double &value, bool &nonFinite) {
+  nonFinite = false;
+  size_t i = 0, n = text.size();
+  if (i < n && (text[i] == '+' || text[i] == '-'))
+    ++i;
+  std::string rest = text.substr(i);
+  for (char &c : rest)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (rest == "inf" || rest == "infinity" || rest == "nan") {
+    nonFinite = true;
+    return false;
+  }
+  auto digits = [&] {
+    size_t start = i;
+    while (i < n && std::isdigit(static_cast<unsigned char>(text[i])))
+      ++i;
+    return i - start;
+  };
+  size_t mantissa = digits();
+  if (i < n && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0)
+    return false;
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < n && (text[i] == '+' || text[i] == '-'))
+      ++i;
+    if (digits() == 0)
+      return false;
+  }
+  if (i != n)
+    return false;
+  value = std::strtod(text.c_str(), nullptr);
+  nonFinite = !std::isfinite(value);
+  return !nonFinite;
+}
+} // namespace
+
 CLI::Validator finiteRange(double low, double high) {
-  std::string range = "[" + hetrt::format::readableNumber(low) + ", " + hetrt::format::readableNumber(high) + "]";
+  std::string range = "[" + hetrt::format::readableNumber(low) + ", " +
+                      hetrt::format::readableNumber(high) + "]";
   return CLI::Validator(
       [low, high, range](std::string &text) -> std::string {
-        char *end = nullptr;
-        double value = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0')
-          return "\"" + text + "\" is not a number; give one in " + range;
-        if (!std::isfinite(value))
-          return text + " is not a finite number; give one in " + range;
+        double value = 0;
+        bool nonFinite = false;
+        if (!parseDecimal(text, value, nonFinite))
+          return nonFinite ? hetrt::format::printable(text) +
+                                 " is not a finite number; give one in " + range
+                           : "\"" + hetrt::format::printable(text) +
+                                 "\" is not a decimal number; give one in " +
+                                 range;
         if (value < low || value > high)
           return text + " is outside " + range;
         return {};
@@ -52,12 +100,13 @@ namespace {
 CLI::Validator signCheck(bool allowZero) {
   return CLI::Validator(
       [allowZero](std::string &text) -> std::string {
-        char *end = nullptr;
-        double value = std::strtod(text.c_str(), &end);
+        double value = 0;
+        bool nonFinite = false;
         const char *wanted = allowZero ? "zero or more" : "more than zero";
-        if (end == text.c_str() || *end != '\0')
-          return "\"" + text + "\" is not a number; give one " + wanted;
-        if (!std::isfinite(value) || value < 0 || (!allowZero && value == 0))
+        if (!parseDecimal(text, value, nonFinite) && !nonFinite)
+          return "\"" + hetrt::format::printable(text) +
+                 "\" is not a decimal number; give one " + wanted;
+        if (nonFinite || value < 0 || (!allowZero && value == 0))
           return text + " is not " + wanted + "; give a number " + wanted;
         return {};
       },
@@ -77,9 +126,36 @@ CLI::Validator inputFile(const std::string &what) {
         if (S_ISDIR(info.st_mode))
           return path + ": is a directory; give the path of " + what +
                  " inside it";
+        // Refused here, before any work, as a directory is: reading a FIFO
+        // would wait for a writer, and a device is no model.
+        if (!S_ISREG(info.st_mode))
+          return path + ": is " + hetrt::format::fileKindName(info.st_mode) +
+                 ", not a regular file; give the path of " + what;
         return {};
       },
       "FILE");
+}
+
+CLI::Validator outputFileName() {
+  return CLI::Validator(
+      [](std::string &path) -> std::string {
+        if (path.empty())
+          return "the path is empty; give a file name";
+        if (path == "-")
+          return "this output is a file, not standard output; give a file "
+                 "name (./- if a file named \"-\" is really meant)";
+        return {};
+      },
+      "FILE");
+}
+
+CLI::Validator nonEmptyPath(const std::string &what) {
+  return CLI::Validator(
+      [what](std::string &path) -> std::string {
+        return path.empty() ? "the path is empty; give the path of " + what
+                            : std::string();
+      },
+      "DIR");
 }
 
 CLI::Validator wholeRange(int64_t low, int64_t high) {
@@ -91,7 +167,8 @@ CLI::Validator wholeRange(int64_t low, int64_t high) {
         char *end = nullptr;
         long long value = std::strtoll(text.c_str(), &end, 10);
         if (end == text.c_str() || *end != '\0')
-          return "\"" + text + "\" is not a whole number; give one in " + range;
+          return "\"" + hetrt::format::printable(text) +
+                 "\" is not a whole number; give one in " + range;
         if (errno == ERANGE || value < low || value > high)
           return text + " is outside " + range;
         return {};
@@ -122,6 +199,14 @@ void addModelArgument(CLI::App *command, std::string &model,
 }
 
 std::string misreadShortOption(const std::string &argument) {
+  double value = 0;
+  bool nonFinite = false;
+  // CLI11 reads "-1" as a value itself, but not "-inf" or "-nan".
+  if (argument.size() > 1 && argument[0] == '-' &&
+      !parseDecimal(argument, value, nonFinite) && nonFinite)
+    return "unknown option " + argument + ": a value that starts with '-' is "
+           "read as an option; attach it to its flag with '=' (--flag=" +
+           argument + ")";
   if (argument.size() < 3 || argument[0] != '-' || argument[1] == '-' ||
       !std::isalpha(static_cast<unsigned char>(argument[1])) ||
       !std::isalpha(static_cast<unsigned char>(argument[2])))

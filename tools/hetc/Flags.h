@@ -19,6 +19,14 @@ CLI::Validator finiteRange(double low, double high);
 /// fix. `what` names what the file should hold ("a GGUF model").
 CLI::Validator inputFile(const std::string &what);
 
+/// An output that is a file: a name that is neither empty (which would read
+/// as "not given") nor "-" (which would create a file named "-" where the
+/// user meant standard output).
+CLI::Validator outputFileName();
+
+/// A path that must not be empty (a directory such as --catalog).
+CLI::Validator nonEmptyPath(const std::string &what);
+
 /// A thread count in [0, hetrt::core::kMaxThreads]; 0 means one per core.
 CLI::Validator threadCount();
 

@@ -25,7 +25,8 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
                   "machine)")
       ->required();
   command.add_option("--catalog", flags.catalog,
-                     "The hardware catalog directory (default: hetc's own)");
+                     "The hardware catalog directory (default: hetc's own)")
+      ->check(hetc::cli::nonEmptyPath("the hardware catalog directory"));
   command
       .add_option("--weight-type", flags.weightType,
                   "Weight type to plan a config.json with")

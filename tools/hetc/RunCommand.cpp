@@ -141,18 +141,14 @@ Action registerRunCommand(CLI::App &app) {
   command->add_flag("--ignore-eos", flags->ignoreEos,
                     "Keep generating after an end-of-generation token");
   command->add_option("--logits-out", flags->logitsOut,
-                      "Save the logits of every step (.npy, float32)");
+                      "Save the logits of every step (.npy, float32)")
+      ->check(outputFileName());
   return [command, flags]() -> int {
     if (!*command)
       return -1;
     std::string error;
-    if ((command->count("--file") && flags->promptFile.empty()) ||
-        (command->count("--logits-out") && flags->logitsOut.empty())) {
-      std::cerr << "hetc run: "
-                << (flags->promptFile.empty() && command->count("--file")
-                        ? "-f"
-                        : "--logits-out")
-                << " is given an empty path; give a file name\n";
+    if (command->count("--file") && flags->promptFile.empty()) {
+      std::cerr << "hetc run: -f is given an empty path; give a file name\n";
       return 2;
     }
     if (!flags->logitsOut.empty() &&

@@ -41,7 +41,8 @@ Action registerSimulateCommand(CLI::App &app) {
                       "Decode steps after the prefill (at most 1048576)")
       ->check(wholeRange(0, 1 << 20))
       ->capture_default_str();
-  command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart");
+  command->add_option("--svg", flags->svg, "Write the timeline as an SVG Gantt chart")
+      ->check(outputFileName());
   command->add_flag("--json", flags->json,
                     "Print the per-device summary and the events (of the prefill and "
                     "at most the first 10000 decode steps) as JSON");

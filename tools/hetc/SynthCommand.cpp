@@ -56,6 +56,7 @@ Action registerSynthCommand(CLI::App &app) {
   command->add_option("--seed", spec.seed, "Seed of the weights")
       ->check(wholeRange(0, INT64_MAX));
   command->add_option("-o,--output", flags->output, "The GGUF file to write")
+      ->check(outputFileName())
       ->required();
   return [command, flags]() -> int {
     if (!*command)

@@ -5,6 +5,7 @@
 #include "Commands.h"
 #include "Flags.h"
 #include "Version.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/format/MappedFiles.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -62,8 +63,30 @@ int runHetc(int argc, char **argv) {
       hetc::cli::registerEfficiencyCommand(app),
       hetc::cli::registerCacheCommand(app),
   };
-  CLI::App *help = app.add_subcommand("help", "Print this list of commands");
+  CLI::App *help = app.add_subcommand(
+      "help", "Print this list of commands, or with a command's name its help");
+  help->add_option("command", "The command to describe");
+  // `hetc help run` is answered before parsing: CLI11 would read "run" as
+  // the run command itself, and ask for its model.
+  std::string helpTopic;
+  if (argc == 3 && std::string(argv[1]) == "help")
+    helpTopic = argv[2];
 
+  if (!helpTopic.empty()) {
+    CLI::App *topic = nullptr;
+    for (CLI::App *command : app.get_subcommands({}))
+      if (command != help && command->get_name() == helpTopic)
+        topic = command;
+    if (!topic) {
+      std::fprintf(stderr,
+                   "hetc help: there is no command \"%s\"; `hetc help` lists "
+                   "them\n",
+                   hetrt::format::printable(helpTopic).c_str());
+      return kExitUsage;
+    }
+    std::fputs(topic->help("hetc").c_str(), stdout);
+    return 0;
+  }
   bool afterSeparator = false;
   for (int i = 1; i < argc; ++i) {
     std::string argument = argv[i];
