@@ -200,6 +200,13 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       error = fieldError(path, field + ".name", "is missing", "name the workload");
       return std::nullopt;
     }
+    // Names and notes are printed in tables: no terminal escape sequences.
+    for (const char *key : {"name", "why"})
+      if (hetrt::format::hasControlBytes(textOf(entry, key))) {
+        error = fieldError(path, field + "." + key,
+                           "holds a control character", "write plain text");
+        return std::nullopt;
+      }
     for (const Workload &earlier : table.workloads)
       if (earlier.name == workload.name) {
         error = fieldError(path, field + ".name",
@@ -225,12 +232,20 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       }
       workload.dataType = *type;
     } else {
+      const char *bytesFix = "give the bytes a step reads (stream_per_watt) "
+                             "or the table's size (gather)";
       if (!entry.contains("bytes") || !entry["bytes"].is_number() ||
-          !(entry["bytes"].get<double>() >= 1) ||
-          !(entry["bytes"].get<double>() <= 1e18)) {
+          !(entry["bytes"].get<double>() >= 1)) {
         error = fieldError(path, field + ".bytes", "is missing or not positive",
-                           "give the bytes a step reads (stream_per_watt) or the "
-                           "table's size (gather)");
+                           bytesFix);
+        return std::nullopt;
+      }
+      if (!(entry["bytes"].get<double>() <= 1e18)) {
+        error = fieldError(path, field + ".bytes",
+                           "is " + hetrt::format::readableNumber(
+                                       entry["bytes"].get<double>()) +
+                               ", more than the 1e+18 bytes any workload reads",
+                           bytesFix);
         return std::nullopt;
       }
       workload.bytes = entry["bytes"];
@@ -245,6 +260,15 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
                          "give the reference table's figure per device (null: n/a)");
       return std::nullopt;
     }
+    for (auto it = reference.begin(); it != reference.end(); ++it)
+      if (std::find(names.begin(), names.end(), it.key()) == names.end()) {
+        error = fieldError(path, field + ".reference." +
+                                     hetrt::format::printable(it.key()),
+                           "names a device that is not in \"devices\"",
+                           "add the device to \"devices\", or remove its "
+                           "figure");
+        return std::nullopt;
+      }
     for (const std::string &name : names) {
       if (!reference.contains(name)) {
         error = fieldError(path, field + ".reference." + name, "is missing",
@@ -254,12 +278,13 @@ std::optional<EfficiencyTable> loadEfficiencyTable(const std::string &path,
       const json &value = reference[name];
       if (value.is_null())
         workload.reference.push_back(std::nullopt);
+      // Relative figures: a million times the baseline is already absurd.
       else if (value.is_number() && value.get<double>() > 0 &&
-               std::isfinite(value.get<double>()))
+               value.get<double>() <= 1e6)
         workload.reference.push_back(value.get<double>());
       else {
         error = fieldError(path, field + ".reference." + name,
-                           "is not a positive number",
+                           "is not a positive number of at most 1e+06",
                            "give the table's relative figure, or null for n/a");
         return std::nullopt;
       }
