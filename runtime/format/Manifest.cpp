@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,9 +102,16 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
     if (const nlohmann::json *value = field(object, key, Type::string))
       out = value->get<std::string>();
   };
+  // Values past int64 read as -1 (refused below); messages print the text
+  // the file holds, so 2^63 is not shown wrapped to a negative number.
+  std::map<std::string, std::string> integerTexts;
   auto integer = [&](const char *object, const char *key, int64_t &out) {
-    if (const nlohmann::json *value = field(object, key, Type::number_integer))
-      out = value->get<int64_t>();
+    if (const nlohmann::json *value = field(object, key, Type::number_integer)) {
+      bool fits = !value->is_number_unsigned() ||
+                  value->get<uint64_t>() <= uint64_t(INT64_MAX);
+      out = fits ? value->get<int64_t>() : -1;
+      integerTexts[std::string(object) + "." + key] = value->dump();
+    }
   };
   str("weights", "path", manifest.weightsPath);
   int64_t size = 0;
@@ -137,10 +145,11 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   for (const Bound &bound : bounds)
     if (bound.value < 1 || bound.value > bound.limit)
       return fail(std::string("field \"") + bound.name + "\" is " +
-                  std::to_string(bound.value) + "; it must be in [1, " +
+                  integerTexts[bound.name] + "; it must be in [1, " +
                   std::to_string(bound.limit) + "]");
   if (size < 0)
-    return fail("field \"weights.size\" is negative");
+    return fail("field \"weights.size\" is " + integerTexts["weights.size"] +
+                ", not a size in bytes");
   // Names printed in messages and used as paths hold no control bytes.
   auto plain = [](const std::string &text) { return !hasControlBytes(text); };
   if (manifest.weightsPath.empty() || manifest.weightsPath[0] != '/' ||
