@@ -163,7 +163,12 @@ std::unique_ptr<PackFile> PackFile::fromBytes(std::string bytesIn,
                   std::to_string(entry.offset) + " but the one before it ends at " +
                   std::to_string(expectedOffset) +
                   " (bytes between sections are not part of a pack)");
-    if (entry.offset < pos || entry.offset > bytes.size() ||
+    if (entry.offset < pos)
+      return fail("section \"" + entry.name + "\" starts at byte " +
+                  std::to_string(entry.offset) +
+                  ", inside the header and section table (bytes 0.." +
+                  std::to_string(pos) + ")");
+    if (entry.offset > bytes.size() ||
         entry.size > bytes.size() - entry.offset)
       return fail("section \"" + entry.name + "\" (offset " +
                   std::to_string(entry.offset) + ", " +

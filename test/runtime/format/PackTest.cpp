@@ -8,6 +8,7 @@
 #include "runtime/format/Pack.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <cstring>
 #include <limits>
@@ -91,6 +92,27 @@ TEST(PackTest, BytesAfterTheLastSectionAreRefused) {
               std::string::npos)
         << error;
   }
+}
+
+// A forged table (its checksum recomputed) whose first section starts inside
+// the header is named as such, not as a truncated file.
+TEST(PackTest, ASectionInsideTheHeaderIsNamed) {
+  std::string image = sampleImage();
+  size_t firstOffsetAt = 8 + 4 + 4 + 4 + std::strlen("manifest.json");
+  uint64_t intoHeader = 8;
+  std::memcpy(image.data() + firstOffsetAt, &intoHeader, 8);
+  size_t headerEnd = 16;
+  for (const char *name : {"manifest.json", "code/x86-64-v2.so"})
+    headerEnd += 4 + std::strlen(name) + 24;
+  uint64_t checksum = XXH3_64bits(image.data(), headerEnd);
+  std::memcpy(image.data() + headerEnd, &checksum, 8);
+  std::string error;
+  EXPECT_FALSE(PackFile::fromBytes(image, "test.hetpack", error));
+  EXPECT_NE(error.find("section \"manifest.json\" starts at byte 8, inside "
+                       "the header and section table (bytes 0.." +
+                       std::to_string(headerEnd + 8) + ")"),
+            std::string::npos)
+      << error;
 }
 
 TEST(PackTest, ManifestsOfWrongTypesAreErrorsNotExceptions) {
