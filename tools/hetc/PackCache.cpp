@@ -12,6 +12,7 @@
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/format/Pack.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace hetc::cli {
 
@@ -192,6 +194,9 @@ std::string packFor(const std::string &model, int64_t contextLength,
   // packs it holds; new ones go to a per-user directory under TMPDIR.
   std::string dir = cacheDirectory();
   std::string fallback = fallbackCacheDirectory();
+  // Directories whose entry is something hetc must not delete (a directory
+  // with files in it): the pack is compiled elsewhere, the entry left alone.
+  std::vector<std::string> blocked;
   for (const std::string &candidate : {dir, fallback}) {
     if (candidate == fallback && !ownedPrivately(fallback))
       continue;
@@ -215,15 +220,26 @@ std::string packFor(const std::string &model, int64_t contextLength,
     std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
                          "again: %s\n", tool.c_str(), damage.c_str());
     if (std::remove(entry.c_str()) != 0 && errno != ENOENT) {
-      error = entry + ": the damaged cache entry cannot be removed (" +
-              std::strerror(errno) + "); remove it by hand";
-      return {};
+      std::fprintf(stderr,
+                   "%s: warning: %s cannot be removed (%s) and is left as it "
+                   "is; remove it by hand to cache this model there again\n",
+                   tool.c_str(), entry.c_str(), std::strerror(errno));
+      blocked.push_back(candidate);
     }
   }
+  auto isBlocked = [&](const std::string &candidate) {
+    return std::find(blocked.begin(), blocked.end(), candidate) !=
+           blocked.end();
+  };
   std::string reason;
-  if (!writableDirectory(dir, reason)) {
+  if (isBlocked(dir))
+    reason = "its entry for this model is in the way";
+  if (!reason.empty() || !writableDirectory(dir, reason)) {
     std::string fallbackReason;
-    bool usable = writableDirectory(fallback, fallbackReason);
+    bool usable = !isBlocked(fallback) && dir != fallback &&
+                  writableDirectory(fallback, fallbackReason);
+    if (isBlocked(fallback) || dir == fallback)
+      fallbackReason = "its entry for this model is in the way";
     if (usable && !ownedPrivately(fallback)) {
       fallbackReason = "it belongs to another user or others may write it";
       usable = false;
