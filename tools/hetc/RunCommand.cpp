@@ -7,8 +7,10 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
+#include "runtime/format/Gguf.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
+#include "runtime/format/ModelConfig.h"
 #include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
@@ -45,6 +47,57 @@ struct RunFlags {
   std::string logitsOut;
   std::string promptFile;
 };
+
+/// Encodes `text` for a context of `context` tokens: 0 with the tokens in
+/// `prompt`, or the exit code with `error` set when it cannot fit.
+int encodePrompt(const hetrt::tokenizer::Tokenizer &tokenizer,
+                 const std::string &text, int64_t context,
+                 std::vector<int32_t> &prompt, std::string &error) {
+  // Encoding costs microseconds a byte: a text that cannot fit the context
+  // is refused before it is encoded.
+  if (text.size() > tokenizer.maxTextBytesFor(context)) {
+    error = "the prompt is " + std::to_string(text.size()) +
+            " bytes, more than a context of " + std::to_string(context) +
+            " tokens can hold; give a shorter prompt or a larger --context";
+    return 1;
+  }
+  prompt = tokenizer.encode(text, /*addSpecial=*/true);
+  if (prompt.empty()) {
+    error = "the prompt is empty and the model adds no BOS token; give a "
+            "prompt with -p";
+    return 2;
+  }
+  if (static_cast<int64_t>(prompt.size()) > context) {
+    error = "the prompt is " + std::to_string(prompt.size()) +
+            " tokens but the context holds " + std::to_string(context) +
+            "; give a shorter prompt or a larger --context";
+    return 1;
+  }
+  return 0;
+}
+
+/// For a GGUF model, whether the prompt fits the context it will be compiled
+/// for, found from its metadata before minutes of compiling: 0, or the exit
+/// code with `error` set.
+int checkPromptBeforeCompiling(const std::string &model, int64_t contextLength,
+                               const std::string &text, std::string &error) {
+  std::unique_ptr<hetrt::format::GgufFile> file =
+      hetrt::format::GgufFile::open(model, error);
+  if (!file)
+    return 1;
+  std::optional<hetrt::format::ModelConfig> config =
+      hetrt::format::ModelConfig::fromGguf(*file, error);
+  if (!config)
+    return 1;
+  std::unique_ptr<hetrt::tokenizer::Tokenizer> tokenizer =
+      hetrt::tokenizer::Tokenizer::forModel(*file, config->vocabSize, error);
+  if (!tokenizer)
+    return 1;
+  std::vector<int32_t> prompt;
+  return encodePrompt(*tokenizer, text,
+                      contextLength > 0 ? contextLength : config->contextLength,
+                      prompt, error);
+}
 
 /// Reads the prompt of -f: a file, or standard input for "-".
 bool readPromptFile(const std::string &path, std::string &prompt,
@@ -161,6 +214,20 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
+    std::string promptText = flags->prompt;
+    if (!flags->promptFile.empty() &&
+        !readPromptFile(flags->promptFile, promptText, error)) {
+      // An input that cannot be read, as docs/cli.md's exit codes say.
+      std::cerr << "hetc run: " << error << "\n";
+      return 1;
+    }
+    if (!isPack(flags->model)) {
+      if (int code = checkPromptBeforeCompiling(
+              flags->model, flags->contextLength, promptText, error)) {
+        std::cerr << "hetc run: " << error << "\n";
+        return code;
+      }
+    }
     std::string packPath =
         packFor(flags->model, flags->contextLength, "hetc run", error);
     if (packPath.empty()) {
@@ -196,35 +263,11 @@ Action registerRunCommand(CLI::App &app) {
       return 2;
     }
     const hetrt::tokenizer::Tokenizer &tokenizer = model->tokenizer();
-    std::string promptText = flags->prompt;
-    if (!flags->promptFile.empty() &&
-        !readPromptFile(flags->promptFile, promptText, error)) {
-      // An input that cannot be read, as docs/cli.md's exit codes say.
-      std::cerr << "hetc run: " << error << "\n";
-      return 1;
-    }
     int64_t context = manifest.contextLength;
-    // Encoding costs microseconds a byte: a text that cannot fit the context
-    // is refused before it is encoded.
-    if (promptText.size() > tokenizer.maxTextBytesFor(context)) {
-      std::cerr << "hetc run: the prompt is " << promptText.size()
-                << " bytes, more than a context of " << context
-                << " tokens can hold; give a shorter prompt or a larger "
-                   "--context\n";
-      return 1;
-    }
-    std::vector<int32_t> prompt =
-        tokenizer.encode(promptText, /*addSpecial=*/true);
-    if (prompt.empty()) {
-      std::cerr << "hetc run: the prompt is empty and the model adds no BOS "
-                   "token; give a prompt with -p\n";
-      return 2;
-    }
-    if (static_cast<int64_t>(prompt.size()) > context) {
-      std::cerr << "hetc run: the prompt is " << prompt.size()
-                << " tokens but the context holds " << context
-                << "; give a shorter prompt or a larger --context\n";
-      return 1;
+    std::vector<int32_t> prompt;
+    if (int code = encodePrompt(tokenizer, promptText, context, prompt, error)) {
+      std::cerr << "hetc run: " << error << "\n";
+      return code;
     }
     // Every generated token but the last enters the cache; the end of the
     // context is where generation stops, never an error.
