@@ -338,6 +338,12 @@ Action registerCalibrateCommand(CLI::App &app) {
       if (!flags->quiet)
         std::cerr << "hetc calibrate: " << line << "\n";
     };
+    // A format named twice is measured once, in the order first given.
+    std::vector<std::string> formats;
+    for (const std::string &format : flags->formats)
+      if (std::find(formats.begin(), formats.end(), format) == formats.end())
+        formats.push_back(format);
+    flags->formats = formats;
     // Minutes of measurement must not end in a path that cannot be written.
     std::string outputError;
     if (!hetrt::format::checkOutputPath(flags->output, {}, "-o", outputError)) {
