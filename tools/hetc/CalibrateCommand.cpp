@@ -398,7 +398,7 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const std::string &format : flags->formats)
         formats += (formats.empty() ? "" : ", ") + format;
       double perFormat = formatSeconds(formatBytes, bandwidth);
-      std::fprintf(stderr,
+      hetc::cli::printMessage(
                    "hetc calibrate: measuring the dispatch cost, the sampler, "
                    "decode attention with heads of 16 and 128, and hetc's "
                    "kernels for %s on models of %.0f MiB: about %.0f s here\n",

@@ -120,7 +120,7 @@ Action registerCompileCommand(CLI::App &app) {
         double seconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - start)
                              .count();
-        std::fprintf(stderr, "hetc compile: [%d] %6.2fs %s\n", ++step, seconds,
+        hetc::cli::printMessage("hetc compile: [%d] %6.2fs %s\n", ++step, seconds,
                      line.c_str());
       };
     registerAllPasses();

@@ -60,7 +60,7 @@ Action registerEfficiencyCommand(CLI::App &app) {
     std::optional<cost::EfficiencyTable> table =
         cost::loadEfficiencyTable(path, catalogDir, error);
     if (!table) {
-      std::fprintf(stderr, "hetc efficiency: %s\n", error.c_str());
+      hetc::cli::printMessage("hetc efficiency: %s\n", error.c_str());
       return 1;
     }
     std::vector<cost::EfficiencyRow> rows;

@@ -5,6 +5,7 @@
 #include "runtime/format/InputFile.h"
 
 #include <cctype>
+#include <cstdarg>
 #include <sys/stat.h>
 #include <cerrno>
 #include <cmath>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <streambuf>
+#include <string>
 
 namespace hetc::cli {
 
@@ -227,6 +230,65 @@ int reportParseError(CLI::App &app, const CLI::ParseError &error) {
   std::fprintf(stderr, "%s\nRun with --help for more information.\n",
                hetrt::format::printable(error.what()).c_str());
   return 2;
+}
+
+namespace {
+/// Forwards to another buffer with control bytes escaped. Messages are
+/// written whole, so escaping byte by byte is enough.
+class EscapingBuffer : public std::streambuf {
+public:
+  explicit EscapingBuffer(std::streambuf *target) : target_(target) {}
+
+protected:
+  int overflow(int byte) override {
+    if (byte == traits_type::eof())
+      return traits_type::not_eof(byte);
+    char c = static_cast<char>(byte);
+    return xsputn(&c, 1) == 1 ? byte : traits_type::eof();
+  }
+  std::streamsize xsputn(const char *text, std::streamsize count) override {
+    std::string out;
+    out.reserve(static_cast<size_t>(count));
+    for (std::streamsize i = 0; i < count; ++i) {
+      unsigned char byte = static_cast<unsigned char>(text[i]);
+      if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7f) {
+        char escaped[5];
+        std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+        out += escaped;
+      } else {
+        out += static_cast<char>(byte);
+      }
+    }
+    std::streamsize written =
+        target_->sputn(out.data(), static_cast<std::streamsize>(out.size()));
+    return written == static_cast<std::streamsize>(out.size()) ? count : 0;
+  }
+  int sync() override { return target_->pubsync(); }
+
+private:
+  std::streambuf *target_;
+};
+} // namespace
+
+void escapeStandardError() {
+  static EscapingBuffer buffer(std::cerr.rdbuf());
+  std::cerr.rdbuf(&buffer);
+}
+
+void printMessage(const char *format, ...) {
+  va_list arguments;
+  va_start(arguments, format);
+  va_list copy;
+  va_copy(copy, arguments);
+  int length = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (length > 0) {
+    std::string text(static_cast<size_t>(length) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), format, arguments);
+    text.pop_back();
+    std::cerr << text;
+  }
+  va_end(arguments);
 }
 
 int finishStandardOutput(int code, const char *tool) {

@@ -63,6 +63,15 @@ int reportParseError(CLI::App &app, const CLI::ParseError &error);
 /// output.
 int finishStandardOutput(int code, const char *tool);
 
+/// Makes std::cerr escape control bytes other than newline and tab (as
+/// \xNN), so a path or value from the command line or the environment
+/// printed in a message never acts on the terminal. For the tools' main().
+void escapeStandardError();
+
+/// printf to std::cerr, so the message is escaped as escapeStandardError()
+/// arranges.
+[[gnu::format(printf, 1, 2)]] void printMessage(const char *format, ...);
+
 } // namespace hetc::cli
 
 #endif // HETC_TOOLS_HETC_FLAGS_H

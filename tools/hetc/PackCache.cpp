@@ -1,4 +1,5 @@
 // Pack lookup and the on-disk cache of compiled packs.
+#include "Flags.h"
 #include "PackCache.h"
 #include "Version.h"
 
@@ -172,7 +173,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     return {};
   }
   if (contextLength > config->contextLength)
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "%s: warning: --context %lld is longer than the %lld tokens "
                  "%s was trained for; text past that length may degrade\n",
                  tool.c_str(), static_cast<long long>(contextLength),
@@ -211,16 +212,16 @@ std::string packFor(const std::string &model, int64_t contextLength,
       // Said each time: packs in a shared temporary directory may vanish,
       // and the user may have meant the configured cache to hold them.
       if (candidate == fallback)
-        std::fprintf(stderr,
+        hetc::cli::printMessage(
                      "%s: note: using the pack cached in %s, not in the pack "
                      "cache %s (set HETC_CACHE_DIR to choose)\n",
                      tool.c_str(), fallback.c_str(), dir.c_str());
       return entry;
     }
-    std::fprintf(stderr, "%s: the cached pack is unusable and is compiled "
+    hetc::cli::printMessage("%s: the cached pack is unusable and is compiled "
                          "again: %s\n", tool.c_str(), damage.c_str());
     if (std::remove(entry.c_str()) != 0 && errno != ENOENT) {
-      std::fprintf(stderr,
+      hetc::cli::printMessage(
                    "%s: warning: %s cannot be removed (%s) and is left as it "
                    "is; remove it by hand to cache this model there again\n",
                    tool.c_str(), entry.c_str(), std::strerror(errno));
@@ -251,7 +252,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
               "model once with `hetc compile MODEL -o FILE.hetpack`";
       return {};
     }
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "%s: warning: the pack cache %s cannot hold packs (%s); "
                  "caching in %s instead (set HETC_CACHE_DIR to choose)\n",
                  tool.c_str(), dir.c_str(), reason.c_str(), fallback.c_str());
@@ -266,7 +267,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   // The cache serves this machine only.
   options.cpuVariants = {"host"};
   options.progress = [&tool](const std::string &line) {
-    std::fprintf(stderr, "%s: compiling: %s\n", tool.c_str(), line.c_str());
+    hetc::cli::printMessage("%s: compiling: %s\n", tool.c_str(), line.c_str());
   };
   if (!pipeline::compileModel(options, error))
     return {};

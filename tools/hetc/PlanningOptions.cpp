@@ -107,7 +107,7 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
     hardware::MemoryTier &home = device.memory.front();
     if (bytes >= static_cast<double>(home.capacityBytes)) {
       // Not an error (the plan may use all of it), but likely a typo.
-      std::fprintf(stderr,
+      hetc::cli::printMessage(
                    "hetc: warning: --device-memory %s is no less than the "
                    "%s %s has; the cap changes nothing\n",
                    cap.c_str(),
@@ -148,7 +148,7 @@ void warnPastTrainedContext(const cost::ModelShape &shape,
                             const std::string &tool) {
   if (shape.trainedContext <= 0 || workload.kvTokens() <= shape.trainedContext)
     return;
-  std::fprintf(stderr,
+  hetc::cli::printMessage(
                "%s: warning: the request holds %lld tokens of context but %s "
                "was trained for %lld; text past that length may degrade\n",
                tool.c_str(), static_cast<long long>(workload.kvTokens()),

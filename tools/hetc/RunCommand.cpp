@@ -390,11 +390,11 @@ Action registerRunCommand(CLI::App &app) {
       // The text is complete before the report on stderr begins.
       std::fflush(stdout);
       if (std::string_view(stopReason) == "context")
-        std::fprintf(stderr,
+        hetc::cli::printMessage(
                      "hetc run: stopped at the end of the context (%lld "
                      "tokens)\n",
                      static_cast<long long>(context));
-      std::fprintf(stderr,
+      hetc::cli::printMessage(
                    "hetc run: prefill %zu tokens at %.1f tokens/s, decode %lld "
                    "tokens at %.1f tokens/s (%s code)\n",
                    prompt.size(), prefillRate,

@@ -95,7 +95,7 @@ int runHetc(int argc, char **argv) {
       continue;
     std::string message = hetc::cli::misreadShortOption(argument);
     if (!message.empty()) {
-      std::fprintf(stderr, "hetc: %s\nRun with --help for more information.\n",
+      hetc::cli::printMessage("hetc: %s\nRun with --help for more information.\n",
                    message.c_str());
       return kExitUsage;
     }
@@ -131,6 +131,7 @@ int runHetc(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   hetrt::format::installMappedFileFaultHandler("hetc");
+  hetc::cli::escapeStandardError();
   int code = runHetc(argc, argv);
   // MLIR and LLVM print through llvm::outs(), whose write errors would
   // otherwise end the process with an LLVM fatal error.

@@ -47,7 +47,7 @@ struct RunnerFlags {
 bool report(hetrt_status_t status, const char *call) {
   if (status == HETRT_OK)
     return true;
-  std::fprintf(stderr, "hetrt-run: %s: %s\n", call,
+  hetc::cli::printMessage("hetrt-run: %s: %s\n", call,
                hetrt_last_error_message());
   return false;
 }
@@ -70,7 +70,7 @@ bool readPrompt(const RunnerFlags &flags, std::string &prompt) {
   std::optional<std::string> text =
       hetrt::format::readPromptText(flags.promptFile, error);
   if (!text) {
-    std::fprintf(stderr, "hetrt-run: -f: %s\n", error.c_str());
+    hetc::cli::printMessage("hetrt-run: -f: %s\n", error.c_str());
     return false;
   }
   prompt = std::move(*text);
@@ -133,7 +133,7 @@ int run(const RunnerFlags &flags) {
               "hetrt_model_max_text_bytes"))
     return failed();
   if (prompt.size() > maxBytes) {
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "hetrt-run: the prompt is %zu bytes, more than a context of "
                  "%d tokens can hold; give a shorter prompt or compile with a "
                  "larger --context\n",
@@ -145,7 +145,7 @@ int run(const RunnerFlags &flags) {
   if (!ok)
     return failed();
   if (static_cast<int64_t>(promptIds.size()) > context) {
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "hetrt-run: the prompt is %zu tokens but the pack holds a "
                  "context of %d; give a shorter prompt or compile with a "
                  "larger --context\n",
@@ -156,7 +156,7 @@ int run(const RunnerFlags &flags) {
   int64_t room = context - static_cast<int64_t>(promptIds.size()) + 1;
   int64_t steps = std::min(flags.numTokens, room);
   if (steps < flags.numTokens)
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "hetrt-run: -n %lld is more than the %lld tokens the context "
                  "holds after the prompt; generating at most %lld\n",
                  static_cast<long long>(flags.numTokens),
@@ -257,7 +257,7 @@ int run(const RunnerFlags &flags) {
               << "\n";
   } else {
     std::printf("\n");
-    std::fprintf(stderr,
+    hetc::cli::printMessage(
                  "hetrt-run: prefill %zu tokens at %.1f tokens/s, decode %lld "
                  "tokens at %.1f tokens/s; stopped: %s\n",
                  promptIds.size(), prefillRate,
@@ -341,7 +341,7 @@ static int runRunner(int argc, char **argv) {
   for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
     std::string message = misreadShortOption(argv[i]);
     if (!message.empty()) {
-      std::fprintf(stderr,
+      hetc::cli::printMessage(
                    "hetrt-run: %s\nRun with --help for more information.\n",
                    message.c_str());
       return kExitUsage;
@@ -355,7 +355,7 @@ static int runRunner(int argc, char **argv) {
   if (flags.listDevices)
     return listDevices();
   if (flags.pack.empty()) {
-    std::fprintf(stderr, "hetrt-run: a pack is required (hetrt-run PACK -p "
+    hetc::cli::printMessage("hetrt-run: a pack is required (hetrt-run PACK -p "
                          "TEXT); see --help\n");
     return kExitUsage;
   }
@@ -364,5 +364,6 @@ static int runRunner(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   hetrt_install_mapped_file_fault_handler("hetrt-run");
+  hetc::cli::escapeStandardError();
   return hetc::cli::finishStandardOutput(runRunner(argc, argv), "hetrt-run");
 }
