@@ -12,6 +12,7 @@
 #include "mlir/Target/SPIRV/Serialization.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -65,15 +66,23 @@ bool serializeSpirvModules(ModuleOp module,
     // Entry points and their interface: after the ABI lowering, storage
     // buffers are global variables with set and binding decorations, and
     // the workgroup size is the entry point's LocalSize execution mode.
-    int bindings = 0;
+    // A kernel's buffers are the bound variables its entry function takes
+    // the address of; its binding count is the highest binding + 1.
+    llvm::StringMap<int> bindingOf;
     spirvModule.walk([&](mlir::spirv::GlobalVariableOp variable) {
       if (auto binding = variable.getBinding())
-        bindings = std::max<int>(bindings, static_cast<int>(*binding) + 1);
+        bindingOf[variable.getSymName()] = static_cast<int>(*binding);
     });
     spirvModule.walk([&](mlir::spirv::EntryPointOp entry) {
       SpirvKernel kernel;
       kernel.entryPoint = entry.getFn().str();
-      kernel.bindings = bindings;
+      auto function = spirvModule.lookupSymbol<mlir::spirv::FuncOp>(entry.getFn());
+      if (function)
+        function.walk([&](mlir::spirv::AddressOfOp address) {
+          auto found = bindingOf.find(address.getVariable());
+          if (found != bindingOf.end())
+            kernel.bindings = std::max(kernel.bindings, found->second + 1);
+        });
       executable.kernels.push_back(kernel);
     });
     spirvModule.walk([&](mlir::spirv::ExecutionModeOp mode) {

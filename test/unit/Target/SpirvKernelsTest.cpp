@@ -47,9 +47,14 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
   for (const SpirvKernel &kernel : compiled.kernels)
     bindings[kernel.entryPoint] = kernel.bindings;
   EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
+                                                  {"attention_f32", 5},
+                                                  {"get_rows_f32", 4},
+                                                  {"get_rows_q8_0", 4},
+                                                  {"kv_append_f32", 5},
                                                   {"matmul_f32", 4},
                                                   {"matmul_q8_0", 4},
                                                   {"rms_norm_f32", 4},
+                                                  {"rope_f32", 4},
                                                   {"silu_mul_f32", 4}}));
   std::string messages;
   EXPECT_TRUE(hetc::test::validatesForVulkan12(compiled.binary, messages))
@@ -97,16 +102,16 @@ public:
   }
 
   /// Dispatches `kernel` over `groups` and returns `outputCount` floats of
-  /// its third buffer.
+  /// its buffer `output` (the third by default).
   std::vector<float> run(const std::string &kernel,
                          std::array<uint32_t, 3> groups,
                          std::vector<hetrt::hal::Buffer *> buffers,
-                         size_t outputCount) {
+                         size_t outputCount, size_t output = 2) {
     std::vector<float> out(outputCount, std::nanf(""));
     EXPECT_TRUE(queue_->dispatch(*executable_, index_.at(kernel), groups.data(),
                                  buffers, "", error_))
         << kernel << ": " << error_.message;
-    EXPECT_TRUE(queue_->read(*buffers[2], 0, out.data(), outputCount * 4,
+    EXPECT_TRUE(queue_->read(*buffers[output], 0, out.data(), outputCount * 4,
                              error_));
     EXPECT_TRUE(queue_->finish(error_)) << kernel << ": " << error_.message;
     return out;
@@ -313,6 +318,187 @@ TEST(SpirvKernels, Q8_0ScalesWidenExactlyAcrossTheF16Range) {
       EXPECT_EQ(y[j], static_cast<float>(expected[j]))
           << "scale bits 0x" << std::hex << scales[j];
   });
+}
+
+TEST(SpirvKernels, GetRowsCopyAndDequantizeTheTable) {
+  using hetrt::format::BlockFormat;
+  constexpr int vocab = 10, cols = 96;
+  std::vector<float> table = randomValues(vocab * cols, 9);
+  std::vector<int32_t> ids = {3, 0, 9, 3};
+  const int tokens = static_cast<int>(ids.size());
+  std::optional<std::vector<uint8_t>> quantized =
+      hetrt::format::quantizeMatrix(BlockFormat::Q8_0, table.data(), vocab, cols);
+  ASSERT_TRUE(quantized);
+  size_t rowBytes = quantized->size() / vocab;
+  std::vector<float> exact, dequantized(tokens * cols);
+  for (int t = 0; t < tokens; ++t) {
+    exact.insert(exact.end(), table.begin() + ids[t] * cols,
+                 table.begin() + (ids[t] + 1) * cols);
+    ASSERT_TRUE(hetrt::format::dequantizeRow(
+        BlockFormat::Q8_0, quantized->data() + ids[t] * rowBytes, cols,
+        &dequantized[t * cols]));
+  }
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bt = runner.upload(table), bq = runner.upload(*quantized);
+    auto bi = runner.upload(ids);
+    auto by = runner.upload(std::vector<float>(tokens * cols, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{cols});
+    std::array<uint32_t, 3> groups = {static_cast<uint32_t>(tokens), 1, 1};
+    EXPECT_EQ(runner.run("get_rows_f32", groups,
+                         {bt.get(), bi.get(), by.get(), params.get()},
+                         tokens * cols),
+              exact);
+    EXPECT_EQ(runner.run("get_rows_q8_0", groups,
+                         {bq.get(), bi.get(), by.get(), params.get()},
+                         tokens * cols),
+              dequantized);
+  });
+}
+
+TEST(SpirvKernels, RopeRotatesPairsAsTheCpuDoes) {
+  // Partial rotary dimensions (12 of 16) in both pairings; the angles come
+  // from the host's table, so only the rotation itself is compared.
+  constexpr int tokens = 3, heads = 2, dim = 16, rotary = 12, half = rotary / 2;
+  std::vector<float> x = randomValues(tokens * heads * dim, 10);
+  std::vector<float> table(tokens * (dim / 2) * 2);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < dim / 2; ++j) {
+      float angle = (t + 5) * std::pow(10000.0f, -2.0f * j / rotary);
+      table[(t * (dim / 2) + j) * 2] = std::cos(angle);
+      table[(t * (dim / 2) + j) * 2 + 1] = std::sin(angle);
+    }
+  for (int mode : {0, 1}) {
+    SCOPED_TRACE(mode ? "neox" : "normal");
+    std::vector<double> expected(x.size()), scale(x.size());
+    for (int t = 0; t < tokens; ++t)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < dim; ++i) {
+          size_t at = (t * heads + h) * dim + i;
+          if (i >= rotary) {
+            expected[at] = x[at];
+            scale[at] = std::abs(x[at]);
+            continue;
+          }
+          bool first = mode ? i < half : i % 2 == 0;
+          int partner = mode ? (first ? i + half : i - half) : (i ^ 1);
+          int pair = mode ? i % half : i / 2;
+          double c = table[(t * (dim / 2) + pair) * 2];
+          double sn = table[(t * (dim / 2) + pair) * 2 + 1];
+          double other = x[(t * heads + h) * dim + partner];
+          expected[at] = x[at] * c + (first ? -other : other) * sn;
+          scale[at] = std::abs(x[at] * c) + std::abs(other * sn);
+        }
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bt = runner.upload(table);
+      auto by = runner.upload(std::vector<float>(x.size(), 0.0f));
+      auto params =
+          runner.upload(std::vector<int32_t>{heads, dim, rotary, mode});
+      expectClose(runner.run("rope_f32", {tokens, heads, 1},
+                             {bx.get(), bt.get(), by.get(), params.get()},
+                             x.size()),
+                  expected, scale, 1e-6, "rope_f32");
+    });
+  }
+}
+
+TEST(SpirvKernels, KvAppendWritesEachTokenAtItsPosition) {
+  constexpr int context = 8, row = 70;
+  std::vector<int32_t> positions = {5, 2, 7};
+  const int tokens = static_cast<int>(positions.size());
+  std::vector<float> keys = randomValues(tokens * row, 11);
+  std::vector<float> values = randomValues(tokens * row, 12);
+  std::vector<float> expected(2 * context * row, -1.0f);
+  for (int t = 0; t < tokens; ++t)
+    for (int i = 0; i < row; ++i) {
+      expected[positions[t] * row + i] = keys[t * row + i];
+      expected[(context + positions[t]) * row + i] = values[t * row + i];
+    }
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bk = runner.upload(keys), bv = runner.upload(values);
+    auto bp = runner.upload(positions);
+    auto cache = runner.upload(std::vector<float>(2 * context * row, -1.0f));
+    auto params = runner.upload(std::vector<int32_t>{row, context});
+    EXPECT_EQ(runner.run("kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
+                         {bk.get(), bv.get(), bp.get(), cache.get(),
+                          params.get()},
+                         expected.size(), 3),
+              expected);
+  });
+}
+
+/// Grouped attention in double: each query over the keys its position may
+/// see, with the sum of |terms| of each output for the tolerance.
+void referenceAttention(const std::vector<float> &q,
+                        const std::vector<float> &cache,
+                        const std::vector<int32_t> &positions, int heads,
+                        int kvHeads, int dim, int context, int keyCount,
+                        bool causal, std::vector<double> &out,
+                        std::vector<double> &scale) {
+  int tokens = static_cast<int>(positions.size());
+  int row = kvHeads * dim, group = heads / kvHeads;
+  out.assign(q.size(), 0.0);
+  scale.assign(q.size(), 0.0);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h) {
+      int limit = causal ? std::min(positions[t] + 1, keyCount) : keyCount;
+      const float *query = &q[(t * heads + h) * dim];
+      std::vector<double> scores(limit);
+      double largest = -INFINITY;
+      for (int p = 0; p < limit; ++p) {
+        double dot = 0;
+        for (int d = 0; d < dim; ++d)
+          dot += double(query[d]) * cache[p * row + (h / group) * dim + d];
+        scores[p] = dot / std::sqrt(double(dim));
+        largest = std::max(largest, scores[p]);
+      }
+      double sum = 0;
+      for (double &score : scores)
+        sum += (score = std::exp(score - largest));
+      for (int d = 0; d < dim; ++d)
+        for (int p = 0; p < limit; ++p) {
+          double term = scores[p] / sum *
+                        cache[(context + p) * row + (h / group) * dim + d];
+          out[(t * heads + h) * dim + d] += term;
+          scale[(t * heads + h) * dim + d] += std::abs(term);
+        }
+    }
+}
+
+TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
+  // 150 keys (three chunks of 64, the last partial), two query heads per
+  // key head, head sizes below and above the workgroup's 64 threads; causal
+  // queries at the end of the prefix and one attending to everything.
+  constexpr int heads = 4, kvHeads = 2, context = 200, keyCount = 150;
+  std::vector<int32_t> positions = {147, 148, 149, 3};
+  const int tokens = static_cast<int>(positions.size());
+  for (int dim : {40, 96}) {
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE("head_dim " + std::to_string(dim) +
+                   (causal ? ", causal" : ", full"));
+      std::vector<float> q = randomValues(tokens * heads * dim, 13);
+      for (float &value : q)
+        value *= 4.0f; // peaked softmax rows, as trained models have
+      std::vector<float> cache = randomValues(2 * context * kvHeads * dim, 14);
+      std::vector<double> expected, scale;
+      referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
+                         keyCount, causal, expected, scale);
+      float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
+      onEveryDevice([&](KernelRunner &runner) {
+        auto bq = runner.upload(q), bc = runner.upload(cache);
+        auto bp = runner.upload(positions);
+        auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
+        auto params = runner.upload(std::vector<int32_t>{
+            heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
+            causal ? 1 : 0});
+        expectClose(runner.run("attention_f32",
+                               {static_cast<uint32_t>(tokens), heads, 1},
+                               {bq.get(), bc.get(), bp.get(), bo.get(),
+                                params.get()},
+                               q.size(), 3),
+                    expected, scale, 1e-5, "attention_f32");
+      });
+    }
+  }
 }
 
 } // namespace

@@ -261,6 +261,338 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // y[t, :] = table[ids[t], :]: the token embedding. params: [cols];
+    // grid: (tokens, 1, 1).
+    gpu.func @get_rows_f32(%table: memref<?xf32>, %ids: memref<?xi32>,
+                           %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %token = gpu.block_id x
+      %tid = gpu.thread_id x
+      %cols_i32 = memref.load %params[%c0] : memref<?xi32>
+      %cols = arith.index_cast %cols_i32 : i32 to index
+      %id_i32 = memref.load %ids[%token] : memref<?xi32>
+      %id = arith.index_cast %id_i32 : i32 to index
+      %source = arith.muli %id, %cols : index
+      %target = arith.muli %token, %cols : index
+      scf.for %i = %tid to %cols step %c64 {
+        %from = arith.addi %source, %i : index
+        %to = arith.addi %target, %i : index
+        %v = memref.load %table[%from] : memref<?xf32>
+        memref.store %v, %y[%to] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // As @get_rows_f32 from a Q8_0 table (rows of cols / 32 blocks of 34
+    // bytes), dequantized. params: [cols]; grid: (tokens, 1, 1).
+    gpu.func @get_rows_q8_0(%table: memref<?xi8>, %ids: memref<?xi32>,
+                            %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %c34 = arith.constant 34 : index
+      %c64 = arith.constant 64 : index
+      %i8_mask = arith.constant 255 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %token = gpu.block_id x
+      %tid = gpu.thread_id x
+      %cols_i32 = memref.load %params[%c0] : memref<?xi32>
+      %cols = arith.index_cast %cols_i32 : i32 to index
+      %blocks = arith.divui %cols, %c32 : index
+      %id_i32 = memref.load %ids[%token] : memref<?xi32>
+      %id = arith.index_cast %id_i32 : i32 to index
+      %row_blocks = arith.muli %id, %blocks : index
+      %row_bytes = arith.muli %row_blocks, %c34 : index
+      %target = arith.muli %token, %cols : index
+      scf.for %i = %tid to %cols step %c64 {
+        %block = arith.divui %i, %c32 : index
+        %within = arith.remui %i, %c32 : index
+        %block_bytes = arith.muli %block, %c34 : index
+        %at = arith.addi %row_bytes, %block_bytes : index
+        %at1 = arith.addi %at, %c1 : index
+        %lo8 = memref.load %table[%at] : memref<?xi8>
+        %hi8 = memref.load %table[%at1] : memref<?xi8>
+        %lo_wide = arith.extui %lo8 : i8 to i32
+        %hi_wide = arith.extui %hi8 : i8 to i32
+        %lo = arith.andi %lo_wide, %i8_mask : i32
+        %hi = arith.andi %hi_wide, %i8_mask : i32
+        %hi_shifted = arith.shli %hi, %c8_i32 : i32
+        %half = arith.ori %lo, %hi_shifted : i32
+        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %quants = arith.addi %at, %c2 : index
+        %qi = arith.addi %quants, %within : index
+        %q = memref.load %table[%qi] : memref<?xi8>
+        %qf = arith.sitofp %q : i8 to f32
+        %v = arith.mulf %scale, %qf : f32
+        %to = arith.addi %target, %i : index
+        memref.store %v, %y[%to] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // Rotary position embedding of x[tokens, heads, head_dim] from a table
+    // of cos and sin per (token, pair) the host computes ([tokens,
+    // head_dim / 2, 2]), so the angles are exact whatever precision a
+    // device's sin and cos have. Pairs are adjacent (mode 0) or split halves
+    // (mode 1, NeoX); elements past rotary_dim are copied.
+    // params: [heads, head_dim, rotary_dim, mode]; grid: (tokens, heads, 1).
+    gpu.func @rope_f32(%x: memref<?xf32>, %table: memref<?xf32>,
+                       %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c64 = arith.constant 64 : index
+      %c0_i32 = arith.constant 0 : i32
+      %token = gpu.block_id x
+      %head = gpu.block_id y
+      %tid = gpu.thread_id x
+      %heads_i32 = memref.load %params[%c0] : memref<?xi32>
+      %dim_i32 = memref.load %params[%c1] : memref<?xi32>
+      %rotary_i32 = memref.load %params[%c2] : memref<?xi32>
+      %mode = memref.load %params[%c3] : memref<?xi32>
+      %heads = arith.index_cast %heads_i32 : i32 to index
+      %dim = arith.index_cast %dim_i32 : i32 to index
+      %rotary = arith.index_cast %rotary_i32 : i32 to index
+      %neox = arith.cmpi ne, %mode, %c0_i32 : i32
+      %half = arith.divui %rotary, %c2 : index
+      %table_width = arith.divui %dim, %c2 : index
+      %token_heads = arith.muli %token, %heads : index
+      %row = arith.addi %token_heads, %head : index
+      %base = arith.muli %row, %dim : index
+      %table_row = arith.muli %token, %table_width : index
+      scf.for %i = %tid to %dim step %c64 {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<?xf32>
+        %rotated = arith.cmpi ult, %i, %rotary : index
+        %out = scf.if %rotated -> f32 {
+          %low = arith.cmpi ult, %i, %half : index
+          %up = arith.addi %i, %half : index
+          %down = arith.subi %i, %half : index
+          %neox_partner = arith.select %low, %up, %down : index
+          %neox_pair = arith.remui %i, %half : index
+          %parity = arith.remui %i, %c2 : index
+          %even = arith.cmpi eq, %parity, %c0 : index
+          %normal_partner = arith.xori %i, %c1 : index
+          %normal_pair = arith.divui %i, %c2 : index
+          %partner = arith.select %neox, %neox_partner, %normal_partner : index
+          %pair = arith.select %neox, %neox_pair, %normal_pair : index
+          %first = arith.select %neox, %low, %even : i1
+          %entry = arith.addi %table_row, %pair : index
+          %cos_at = arith.muli %entry, %c2 : index
+          %sin_at = arith.addi %cos_at, %c1 : index
+          %cos = memref.load %table[%cos_at] : memref<?xf32>
+          %sin = memref.load %table[%sin_at] : memref<?xf32>
+          %partner_at = arith.addi %base, %partner : index
+          %p = memref.load %x[%partner_at] : memref<?xf32>
+          %negated = arith.negf %p : f32
+          %signed = arith.select %first, %negated, %p : f32
+          %a = arith.mulf %v, %cos : f32
+          %b = arith.mulf %signed, %sin : f32
+          %sum = arith.addf %a, %b : f32
+          scf.yield %sum : f32
+        } else {
+          scf.yield %v : f32
+        }
+        memref.store %out, %y[%at] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // Writes each token's keys and values ([tokens, kv_heads * head_dim])
+    // into the cache ([2, context, kv_heads * head_dim]: keys, then values)
+    // at the token's position. params: [row (kv_heads * head_dim), context];
+    // grid: (tokens, 1, 1).
+    gpu.func @kv_append_f32(%keys: memref<?xf32>, %values: memref<?xf32>,
+                            %positions: memref<?xi32>, %cache: memref<?xf32>,
+                            %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %token = gpu.block_id x
+      %tid = gpu.thread_id x
+      %row_i32 = memref.load %params[%c0] : memref<?xi32>
+      %context_i32 = memref.load %params[%c1] : memref<?xi32>
+      %row = arith.index_cast %row_i32 : i32 to index
+      %context = arith.index_cast %context_i32 : i32 to index
+      %position_i32 = memref.load %positions[%token] : memref<?xi32>
+      %position = arith.index_cast %position_i32 : i32 to index
+      %source = arith.muli %token, %row : index
+      %key_slot = arith.muli %position, %row : index
+      %part = arith.muli %context, %row : index
+      %value_slot = arith.addi %part, %key_slot : index
+      scf.for %i = %tid to %row step %c64 {
+        %from = arith.addi %source, %i : index
+        %k = memref.load %keys[%from] : memref<?xf32>
+        %v = memref.load %values[%from] : memref<?xf32>
+        %key_at = arith.addi %key_slot, %i : index
+        %value_at = arith.addi %value_slot, %i : index
+        memref.store %k, %cache[%key_at] : memref<?xf32>
+        memref.store %v, %cache[%value_at] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // Grouped-query attention of q[tokens, heads, head_dim] over the cache
+    // ([2, context, kv_heads, head_dim]), one workgroup per (token, head).
+    // Keys are taken 64 at a time with an online softmax (a running maximum
+    // and sum; the accumulator rescaled as the maximum grows), so any context
+    // runs in fixed workgroup memory and the score matrix is never stored.
+    // Keys past key_count, and with causal masking past the token's own
+    // position, are left out. head_dim is at most 256.
+    // params: [heads, kv_heads, head_dim, context, key_count, scale as f32
+    // bits, causal]; grid: (tokens, heads, 1).
+    gpu.func @attention_f32(%q: memref<?xf32>, %cache: memref<?xf32>,
+                            %positions: memref<?xi32>, %out: memref<?xf32>,
+                            %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %weights = memref.alloc() : memref<64xf32, 3>
+      %partial = memref.alloc() : memref<64xf32, 3>
+      %acc = memref.alloc() : memref<256xf32, 3>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c0_i32 = arith.constant 0 : i32
+      %zero = arith.constant 0.0 : f32
+      // Below any score, finite, so exp() of differences never sees inf - inf.
+      %lowest = arith.constant -1.0e30 : f32
+      %token = gpu.block_id x
+      %head = gpu.block_id y
+      %tid = gpu.thread_id x
+      %heads_i32 = memref.load %params[%c0] : memref<?xi32>
+      %kv_heads_i32 = memref.load %params[%c1] : memref<?xi32>
+      %dim_i32 = memref.load %params[%c2] : memref<?xi32>
+      %context_i32 = memref.load %params[%c3] : memref<?xi32>
+      %key_count_i32 = memref.load %params[%c4] : memref<?xi32>
+      %scale_bits = memref.load %params[%c5] : memref<?xi32>
+      %causal_i32 = memref.load %params[%c6] : memref<?xi32>
+      %scale = arith.bitcast %scale_bits : i32 to f32
+      %heads = arith.index_cast %heads_i32 : i32 to index
+      %kv_heads = arith.index_cast %kv_heads_i32 : i32 to index
+      %dim = arith.index_cast %dim_i32 : i32 to index
+      %context = arith.index_cast %context_i32 : i32 to index
+      %key_count = arith.index_cast %key_count_i32 : i32 to index
+      %causal = arith.cmpi ne, %causal_i32, %c0_i32 : i32
+      %group = arith.divui %heads, %kv_heads : index
+      %kv_head = arith.divui %head, %group : index
+      %row = arith.muli %kv_heads, %dim : index
+      %head_offset = arith.muli %kv_head, %dim : index
+      %values_base = arith.muli %context, %row : index
+      %token_heads = arith.muli %token, %heads : index
+      %q_row = arith.addi %token_heads, %head : index
+      %q_base = arith.muli %q_row, %dim : index
+      %position_i32 = memref.load %positions[%token] : memref<?xi32>
+      %position = arith.index_cast %position_i32 : i32 to index
+      %own_count = arith.addi %position, %c1 : index
+      %causal_count = arith.minui %own_count, %key_count : index
+      %limit = arith.select %causal, %causal_count, %key_count : index
+      scf.for %d = %tid to %dim step %c64 {
+        memref.store %zero, %acc[%d] : memref<256xf32, 3>
+      }
+      %state:2 = scf.for %chunk = %c0 to %limit step %c64
+          iter_args(%running_max = %lowest, %running_sum = %zero) -> (f32, f32) {
+        %key = arith.addi %chunk, %tid : index
+        %valid = arith.cmpi ult, %key, %limit : index
+        %score = scf.if %valid -> f32 {
+          %key_row = arith.muli %key, %row : index
+          %key_base = arith.addi %key_row, %head_offset : index
+          %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> f32 {
+            %qi = arith.addi %q_base, %d : index
+            %ki = arith.addi %key_base, %d : index
+            %qv = memref.load %q[%qi] : memref<?xf32>
+            %kv = memref.load %cache[%ki] : memref<?xf32>
+            %next = math.fma %qv, %kv, %sum : f32
+            scf.yield %next : f32
+          }
+          %scaled = arith.mulf %dot, %scale : f32
+          scf.yield %scaled : f32
+        } else {
+          scf.yield %lowest : f32
+        }
+        memref.store %score, %partial[%tid] : memref<64xf32, 3>
+        gpu.barrier
+        scf.for %step = %c0 to %c6 step %c1 {
+          %stride = arith.shrui %c32, %step : index
+          %active = arith.cmpi ult, %tid, %stride : index
+          scf.if %active {
+            %other = arith.addi %tid, %stride : index
+            %a = memref.load %partial[%tid] : memref<64xf32, 3>
+            %b = memref.load %partial[%other] : memref<64xf32, 3>
+            %ab = arith.maximumf %a, %b : f32
+            memref.store %ab, %partial[%tid] : memref<64xf32, 3>
+          }
+          gpu.barrier
+        }
+        %chunk_max = memref.load %partial[%c0] : memref<64xf32, 3>
+        %new_max = arith.maximumf %running_max, %chunk_max : f32
+        gpu.barrier
+        %shifted = arith.subf %score, %new_max : f32
+        %exp = math.exp %shifted : f32
+        %weight = arith.select %valid, %exp, %zero : f32
+        memref.store %weight, %weights[%tid] : memref<64xf32, 3>
+        memref.store %weight, %partial[%tid] : memref<64xf32, 3>
+        gpu.barrier
+        scf.for %step = %c0 to %c6 step %c1 {
+          %stride = arith.shrui %c32, %step : index
+          %active = arith.cmpi ult, %tid, %stride : index
+          scf.if %active {
+            %other = arith.addi %tid, %stride : index
+            %a = memref.load %partial[%tid] : memref<64xf32, 3>
+            %b = memref.load %partial[%other] : memref<64xf32, 3>
+            %ab = arith.addf %a, %b : f32
+            memref.store %ab, %partial[%tid] : memref<64xf32, 3>
+          }
+          gpu.barrier
+        }
+        %chunk_sum = memref.load %partial[%c0] : memref<64xf32, 3>
+        %max_change = arith.subf %running_max, %new_max : f32
+        %correction = math.exp %max_change : f32
+        %kept = arith.mulf %running_sum, %correction : f32
+        %new_sum = arith.addf %kept, %chunk_sum : f32
+        %remaining = arith.subi %limit, %chunk : index
+        %count = arith.minui %remaining, %c64 : index
+        // Each thread owns the accumulator elements d ≡ tid (mod 64) and
+        // reads the values of the chunk's keys along d (coalesced).
+        scf.for %d = %tid to %dim step %c64 {
+          %old = memref.load %acc[%d] : memref<256xf32, 3>
+          %rescaled = arith.mulf %old, %correction : f32
+          %value_column = arith.addi %values_base, %head_offset : index
+          %column = arith.addi %value_column, %d : index
+          %total = scf.for %t = %c0 to %count step %c1 iter_args(%sum = %rescaled) -> f32 {
+            %w = memref.load %weights[%t] : memref<64xf32, 3>
+            %k = arith.addi %chunk, %t : index
+            %k_row = arith.muli %k, %row : index
+            %vi = arith.addi %column, %k_row : index
+            %v = memref.load %cache[%vi] : memref<?xf32>
+            %next = math.fma %w, %v, %sum : f32
+            scf.yield %next : f32
+          }
+          memref.store %total, %acc[%d] : memref<256xf32, 3>
+        }
+        gpu.barrier
+        scf.yield %new_max, %new_sum : f32, f32
+      }
+      scf.for %d = %tid to %dim step %c64 {
+        %a = memref.load %acc[%d] : memref<256xf32, 3>
+        %normalized = arith.divf %a, %state#1 : f32
+        %oi = arith.addi %q_base, %d : index
+        memref.store %normalized, %out[%oi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
     // IEEE half bits (low 16 bits of `half`) → f32, exactly, with integer
     // arithmetic: normal numbers rebias the exponent, subnormals scale the
     // mantissa by 2^-24, infinities and NaNs keep their mantissa.
