@@ -254,10 +254,17 @@ TEST(SpirvKernels, MatmulF32MatchesTheCpu) {
   onEveryDevice([&](KernelRunner &runner) {
     auto bx = runner.upload(x), bw = runner.upload(w);
     auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{n, k, m});
+    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
     expectClose(runner.run("matmul_f32", {m, n, 1},
                            {bx.get(), bw.get(), by.get(), params.get()}, n * m),
                 expected, scale, 1e-5, "matmul_f32");
+    // The last row alone, as the logits read it.
+    auto lastRow = runner.upload(std::vector<int32_t>{1, k, m, n - 1});
+    expectClose(runner.run("matmul_f32", {m, 1, 1},
+                           {bx.get(), bw.get(), by.get(), lastRow.get()}, m),
+                std::vector<double>(expected.end() - m, expected.end()),
+                std::vector<double>(scale.end() - m, scale.end()), 1e-5,
+                "matmul_f32 of the last row");
   });
 }
 
@@ -280,7 +287,7 @@ TEST(SpirvKernels, MatmulQ8_0MatchesTheCpu) {
   onEveryDevice([&](KernelRunner &runner) {
     auto bx = runner.upload(x), bw = runner.upload(*quantized);
     auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{n, k, m});
+    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
     expectClose(runner.run("matmul_q8_0", {m, n, 1},
                            {bx.get(), bw.get(), by.get(), params.get()}, n * m),
                 expected, scale, 1e-5, "matmul_q8_0");
@@ -310,7 +317,7 @@ TEST(SpirvKernels, Q8_0ScalesWidenExactlyAcrossTheF16Range) {
   onEveryDevice([&](KernelRunner &runner) {
     auto bx = runner.upload(x), bw = runner.upload(w);
     auto by = runner.upload(std::vector<float>(m, 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{1, k, m});
+    auto params = runner.upload(std::vector<int32_t>{1, k, m, 0});
     std::vector<float> y = runner.run(
         "matmul_q8_0", {static_cast<uint32_t>(m), 1, 1},
         {bx.get(), bw.get(), by.get(), params.get()}, m);

@@ -123,10 +123,11 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    // y[n, m] = sum_k x[n, k] * w[m, k] (x · wᵀ with w as the model stores
-    // it, rows of K). One workgroup per output element: its 64 threads read
-    // consecutive elements of the weight row (coalesced) and reduce.
-    // params: [N, K, M]; grid: (M, N, 1).
+    // y[n, m] = sum_k x[n + x_row, k] * w[m, k] (x · wᵀ with w as the model
+    // stores it, rows of K; x_row skips rows of x, so the logits of the last
+    // token read it alone). One workgroup per output element: its 64 threads
+    // read consecutive elements of the weight row (coalesced) and reduce.
+    // params: [N, K, M, x_row]; grid: (M, N, 1).
     gpu.func @matmul_f32(%x: memref<?xf32>, %w: memref<?xf32>,
                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
@@ -145,7 +146,11 @@ module attributes {gpu.container_module} {
       %m_i32 = memref.load %params[%c2] : memref<?xi32>
       %k_size = arith.index_cast %k_i32 : i32 to index
       %m_size = arith.index_cast %m_i32 : i32 to index
-      %x_base = arith.muli %n, %k_size : index
+      %c3 = arith.constant 3 : index
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
       %w_base = arith.muli %m, %k_size : index
       %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
         %xi = arith.addi %x_base, %k : index
@@ -182,7 +187,7 @@ module attributes {gpu.container_module} {
     // As @matmul_f32 with w in Q8_0: blocks of 34 bytes, an f16 scale then
     // 32 signed bytes, value = scale * byte. Each thread takes whole blocks
     // of the row, so the scale is widened once per 32 products.
-    // params: [N, K, M] (K a multiple of 32); grid: (M, N, 1).
+    // params: [N, K, M, x_row] (K a multiple of 32); grid: (M, N, 1).
     gpu.func @matmul_q8_0(%x: memref<?xf32>, %w: memref<?xi8>,
                           %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
@@ -205,7 +210,11 @@ module attributes {gpu.container_module} {
       %k_size = arith.index_cast %k_i32 : i32 to index
       %m_size = arith.index_cast %m_i32 : i32 to index
       %blocks = arith.divui %k_size, %c32 : index
-      %x_base = arith.muli %n, %k_size : index
+      %c3 = arith.constant 3 : index
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
       %row_blocks = arith.muli %m, %blocks : index
       %w_base = arith.muli %row_blocks, %c34 : index
       %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
