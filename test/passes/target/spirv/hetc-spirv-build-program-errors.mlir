@@ -1,0 +1,62 @@
+// Ops and types the SPIR-V library has no kernel for are errors naming them.
+// RUN: hetc-opt %s --hetc-spirv-build-program -split-input-file -verify-diagnostics
+
+llm.weight @table {data_offset = 0 : i64} : tensor<100x256xf32>
+llm.weight @w {data_offset = 0 : i64} : tensor<32x256x!llm.quant<q4_k>>
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x32xf32> {
+  %table = llm.get_weight @table : tensor<100x256xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x256xf32>) -> tensor<?x256xf32>
+  %w = llm.get_weight @w : tensor<32x256x!llm.quant<q4_k>>
+  // expected-error @+1 {{'llm.matmul' op has '!llm.quant<q4_k>' weights, which the SPIR-V target has no kernel for yet (f32 and q8_0 are supported)}}
+  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<32x256x!llm.quant<q4_k>>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x64xf32> {
+  %table = llm.get_weight @table : tensor<100x64xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
+  // expected-error @+1 {{'llm.softmax' op has no kernel in the SPIR-V library}}
+  %y = llm.softmax %x : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
+// expected-error @+1 {{'func.func' op argument 2: the SPIR-V target keeps f32 KV caches only}}
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f16>) -> tensor<?x64xf32> {
+  %table = llm.get_weight @table : tensor<100x64xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
+  return %x : tensor<?x64xf32>
+}
+
+// -----
+
+llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x4x16xf32> {
+  %table = llm.get_weight @table : tensor<100x64xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %tokens, %c0 : tensor<?xi32>
+  %heads = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 16] : tensor<?x64xf32> into tensor<?x4x16xf32>
+  // expected-error @+1 {{'llm.rope' op with yarn scaling has no SPIR-V program yet}}
+  %y = llm.rope %heads at %positions mode = normal theta = 1.000000e+04 dims = 16 scaling yarn factor = 4.0 {original_context = 4096 : i64} : (tensor<?x4x16xf32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  return %y : tensor<?x4x16xf32>
+}
+
+// -----
+
+llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>) -> tensor<?x4x16xf32> {
+  %table = llm.get_weight @table : tensor<100x64xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %tokens, %c0 : tensor<?xi32>
+  %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 16] : tensor<?x64xf32> into tensor<?x4x16xf32>
+  // expected-error @+1 {{'llm.attention' op with a sliding window or a soft cap has no SPIR-V kernel yet}}
+  %y = llm.attention %q, %cache at %positions causal softcap = 50.0 : (tensor<?x4x16xf32>, !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  return %y : tensor<?x4x16xf32>
+}
