@@ -4,13 +4,10 @@
 // runs SPIR-V, what the CPU computes: shapes that are not multiples of the
 // workgroup sizes, Q8_0 weights quantized by the runtime's own encoder, and
 // f16 scales across the whole range (subnormal, negative, largest).
-#include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
 #include "SpirvTestSupport.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/hal/Device.h"
-
-#include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
 
@@ -23,23 +20,7 @@ namespace {
 
 using namespace hetc::target::spirv;
 
-SpirvExecutable compileLibrary() {
-  mlir::DialectRegistry registry;
-  hetc::registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernelLibrary(&context);
-  EXPECT_TRUE(module);
-  if (!module)
-    return {};
-  std::vector<SpirvExecutable> executables = hetc::test::compileOrFail(*module);
-  EXPECT_EQ(executables.size(), 1u);
-  return executables.empty() ? SpirvExecutable{} : executables.front();
-}
-
-const SpirvExecutable &library() {
-  static const SpirvExecutable compiled = compileLibrary();
-  return compiled;
-}
+const SpirvExecutable &library() { return hetc::test::kernelLibrary(); }
 
 TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
   const SpirvExecutable &compiled = library();

@@ -3,7 +3,10 @@
 #ifndef HETC_TEST_UNIT_TARGET_SPIRVTESTSUPPORT_H
 #define HETC_TEST_UNIT_TARGET_SPIRVTESTSUPPORT_H
 
+#include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
+
+#include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
 #include <spirv-tools/libspirv.hpp>
@@ -37,6 +40,26 @@ inline bool validatesForVulkan12(const std::string &binary,
     messages += std::string(message) + "\n";
   });
   return tools.Validate(words);
+}
+
+/// The kernel library compiled as the target compiles it, once per process.
+inline const target::spirv::SpirvExecutable &kernelLibrary() {
+  static const target::spirv::SpirvExecutable compiled = [] {
+    mlir::DialectRegistry registry;
+    hetc::registerAllDialects(registry);
+    mlir::MLIRContext context(registry);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        target::spirv::parseKernelLibrary(&context);
+    EXPECT_TRUE(module);
+    if (!module)
+      return target::spirv::SpirvExecutable{};
+    std::vector<target::spirv::SpirvExecutable> executables =
+        compileOrFail(*module);
+    EXPECT_EQ(executables.size(), 1u);
+    return executables.empty() ? target::spirv::SpirvExecutable{}
+                               : executables.front();
+  }();
+  return compiled;
 }
 
 } // namespace hetc::test
