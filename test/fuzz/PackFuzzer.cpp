@@ -4,12 +4,13 @@
 // the pack magic is read as a pack image; one that starts with the ELF magic
 // is model code, checked as the CPU back end checks it before the loader
 // maps it; any other input is a manifest, wrapped into a pack with valid
-// checksums so that mutations reach the manifest's parser instead of
-// stopping at a checksum.
+// checksums so that mutations reach the manifest's parser (and the device
+// program's, which reads JSON too) instead of stopping at a checksum.
 #include "runtime/backends/cpu/ElfImage.h"
 #include "runtime/core/Limits.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
+#include "runtime/format/ProgramJson.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -62,7 +63,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const std::string &name : pack->sectionNames())
     if (name.rfind("code/", 0) == 0)
       (void)hetrt::cpu::checkElfImage(*pack->section(name), error);
-  if (const std::string_view *manifest = pack->section("manifest.json"))
+  if (const std::string_view *manifest = pack->section("manifest.json")) {
     checkManifest(std::string(*manifest));
+    // The same bytes as a device program: its reader takes JSON as well.
+    (void)hetrt::format::programFromJson(std::string(*manifest), "fuzz.json",
+                                         error);
+  }
+  for (const std::string &name : pack->sectionNames())
+    if (name.rfind("program/", 0) == 0)
+      (void)hetrt::format::programFromJson(std::string(*pack->section(name)),
+                                           name, error);
   return checksum == 0xdeadbeef ? 1 : 0;
 }

@@ -1,0 +1,106 @@
+// Device programs in a pack: a program survives its JSON form, and a program
+// read from a pack is untrusted (unknown roles and kinds, buffer indices out
+// of range, huge coefficients, zero divisors and bad RoPE tables are refused
+// with the field named).
+#include "runtime/format/ProgramJson.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+using namespace hetrt::format;
+using hetc::abi::BufferRole;
+using hetc::abi::Program;
+using hetc::abi::ProgramValue;
+using hetc::abi::StepKind;
+
+namespace {
+
+Program sampleProgram() {
+  Program program;
+  program.buffers = {
+      {"tokens", BufferRole::Tokens, ProgramValue::tokens(4), ""},
+      {"positions", BufferRole::Positions, ProgramValue::tokens(4), ""},
+      {"token_embd.weight", BufferRole::Weight, ProgramValue::fixed(2048),
+       "token_embd.weight"},
+      {"rope.0", BufferRole::RopeTable, ProgramValue::tokens(32), ""},
+      {"logits", BufferRole::Logits, ProgramValue::fixed(128), ""}};
+  hetc::abi::ProgramStep table;
+  table.kind = StepKind::RopeTable;
+  table.buffers = {3, 1};
+  table.ropeTheta = 10000;
+  table.rotaryDim = 8;
+  table.headDim = 8;
+  hetc::abi::ProgramStep gather;
+  gather.kernel = "get_rows_f32";
+  gather.buffers = {2, 0, 4};
+  gather.params = {ProgramValue::fixed(16), ProgramValue{-1, 1, 0, 1},
+                   ProgramValue::keys()};
+  gather.grid[0] = ProgramValue{0, 64, 0, 256};
+  program.steps = {table, gather};
+  return program;
+}
+
+std::string mutated(void (*change)(nlohmann::json &)) {
+  nlohmann::json document = nlohmann::json::parse(programToJson(sampleProgram()));
+  change(document);
+  return document.dump();
+}
+
+} // namespace
+
+TEST(ProgramJson, RoundTrips) {
+  std::string error;
+  std::optional<Program> read =
+      programFromJson(programToJson(sampleProgram()), "p.json", error);
+  ASSERT_TRUE(read) << error;
+  EXPECT_EQ(programToJson(*read), programToJson(sampleProgram()));
+  EXPECT_EQ(read->steps[1].grid[0].at(5, 0), 2); // ceil(320 / 256)
+  EXPECT_EQ(read->steps[1].params[1].at(5, 9), 4);
+  EXPECT_EQ(read->buffers[2].weight, "token_embd.weight");
+}
+
+TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
+  struct Case {
+    void (*change)(nlohmann::json &);
+    const char *message;
+  } cases[] = {
+      {[](nlohmann::json &p) { p["schema"] = "hetc.program/0"; },
+       "field \"schema\" is not \"hetc.program/1\""},
+      {[](nlohmann::json &p) { p["buffers"][0]["role"] = "scratch"; },
+       "field \"buffers[0].role\" is \"scratch\", not a role"},
+      {[](nlohmann::json &p) { p["buffers"][2].erase("weight"); },
+       "field \"buffers[2].weight\" is missing"},
+      {[](nlohmann::json &p) { p["buffers"][4]["bytes"][0] = 1ll << 50; },
+       "field \"buffers[4].bytes\" holds a value that is not a whole number within"},
+      {[](nlohmann::json &p) {
+         p["buffers"][4]["bytes"][0] = 18446744073709551615ull;
+       },
+       "field \"buffers[4].bytes\" holds a value that is not a whole number within"},
+      {[](nlohmann::json &p) { p["steps"][1]["grid"][0][3] = 0; },
+       "field \"steps[1].grid[0]\" has a divisor below 1"},
+      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 5; },
+       "field \"steps[1].buffers\" names a buffer that does not exist"},
+      {[](nlohmann::json &p) { p["steps"][1]["kind"] = "transfer"; },
+       "field \"steps[1].kind\" is \"transfer\", not dispatch or rope-table"},
+      {[](nlohmann::json &p) { p["steps"][0]["rotary_dim"] = 9; },
+       "field \"steps[0]\" is not a RoPE table"},
+      {[](nlohmann::json &p) { p["steps"][0]["theta"] = 1e300; },
+       "field \"steps[0]\" is not a RoPE table"},
+      {[](nlohmann::json &p) { p["steps"][1]["kernel"] = "k\x1b[2J"; },
+       "field \"steps[1].kernel\" is longer than 256 bytes or holds a control "
+       "character"},
+      {[](nlohmann::json &p) { p["steps"] = nlohmann::json::array(); },
+       "field \"steps\" is not a list of 1 to 2^20 steps"},
+  };
+  for (const Case &c : cases) {
+    std::string error;
+    EXPECT_FALSE(programFromJson(mutated(c.change), "p.json", error));
+    EXPECT_NE(error.find(std::string("p.json: ") + c.message),
+              std::string::npos)
+        << error;
+  }
+  std::string error;
+  EXPECT_FALSE(programFromJson("{not json", "p.json", error));
+  EXPECT_NE(error.find("p.json: not a JSON object"), std::string::npos);
+}
