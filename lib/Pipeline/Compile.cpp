@@ -5,15 +5,19 @@
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
+#include "hetc/Target/SPIRV.h"
 #include "hetc/Target/X86.h"
+#include "passes/target/spirv/ProgramBuilder.h"
 #include "abi/CodeRecord.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
 #include "runtime/format/OutputFile.h"
 #include "runtime/format/Pack.h"
+#include "runtime/format/ProgramJson.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -39,6 +43,60 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
   llvm::raw_string_ostream out(text);
   print(out);
   return hetrt::format::writeFileAtomically(path, text, error);
+}
+
+/// The most tokens one prefill step of a SPIR-V program takes: its
+/// activations are sized for it, and longer prompts run in chunks.
+constexpr int64_t kSpirvPrefillChunk = 512;
+
+/// Adds the model as SPIR-V programs to `pack` and `manifest`: the kernel
+/// library's module and the programs of the imported module's prefill and
+/// decode (built before the CPU lowering changes the module).
+bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
+               hetrt::format::PackWriter &pack,
+               hetrt::format::Manifest &manifest, std::string &error) {
+  hetrt::format::SpirvCode code;
+  code.section = "code/spirv/kernels.spv";
+  code.prefillSection = "program/spirv/prefill.json";
+  code.decodeSection = "program/spirv/decode.json";
+  code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
+  for (auto [name, section] :
+       {std::pair<const char *, const std::string *>{"prefill",
+                                                      &code.prefillSection},
+        {"decode", &code.decodeSection}}) {
+    auto function = module.lookupSymbol<mlir::func::FuncOp>(name);
+    if (!function) {
+      error = std::string("the module has no @") + name + " to build a "
+              "SPIR-V program of";
+      return false;
+    }
+    mlir::FailureOr<abi::Program> program = spirv::buildProgram(function);
+    if (mlir::failed(program)) {
+      error = "the SPIR-V target cannot run this model yet (the diagnostic "
+              "above names the op)";
+      return false;
+    }
+    std::string json = hetrt::format::programToJson(*program);
+    pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> library =
+      target::spirv::parseKernelLibrary(module.getContext());
+  std::vector<target::spirv::SpirvExecutable> executables;
+  if (!library ||
+      !target::spirv::compileToSpirv(*library, executables, error))
+    return false;
+  if (executables.size() != 1) {
+    error = "the SPIR-V kernel library compiled into " +
+            std::to_string(executables.size()) + " modules, not one";
+    return false;
+  }
+  for (const target::spirv::SpirvKernel &kernel : executables[0].kernels)
+    code.kernels.emplace_back(kernel.entryPoint, kernel.bindings);
+  pack.addSection(code.section,
+                  std::vector<char>(executables[0].binary.begin(),
+                                    executables[0].binary.end()));
+  manifest.spirv = std::move(code);
+  return true;
 }
 
 } // namespace
@@ -130,6 +188,15 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
 
+  hetrt::format::PackWriter pack;
+  if (options.spirv) {
+    progress("building the SPIR-V programs");
+    if (!packSpirv(*module, manifest.contextLength, pack, manifest, error)) {
+      error = options.modelPath + ": " + error;
+      return false;
+    }
+  }
+
   target::CompileRequest request;
   request.cpuVariants = options.cpuVariants;
   request.progress = progress;
@@ -138,7 +205,6 @@ bool compileModel(const CompileOptions &options, std::string &error) {
     error = options.modelPath + ": " + error;
     return false;
   }
-  hetrt::format::PackWriter pack;
   for (target::Executable &executable : executables) {
     std::string section = "code/" + executable.variant + ".so";
     manifest.variants.push_back(

@@ -33,6 +33,8 @@ public:
   const format::GgufFile &weights() const { return *weights_; }
   const tokenizer::Tokenizer &tokenizer() const { return *tokenizer_; }
   const cpu::CpuCode &code() const { return *code_; }
+  /// The pack's sections (its other targets' code and programs).
+  const format::PackFile &pack() const { return *pack_; }
 
 private:
   Model() = default;

@@ -47,6 +47,16 @@ std::string Manifest::toJson() const {
       {"entries", {{"prefill", prefillSymbol}, {"decode", decodeSymbol}}},
       {"variants", variantList},
   };
+  if (spirv) {
+    nlohmann::json kernelList = nlohmann::json::array();
+    for (const auto &[name, bindings] : spirv->kernels)
+      kernelList.push_back({{"name", name}, {"bindings", bindings}});
+    json["spirv"] = {{"section", spirv->section},
+                     {"kernels", kernelList},
+                     {"prefill", spirv->prefillSection},
+                     {"decode", spirv->decodeSection},
+                     {"max_prefill_tokens", spirv->maxPrefillTokens}};
+  }
   return json.dump(2);
 }
 
@@ -216,6 +226,46 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
       variant.requires_.push_back(feature.get<std::string>());
     }
     manifest.variants.push_back(std::move(variant));
+  }
+  if (auto spirv = json.find("spirv"); spirv != json.end()) {
+    const char *shape = "field \"spirv\" must hold string \"section\", "
+                        "\"prefill\" and \"decode\", a list \"kernels\" of "
+                        "1 to 256 {name, bindings of 1 to 64}, and "
+                        "\"max_prefill_tokens\" of 1 to 65535";
+    if (!spirv->is_object())
+      return fail(shape);
+    SpirvCode code;
+    for (auto [key, out] :
+         {std::pair<const char *, std::string *>{"section", &code.section},
+          {"prefill", &code.prefillSection},
+          {"decode", &code.decodeSection}}) {
+      auto found = spirv->find(key);
+      if (found == spirv->end() || !found->is_string() ||
+          found->get<std::string>().empty() ||
+          !plain(found->get<std::string>()))
+        return fail(shape);
+      *out = found->get<std::string>();
+    }
+    auto kernels = spirv->find("kernels");
+    auto tokens = spirv->find("max_prefill_tokens");
+    if (kernels == spirv->end() || !kernels->is_array() || kernels->empty() ||
+        kernels->size() > 256 || tokens == spirv->end() ||
+        !tokens->is_number_integer() || tokens->get<int64_t>() < 1 ||
+        tokens->get<int64_t>() > 65535)
+      return fail(shape);
+    code.maxPrefillTokens = tokens->get<int64_t>();
+    for (const nlohmann::json &kernel : *kernels) {
+      if (!kernel.is_object() || !kernel.contains("name") ||
+          !kernel["name"].is_string() || !kernel.contains("bindings") ||
+          !kernel["bindings"].is_number_integer() ||
+          kernel["bindings"].get<int64_t>() < 1 ||
+          kernel["bindings"].get<int64_t>() > 64 ||
+          !plain(kernel["name"].get<std::string>()))
+        return fail(shape);
+      code.kernels.emplace_back(kernel["name"].get<std::string>(),
+                                kernel["bindings"].get<int>());
+    }
+    manifest.spirv = std::move(code);
   }
   return manifest;
 }

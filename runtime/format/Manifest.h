@@ -21,6 +21,18 @@ struct CodeVariant {
   std::vector<std::string> requires_;
 };
 
+/// The model as a program of SPIR-V kernels, for Vulkan devices: the kernel
+/// library's module, its kernels with their binding counts, and the programs
+/// (abi/Program.h, as JSON) of the prefill and of one decode step.
+struct SpirvCode {
+  std::string section;
+  std::vector<std::pair<std::string, int>> kernels;
+  std::string prefillSection;
+  std::string decodeSection;
+  /// The most tokens one prefill step takes (longer prompts run in chunks).
+  int64_t maxPrefillTokens = 0;
+};
+
 struct Manifest {
   /// The model file the code binds to (weights are viewed at fixed offsets).
   std::string weightsPath;
@@ -46,6 +58,8 @@ struct Manifest {
   std::string decodeSymbol = kDecodeEntrySymbol;
 
   std::vector<CodeVariant> variants;
+  /// Present when the pack also runs on Vulkan devices.
+  std::optional<SpirvCode> spirv;
 
   std::string toJson() const;
   /// Parses and validates a manifest; on failure returns nullopt and sets

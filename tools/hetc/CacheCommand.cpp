@@ -52,7 +52,7 @@ std::vector<Entry> entries(const std::string &directory, std::string &error) {
     // hash, the context, the build): a pack a user keeps in the same
     // directory is never listed or removed.
     static const std::regex kEntryName(
-        "[0-9a-f]{16}-ctx[0-9]+-hetc[^/]*\\.hetpack(\\.partial-[A-Za-z0-9]+)?");
+        "[0-9a-f]{16}-ctx[0-9]+(-spirv)?-hetc[^/]*\\.hetpack(\\.partial-[A-Za-z0-9]+)?");
     std::smatch parts;
     if (!std::regex_match(name, parts, kEntryName) ||
         !item.is_regular_file(ec))

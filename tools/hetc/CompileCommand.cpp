@@ -23,6 +23,7 @@ struct CompileFlags {
   std::string compileTo = "pack";
   int64_t contextLength = 0;
   std::vector<std::string> cpuVariants = {"all"};
+  bool spirv = false;
   bool printPipeline = false;
   bool quiet = false;
 };
@@ -55,6 +56,9 @@ Action registerCompileCommand(CLI::App &app) {
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
       ->check(wholeRange(0, INT32_MAX));
+  command->add_flag("--spirv", flags->spirv,
+                    "Also pack the model as SPIR-V programs, for Vulkan "
+                    "devices (hetc run --device vulkan0)");
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "
@@ -89,6 +93,7 @@ Action registerCompileCommand(CLI::App &app) {
     options.stopAfter = *pipeline::parsePhase(flags->compileTo);
     options.contextLength = flags->contextLength;
     options.cpuVariants = flags->cpuVariants;
+    options.spirv = flags->spirv;
     options.outputPath = flags->output;
     if (options.outputPath.empty()) {
       if (options.stopAfter != pipeline::Phase::Pack) {

@@ -106,7 +106,7 @@ bool writableDirectory(const std::string &dir, std::string &reason) {
 /// Checks a cache entry as any pack is checked, and that it is the entry its
 /// name promises: compiled from the model with `hash`, for `context`.
 bool validatePack(const std::string &path, const std::string &hash,
-                  int64_t context, std::string &error) {
+                  int64_t context, bool spirv, std::string &error) {
   std::unique_ptr<hetrt::format::PackFile> pack =
       hetrt::format::PackFile::open(path, error);
   if (!pack)
@@ -125,6 +125,10 @@ bool validatePack(const std::string &path, const std::string &hash,
             hetrt::format::printable(parsed->weightsHash) + " for a context of " +
             std::to_string(parsed->contextLength) + ", not from this one (" +
             hash + ") for " + std::to_string(context);
+    return false;
+  }
+  if (spirv && !parsed->spirv) {
+    error = path + ": the entry holds no SPIR-V programs";
     return false;
   }
   return true;
@@ -148,7 +152,8 @@ std::string cacheStamp() {
 }
 
 std::string packFor(const std::string &model, int64_t contextLength,
-                    const std::string &tool, std::string &error) {
+                    const std::string &tool, std::string &error,
+                    bool spirv) {
   if (isPack(model))
     return model;
   // The model's shapes are checked, and its KV cache against this machine's
@@ -190,7 +195,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   if (!hash)
     return {};
   std::string name = *hash + "-ctx" + std::to_string(contextLength) +
-                     cacheStamp() + ".hetpack";
+                     (spirv ? "-spirv" : "") + cacheStamp() + ".hetpack";
   // A read-only cache (a shared install, a read-only home) still serves the
   // packs it holds; new ones go to a per-user directory under TMPDIR.
   std::string dir = cacheDirectory();
@@ -208,7 +213,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     // A cache entry is checked as any pack is; a damaged one (a full disk,
     // a crash while copying, an edit) is replaced, not failed on forever.
     std::string damage;
-    if (validatePack(entry, *hash, context, damage)) {
+    if (validatePack(entry, *hash, context, spirv, damage)) {
       // Said each time: packs in a shared temporary directory may vanish,
       // and the user may have meant the configured cache to hold them.
       if (candidate == fallback)
@@ -266,6 +271,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   options.contextLength = contextLength;
   // The cache serves this machine only.
   options.cpuVariants = {"host"};
+  options.spirv = spirv;
   options.progress = [&tool](const std::string &line) {
     hetc::cli::printMessage("%s: compiling: %s\n", tool.c_str(), line.c_str());
   };

@@ -21,9 +21,11 @@ std::string cacheStamp();
 
 /// The pack to load for `model` (see above); empty with `error` set on
 /// failure. `contextLength` 0 keeps the model's. Progress goes to stderr,
-/// prefixed by `tool`.
+/// prefixed by `tool`. With `spirv`, the pack also holds the model's SPIR-V
+/// programs for Vulkan devices (a cache entry of its own).
 std::string packFor(const std::string &model, int64_t contextLength,
-                    const std::string &tool, std::string &error);
+                    const std::string &tool, std::string &error,
+                    bool spirv = false);
 
 } // namespace hetc::cli
 

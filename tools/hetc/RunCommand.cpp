@@ -7,6 +7,8 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
+#include "runtime/core/SpirvSession.h"
+#include "runtime/hal/Device.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/Manifest.h"
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -46,7 +49,38 @@ struct RunFlags {
   bool ignoreEos = false;
   std::string logitsOut;
   std::string promptFile;
+  std::string device;
 };
+
+/// The calls generation makes, on the CPU's Session or a Vulkan device's
+/// SpirvSession.
+struct Generator {
+  std::function<bool(const std::vector<int32_t> &, std::string &)> prefill;
+  std::function<bool(int32_t, std::string &)> decode;
+  std::function<const float *()> logits;
+  int64_t vocabSize = 0;
+  /// What ran: the CPU code variant, or the device.
+  std::string runsOn;
+  int threads = 0;
+};
+
+/// The device named by --device, or null with `error` listing the devices.
+std::shared_ptr<hetrt::hal::Device> findDevice(const std::string &name,
+                                               std::string &error) {
+  std::vector<std::string> unavailable;
+  std::string names;
+  for (const std::shared_ptr<hetrt::hal::Device> &device :
+       hetrt::hal::enumerateDevices(&unavailable)) {
+    if (device->info().name == name)
+      return device;
+    names += (names.empty() ? "" : ", ") + device->info().name;
+  }
+  error = "--device " + name + ": this machine has no such device (it has " +
+          names + ")";
+  for (const std::string &line : unavailable)
+    error += "; " + line;
+  return nullptr;
+}
 
 /// Encodes `text` for a context of `context` tokens: 0 with the tokens in
 /// `prompt`, or the exit code with `error` set when it cannot fit.
@@ -181,6 +215,10 @@ Action registerRunCommand(CLI::App &app) {
                       "Random seed (default, or -1 as in llama.cpp: a fresh "
                       "one, reported in --json)")
       ->check(wholeRange(-1, INT64_MAX));
+  command->add_option("--device", flags->device,
+                      "Run on this device: cpu0 (the default), or a Vulkan "
+                      "device such as vulkan0 (`hetrt-run --list-devices` "
+                      "lists them)");
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -228,8 +266,15 @@ Action registerRunCommand(CLI::App &app) {
         return code;
       }
     }
-    std::string packPath =
-        packFor(flags->model, flags->contextLength, "hetc run", error);
+    // The device is found before any compiling: a wrong name fails at once.
+    std::shared_ptr<hetrt::hal::Device> device;
+    bool onCpu = flags->device.empty() || flags->device == "cpu0";
+    if (!onCpu && !(device = findDevice(flags->device, error))) {
+      std::cerr << "hetc run: " << error << "\n";
+      return 2;
+    }
+    std::string packPath = packFor(flags->model, flags->contextLength,
+                                   "hetc run", error, /*spirv=*/!onCpu);
     if (packPath.empty()) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
@@ -289,19 +334,52 @@ Action registerRunCommand(CLI::App &app) {
     params.repetitionPenalty = flags->repeatPenalty;
     params.seed = seed;
     hetrt::core::Sampler sampler(params);
-    std::unique_ptr<hetrt::core::Session> created =
-        hetrt::core::Session::create(*model, flags->threads, error);
-    if (!created) {
-      std::cerr << "hetc run: " << error << "\n";
-      return 1;
+    Generator session;
+    std::unique_ptr<hetrt::core::Session> cpuSession;
+    std::unique_ptr<hetrt::core::SpirvSession> spirvSession;
+    if (onCpu) {
+      cpuSession = hetrt::core::Session::create(*model, flags->threads, error);
+      if (!cpuSession) {
+        std::cerr << "hetc run: " << error << "\n";
+        return 1;
+      }
+      hetrt::core::Session *cpu = cpuSession.get();
+      session.prefill = [cpu](const std::vector<int32_t> &tokens,
+                              std::string &why) {
+        return cpu->prefill(tokens, why);
+      };
+      session.decode = [cpu](int32_t token, std::string &why) {
+        return cpu->decode(token, why);
+      };
+      session.logits = [cpu] { return cpu->logits(); };
+      session.vocabSize = cpu->vocabSize();
+      session.runsOn = model->code().variantName() + " code";
+      session.threads = cpu->numThreads();
+    } else {
+      spirvSession =
+          hetrt::core::SpirvSession::create(*model, *device, error);
+      if (!spirvSession) {
+        std::cerr << "hetc run: " << error << "\n";
+        return 1;
+      }
+      hetrt::core::SpirvSession *gpu = spirvSession.get();
+      session.prefill = [gpu](const std::vector<int32_t> &tokens,
+                              std::string &why) {
+        return gpu->prefill(tokens, why);
+      };
+      session.decode = [gpu](int32_t token, std::string &why) {
+        return gpu->decode(token, why);
+      };
+      session.logits = [gpu] { return gpu->logits(); };
+      session.vocabSize = gpu->vocabSize();
+      session.runsOn = gpu->deviceName();
     }
-    hetrt::core::Session &session = *created;
 
     std::vector<float> logitRows;
     auto recordLogits = [&] {
       if (!flags->logitsOut.empty())
         logitRows.insert(logitRows.end(), session.logits(),
-                         session.logits() + session.vocabSize());
+                         session.logits() + session.vocabSize);
     };
     using Clock = std::chrono::steady_clock;
     auto prefillStart = Clock::now();
@@ -325,7 +403,7 @@ Action registerRunCommand(CLI::App &app) {
     int64_t decodeSteps = 0;
     for (int64_t i = 0; i < numTokens; ++i) {
       int32_t token =
-          sampler.sample(session.logits(), session.vocabSize(), history);
+          sampler.sample(session.logits(), session.vocabSize, history);
       generated.push_back(token);
       history.push_back(token);
       if (!flags->json) {
@@ -363,8 +441,8 @@ Action registerRunCommand(CLI::App &app) {
 
     if (!flags->logitsOut.empty() &&
         !writeNpy(flags->logitsOut, logitRows,
-                  static_cast<int64_t>(logitRows.size()) / session.vocabSize(),
-                  session.vocabSize(), error)) {
+                  static_cast<int64_t>(logitRows.size()) / session.vocabSize,
+                  session.vocabSize, error)) {
       std::cerr << "hetc run: --logits-out " << error << "\n";
       return 1;
     }
@@ -376,8 +454,9 @@ Action registerRunCommand(CLI::App &app) {
           {"prefill_tokens_per_s", prefillRate},
           {"decode_tokens_per_s", decodeRate},
           {"seed", seed},
-          {"variant", model->code().variantName()},
-          {"threads", session.numThreads()},
+          {"variant", onCpu ? model->code().variantName() : std::string()},
+          {"device", onCpu ? std::string("cpu0") : session.runsOn},
+          {"threads", session.threads},
           {"stop_reason", stopReason},
       };
       // Generated bytes need not be valid UTF-8; invalid ones become U+FFFD.
@@ -396,10 +475,10 @@ Action registerRunCommand(CLI::App &app) {
                      static_cast<long long>(context));
       hetc::cli::printMessage(
                    "hetc run: prefill %zu tokens at %.1f tokens/s, decode %lld "
-                   "tokens at %.1f tokens/s (%s code)\n",
+                   "tokens at %.1f tokens/s (%s)\n",
                    prompt.size(), prefillRate,
                    static_cast<long long>(decodeSteps), decodeRate,
-                   model->code().variantName().c_str());
+                   session.runsOn.c_str());
     }
     return 0;
   };

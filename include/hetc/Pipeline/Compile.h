@@ -23,6 +23,8 @@ struct CompileOptions {
   /// CPU code variants to build, by name; "all" for every one, "host" for the
   /// best this machine runs.
   std::vector<std::string> cpuVariants = {"all"};
+  /// Also pack the model as SPIR-V programs for Vulkan devices.
+  bool spirv = false;
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };

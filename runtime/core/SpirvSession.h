@@ -1,0 +1,50 @@
+// Generation on a Vulkan device: a model's SPIR-V programs (the pack's
+// "spirv" part) played by a ProgramRunner, with the calls of the CPU's
+// Session: a prefill of the prompt, then one decode step per token.
+#ifndef HETRT_CORE_SPIRVSESSION_H
+#define HETRT_CORE_SPIRVSESSION_H
+
+#include "runtime/core/Model.h"
+#include "runtime/core/ProgramRunner.h"
+#include "runtime/hal/Device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hetrt::core {
+
+class SpirvSession {
+public:
+  /// Null with `error` naming the pack and the fix when the pack holds no
+  /// SPIR-V programs, or they do not load on `device`.
+  static std::unique_ptr<SpirvSession> create(const Model &model,
+                                              hal::Device &device,
+                                              std::string &error);
+
+  /// Runs the prompt from position 0 (in chunks of the program's largest
+  /// step), leaving the logits of its last token.
+  bool prefill(const std::vector<int32_t> &tokens, std::string &error);
+  /// Runs one token at the next position.
+  bool decode(int32_t token, std::string &error);
+
+  const float *logits() const { return logits_.data(); }
+  int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
+  const std::string &deviceName() const { return deviceName_; }
+
+private:
+  SpirvSession() = default;
+  bool step(size_t program, const int32_t *tokens, int64_t count,
+            std::string &error);
+
+  std::unique_ptr<ProgramRunner> runner_;
+  std::vector<float> logits_;
+  int64_t position_ = 0;
+  int64_t context_ = 0;
+  int64_t maxPrefillTokens_ = 1;
+  std::string deviceName_;
+};
+
+} // namespace hetrt::core
+
+#endif // HETRT_CORE_SPIRVSESSION_H
