@@ -30,3 +30,15 @@ config.substitutions.append(("%hetrt_lib", os.path.join(config.hetc_obj_root, "l
 # Tests never touch the user's pack cache: GGUF runs compile into one under the
 # build tree unless a test names its own HETC_CACHE_DIR.
 config.environment["HETC_CACHE_DIR"] = os.path.join(config.test_exec_root, "pack-cache")
+
+# Tests of Vulkan execution need a Vulkan device (lavapipe on machines without
+# a GPU; scripts/setup.sh installs it). Without one they are reported as
+# unsupported, with the devices the runtime found.
+import subprocess
+_devices = subprocess.run([os.path.join(config.hetc_tools_dir, "hetrt-run"), "--list-devices"],
+                          capture_output=True, text=True)
+if "vulkan0" in _devices.stdout:
+    config.available_features.add("vulkan")
+else:
+    lit_config.note("no Vulkan device, so tests that REQUIRE vulkan are unsupported; "
+                    "the runtime found: " + (_devices.stdout + _devices.stderr).strip())
