@@ -22,7 +22,6 @@ module attributes {gpu.container_module} {
     gpu.func @rms_norm_f32(%x: memref<?xf32>, %w: memref<?xf32>,
                            %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %partial = memref.alloc() : memref<64xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c6 = arith.constant 6 : index
@@ -43,21 +42,7 @@ module attributes {gpu.container_module} {
         %next = arith.addf %acc, %sq : f32
         scf.yield %next : f32
       }
-      memref.store %sum, %partial[%tid] : memref<64xf32, 3>
-      gpu.barrier
-      scf.for %k = %c0 to %c6 step %c1 {
-        %stride = arith.shrui %c32, %k : index
-        %active = arith.cmpi ult, %tid, %stride : index
-        scf.if %active {
-          %other = arith.addi %tid, %stride : index
-          %a = memref.load %partial[%tid] : memref<64xf32, 3>
-          %b = memref.load %partial[%other] : memref<64xf32, 3>
-          %ab = arith.addf %a, %b : f32
-          memref.store %ab, %partial[%tid] : memref<64xf32, 3>
-        }
-        gpu.barrier
-      }
-      %total = memref.load %partial[%c0] : memref<64xf32, 3>
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
       %cols_f = arith.uitofp %cols_i32 : i32 to f32
       %mean = arith.divf %total, %cols_f : f32
       %shifted = arith.addf %mean, %eps : f32
@@ -131,7 +116,6 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_f32(%x: memref<?xf32>, %w: memref<?xf32>,
                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %partial = memref.alloc() : memref<64xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -160,23 +144,9 @@ module attributes {gpu.container_module} {
         %next = math.fma %xv, %wv, %acc : f32
         scf.yield %next : f32
       }
-      memref.store %sum, %partial[%tid] : memref<64xf32, 3>
-      gpu.barrier
-      scf.for %step = %c0 to %c6 step %c1 {
-        %stride = arith.shrui %c32, %step : index
-        %active = arith.cmpi ult, %tid, %stride : index
-        scf.if %active {
-          %other = arith.addi %tid, %stride : index
-          %a = memref.load %partial[%tid] : memref<64xf32, 3>
-          %b = memref.load %partial[%other] : memref<64xf32, 3>
-          %ab = arith.addf %a, %b : f32
-          memref.store %ab, %partial[%tid] : memref<64xf32, 3>
-        }
-        gpu.barrier
-      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
       %first = arith.cmpi eq, %tid, %c0 : index
       scf.if %first {
-        %total = memref.load %partial[%c0] : memref<64xf32, 3>
         %row = arith.muli %n, %m_size : index
         %yi = arith.addi %row, %m : index
         memref.store %total, %y[%yi] : memref<?xf32>
@@ -191,7 +161,6 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_q8_0(%x: memref<?xf32>, %w: memref<?xi8>,
                           %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %partial = memref.alloc() : memref<64xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -246,23 +215,9 @@ module attributes {gpu.container_module} {
         %next = math.fma %scale, %dot, %acc : f32
         scf.yield %next : f32
       }
-      memref.store %sum, %partial[%tid] : memref<64xf32, 3>
-      gpu.barrier
-      scf.for %step = %c0 to %c6 step %c1 {
-        %stride = arith.shrui %c32, %step : index
-        %active = arith.cmpi ult, %tid, %stride : index
-        scf.if %active {
-          %other = arith.addi %tid, %stride : index
-          %a = memref.load %partial[%tid] : memref<64xf32, 3>
-          %b2 = memref.load %partial[%other] : memref<64xf32, 3>
-          %ab = arith.addf %a, %b2 : f32
-          memref.store %ab, %partial[%tid] : memref<64xf32, 3>
-        }
-        gpu.barrier
-      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
       %first = arith.cmpi eq, %tid, %c0 : index
       scf.if %first {
-        %total = memref.load %partial[%c0] : memref<64xf32, 3>
         %row = arith.muli %n, %m_size : index
         %yi = arith.addi %row, %m : index
         memref.store %total, %y[%yi] : memref<?xf32>
@@ -462,7 +417,6 @@ module attributes {gpu.container_module} {
                             %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %weights = memref.alloc() : memref<64xf32, 3>
-      %partial = memref.alloc() : memref<64xf32, 3>
       %acc = memref.alloc() : memref<256xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -530,42 +484,13 @@ module attributes {gpu.container_module} {
         } else {
           scf.yield %lowest : f32
         }
-        memref.store %score, %partial[%tid] : memref<64xf32, 3>
-        gpu.barrier
-        scf.for %step = %c0 to %c6 step %c1 {
-          %stride = arith.shrui %c32, %step : index
-          %active = arith.cmpi ult, %tid, %stride : index
-          scf.if %active {
-            %other = arith.addi %tid, %stride : index
-            %a = memref.load %partial[%tid] : memref<64xf32, 3>
-            %b = memref.load %partial[%other] : memref<64xf32, 3>
-            %ab = arith.maximumf %a, %b : f32
-            memref.store %ab, %partial[%tid] : memref<64xf32, 3>
-          }
-          gpu.barrier
-        }
-        %chunk_max = memref.load %partial[%c0] : memref<64xf32, 3>
+        %chunk_max = func.call @workgroup_max(%score, %tid) : (f32, index) -> f32
         %new_max = arith.maximumf %running_max, %chunk_max : f32
-        gpu.barrier
         %shifted = arith.subf %score, %new_max : f32
         %exp = math.exp %shifted : f32
         %weight = arith.select %valid, %exp, %zero : f32
         memref.store %weight, %weights[%tid] : memref<64xf32, 3>
-        memref.store %weight, %partial[%tid] : memref<64xf32, 3>
-        gpu.barrier
-        scf.for %step = %c0 to %c6 step %c1 {
-          %stride = arith.shrui %c32, %step : index
-          %active = arith.cmpi ult, %tid, %stride : index
-          scf.if %active {
-            %other = arith.addi %tid, %stride : index
-            %a = memref.load %partial[%tid] : memref<64xf32, 3>
-            %b = memref.load %partial[%other] : memref<64xf32, 3>
-            %ab = arith.addf %a, %b : f32
-            memref.store %ab, %partial[%tid] : memref<64xf32, 3>
-          }
-          gpu.barrier
-        }
-        %chunk_sum = memref.load %partial[%c0] : memref<64xf32, 3>
+        %chunk_sum = func.call @workgroup_sum(%weight, %tid) : (f32, index) -> f32
         %max_change = arith.subf %running_max, %new_max : f32
         %correction = math.exp %max_change : f32
         %kept = arith.mulf %running_sum, %correction : f32
@@ -600,6 +525,60 @@ module attributes {gpu.container_module} {
         memref.store %normalized, %out[%oi] : memref<?xf32>
       }
       gpu.return
+    }
+
+    // The sum over the workgroup's 64 threads of each one's `value`, for
+    // every thread: a tree through workgroup memory. Called by all 64 threads
+    // in uniform control flow; the last barrier lets the caller reduce again.
+    func.func @workgroup_sum(%value: f32, %tid: index) -> f32 {
+      %partial = memref.alloc() : memref<64xf32, 3>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c6 = arith.constant 6 : index
+      %c32 = arith.constant 32 : index
+      memref.store %value, %partial[%tid] : memref<64xf32, 3>
+      gpu.barrier
+      scf.for %step = %c0 to %c6 step %c1 {
+        %stride = arith.shrui %c32, %step : index
+        %active = arith.cmpi ult, %tid, %stride : index
+        scf.if %active {
+          %other = arith.addi %tid, %stride : index
+          %a = memref.load %partial[%tid] : memref<64xf32, 3>
+          %b = memref.load %partial[%other] : memref<64xf32, 3>
+          %ab = arith.addf %a, %b : f32
+          memref.store %ab, %partial[%tid] : memref<64xf32, 3>
+        }
+        gpu.barrier
+      }
+      %total = memref.load %partial[%c0] : memref<64xf32, 3>
+      gpu.barrier
+      return %total : f32
+    }
+
+    // As @workgroup_sum, the maximum.
+    func.func @workgroup_max(%value: f32, %tid: index) -> f32 {
+      %partial = memref.alloc() : memref<64xf32, 3>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c6 = arith.constant 6 : index
+      %c32 = arith.constant 32 : index
+      memref.store %value, %partial[%tid] : memref<64xf32, 3>
+      gpu.barrier
+      scf.for %step = %c0 to %c6 step %c1 {
+        %stride = arith.shrui %c32, %step : index
+        %active = arith.cmpi ult, %tid, %stride : index
+        scf.if %active {
+          %other = arith.addi %tid, %stride : index
+          %a = memref.load %partial[%tid] : memref<64xf32, 3>
+          %b = memref.load %partial[%other] : memref<64xf32, 3>
+          %ab = arith.maximumf %a, %b : f32
+          memref.store %ab, %partial[%tid] : memref<64xf32, 3>
+        }
+        gpu.barrier
+      }
+      %total = memref.load %partial[%c0] : memref<64xf32, 3>
+      gpu.barrier
+      return %total : f32
     }
 
     // IEEE half bits (low 16 bits of `half`) → f32, exactly, with integer
