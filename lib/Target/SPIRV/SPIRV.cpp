@@ -28,6 +28,9 @@ void attachDefaultTargetEnv(ModuleOp module) {
 }
 
 void buildSpirvPipeline(OpPassManager &pm) {
+  // Helpers that take buffers are inlined first: a buffer passed to a
+  // function would need the VariablePointers capability.
+  pm.nest<mlir::gpu::GPUModuleOp>().addPass(mlir::createInlinerPass());
   pm.addPass(hetc::spirv::createHetcSpirvConvertKernelsPass());
   OpPassManager &spirvModule = pm.nest<mlir::spirv::ModuleOp>();
   spirvModule.addPass(mlir::spirv::createSPIRVLowerABIAttributesPass());

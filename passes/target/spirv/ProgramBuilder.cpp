@@ -149,17 +149,26 @@ private:
     return bufferOf_.lookup(value);
   }
 
-  /// "f32" or "q8_0": the kernel suffix of a weight's element type.
+  /// The kernel suffix of a weight's element type: "f32", "f16", "bf16",
+  /// "q8_0" or "q4_0".
   FailureOr<std::string> weightFormat(Operation *op, Value value) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
     if (element.isF32())
       return std::string("f32");
-    if (auto quant = dyn_cast<llm::QuantType>(element))
+    if (element.isF16())
+      return std::string("f16");
+    if (element.isBF16())
+      return std::string("bf16");
+    if (auto quant = dyn_cast<llm::QuantType>(element)) {
       if (quant.getFormat() == llm::QuantFormat::q8_0)
         return std::string("q8_0");
-    return op->emitOpError() << "has " << element
-                             << " weights, which the SPIR-V target has no "
-                                "kernel for yet (f32 and q8_0 are supported)";
+      if (quant.getFormat() == llm::QuantFormat::q4_0)
+        return std::string("q4_0");
+    }
+    return op->emitOpError()
+           << "has " << element
+           << " weights, which the SPIR-V target has no kernel for yet (f32, "
+              "f16, bf16, q8_0 and q4_0 are supported)";
   }
 
   void dispatch(const std::string &kernel, std::vector<int32_t> buffers,
@@ -219,9 +228,19 @@ private:
                 return failure();
               auto type = cast<RankedTensorType>(embedding.getType());
               int out = activation(embedding.getResult());
-              dispatch("get_rows_" + *format,
+              // f32 and Q8_0 tables have kernels of their own; the other
+              // formats share one that takes the format as a parameter.
+              std::vector<ProgramValue> params = {
+                  ProgramValue::fixed(type.getDimSize(1))};
+              std::string kernel = "get_rows_" + *format;
+              if (*format != "f32" && *format != "q8_0") {
+                kernel = "get_rows_bytes";
+                params.push_back(ProgramValue::fixed(
+                    *format == "f16" ? 1 : *format == "bf16" ? 2 : 3));
+              }
+              dispatch(kernel,
                        {*table, bufferOf_.lookup(embedding.getTokens()), out},
-                       {ProgramValue::fixed(type.getDimSize(1))},
+                       params,
                        {rowsOf(type), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
               return success();

@@ -29,10 +29,14 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
     bindings[kernel.entryPoint] = kernel.bindings;
   EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
                                                   {"attention_f32", 5},
+                                                  {"get_rows_bytes", 4},
                                                   {"get_rows_f32", 4},
                                                   {"get_rows_q8_0", 4},
                                                   {"kv_append_f32", 5},
+                                                  {"matmul_bf16", 4},
+                                                  {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
+                                                  {"matmul_q4_0", 4},
                                                   {"matmul_q8_0", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"rope_f32", 4},
@@ -486,6 +490,85 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
                     expected, scale, 1e-5, "attention_f32");
       });
     }
+  }
+}
+
+/// Weights of `format` as the file stores them, and as the CPU reads them.
+struct EncodedWeights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> decoded;
+};
+
+EncodedWeights encodeWeights(hetrt::format::BlockFormat format,
+                             const std::vector<float> &values, int rows,
+                             int cols) {
+  EncodedWeights encoded;
+  std::optional<std::vector<uint8_t>> bytes =
+      hetrt::format::quantizeMatrix(format, values.data(), rows, cols);
+  EXPECT_TRUE(bytes);
+  if (!bytes)
+    return encoded;
+  encoded.bytes = std::move(*bytes);
+  encoded.decoded.resize(values.size());
+  size_t rowBytes = encoded.bytes.size() / rows;
+  for (int r = 0; r < rows; ++r)
+    EXPECT_TRUE(hetrt::format::dequantizeRow(
+        format, encoded.bytes.data() + r * rowBytes, cols,
+        &encoded.decoded[r * cols]));
+  return encoded;
+}
+
+TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
+  using hetrt::format::BlockFormat;
+  // K = 160: a multiple of the block size of Q4_0, and of no power of two
+  // past 32 for the element-wise formats.
+  constexpr int n = 2, k = 160, m = 23;
+  std::vector<float> x = randomValues(n * k, 15), original = randomValues(m * k, 16);
+  for (auto [format, kernel] :
+       {std::pair<BlockFormat, const char *>{BlockFormat::F16, "matmul_f16"},
+        {BlockFormat::BF16, "matmul_bf16"},
+        {BlockFormat::Q4_0, "matmul_q4_0"}}) {
+    SCOPED_TRACE(kernel);
+    EncodedWeights w = encodeWeights(format, original, m, k);
+    std::vector<double> expected, scale;
+    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
+      expectClose(runner.run(kernel, {m, n, 1},
+                             {bx.get(), bw.get(), by.get(), params.get()},
+                             n * m),
+                  expected, scale, 1e-5, kernel);
+    });
+  }
+}
+
+TEST(SpirvKernels, GetRowsDequantizeEveryByteFormat) {
+  using hetrt::format::BlockFormat;
+  constexpr int vocab = 7, cols = 96;
+  std::vector<float> table = randomValues(vocab * cols, 17);
+  std::vector<int32_t> ids = {6, 0, 3};
+  const int tokens = static_cast<int>(ids.size());
+  for (auto [format, code] : {std::pair<BlockFormat, int>{BlockFormat::F16, 1},
+                              {BlockFormat::BF16, 2},
+                              {BlockFormat::Q4_0, 3}}) {
+    SCOPED_TRACE(code);
+    EncodedWeights w = encodeWeights(format, table, vocab, cols);
+    std::vector<float> expected;
+    for (int32_t id : ids)
+      expected.insert(expected.end(), w.decoded.begin() + id * cols,
+                      w.decoded.begin() + (id + 1) * cols);
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bt = runner.upload(w.bytes), bi = runner.upload(ids);
+      auto by = runner.upload(std::vector<float>(tokens * cols, 0.0f));
+      auto params = runner.upload(std::vector<int32_t>{cols, code});
+      EXPECT_EQ(runner.run("get_rows_bytes",
+                           {static_cast<uint32_t>(tokens), 1, 1},
+                           {bt.get(), bi.get(), by.get(), params.get()},
+                           tokens * cols),
+                expected);
+    });
   }
 }
 

@@ -169,8 +169,6 @@ module attributes {gpu.container_module} {
       %c34 = arith.constant 34 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
-      %i8_mask = arith.constant 255 : i32
-      %c8_i32 = arith.constant 8 : i32
       %m = gpu.block_id x
       %n = gpu.block_id y
       %tid = gpu.thread_id x
@@ -189,16 +187,7 @@ module attributes {gpu.container_module} {
       %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
         %block_offset = arith.muli %b, %c34 : index
         %at = arith.addi %w_base, %block_offset : index
-        // The f16 scale, little-endian.
-        %at1 = arith.addi %at, %c1 : index
-        %lo8 = memref.load %w[%at] : memref<?xi8>
-        %hi8 = memref.load %w[%at1] : memref<?xi8>
-        %lo_wide = arith.extui %lo8 : i8 to i32
-        %hi_wide = arith.extui %hi8 : i8 to i32
-        %lo = arith.andi %lo_wide, %i8_mask : i32
-        %hi = arith.andi %hi_wide, %i8_mask : i32
-        %hi_shifted = arith.shli %hi, %c8_i32 : i32
-        %half = arith.ori %lo, %hi_shifted : i32
+        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
         %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
         %quants = arith.addi %at, %c2 : index
         %x_block = arith.muli %b, %c32 : index
@@ -260,8 +249,6 @@ module attributes {gpu.container_module} {
       %c32 = arith.constant 32 : index
       %c34 = arith.constant 34 : index
       %c64 = arith.constant 64 : index
-      %i8_mask = arith.constant 255 : i32
-      %c8_i32 = arith.constant 8 : i32
       %token = gpu.block_id x
       %tid = gpu.thread_id x
       %cols_i32 = memref.load %params[%c0] : memref<?xi32>
@@ -277,15 +264,7 @@ module attributes {gpu.container_module} {
         %within = arith.remui %i, %c32 : index
         %block_bytes = arith.muli %block, %c34 : index
         %at = arith.addi %row_bytes, %block_bytes : index
-        %at1 = arith.addi %at, %c1 : index
-        %lo8 = memref.load %table[%at] : memref<?xi8>
-        %hi8 = memref.load %table[%at1] : memref<?xi8>
-        %lo_wide = arith.extui %lo8 : i8 to i32
-        %hi_wide = arith.extui %hi8 : i8 to i32
-        %lo = arith.andi %lo_wide, %i8_mask : i32
-        %hi = arith.andi %hi_wide, %i8_mask : i32
-        %hi_shifted = arith.shli %hi, %c8_i32 : i32
-        %half = arith.ori %lo, %hi_shifted : i32
+        %half = func.call @load_u16(%table, %at) : (memref<?xi8>, index) -> i32
         %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
         %quants = arith.addi %at, %c2 : index
         %qi = arith.addi %quants, %within : index
@@ -527,10 +506,262 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // As @matmul_f32 with w in IEEE half precision, read as bytes
+    // (little-endian pairs) and widened exactly. params: [N, K, M, x_row];
+    // grid: (M, N, 1).
+    gpu.func @matmul_f16(%x: memref<?xf32>, %w: memref<?xi8>,
+                         %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %m = gpu.block_id x
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %w_row = arith.muli %m, %k_size : index
+      %w_base = arith.muli %w_row, %c2 : index
+      %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
+        %k_bytes = arith.muli %k, %c2 : index
+        %at = arith.addi %w_base, %k_bytes : index
+        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %wv = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %xi = arith.addi %x_base, %k : index
+        %xv = memref.load %x[%xi] : memref<?xf32>
+        %next = math.fma %xv, %wv, %acc : f32
+        scf.yield %next : f32
+      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %total, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // As @matmul_f16 with w in bfloat16: the upper half of an f32.
+    gpu.func @matmul_bf16(%x: memref<?xf32>, %w: memref<?xi8>,
+                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c64 = arith.constant 64 : index
+      %c16_i32 = arith.constant 16 : i32
+      %zero = arith.constant 0.0 : f32
+      %m = gpu.block_id x
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %w_row = arith.muli %m, %k_size : index
+      %w_base = arith.muli %w_row, %c2 : index
+      %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
+        %k_bytes = arith.muli %k, %c2 : index
+        %at = arith.addi %w_base, %k_bytes : index
+        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %wide = arith.shli %bits, %c16_i32 : i32
+        %wv = arith.bitcast %wide : i32 to f32
+        %xi = arith.addi %x_base, %k : index
+        %xv = memref.load %x[%xi] : memref<?xf32>
+        %next = math.fma %xv, %wv, %acc : f32
+        scf.yield %next : f32
+      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %total, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // As @matmul_q8_0 with w in Q4_0: blocks of 18 bytes, an f16 scale then
+    // 16 bytes whose low nibbles are elements 0-15 and high nibbles 16-31,
+    // value = scale * (nibble - 8). params: [N, K, M, x_row] (K a multiple
+    // of 32); grid: (M, N, 1).
+    gpu.func @matmul_q4_0(%x: memref<?xf32>, %w: memref<?xi8>,
+                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c16 = arith.constant 16 : index
+      %c18 = arith.constant 18 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %m = gpu.block_id x
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %blocks = arith.divui %k_size, %c32 : index
+      %row_blocks = arith.muli %m, %blocks : index
+      %w_base = arith.muli %row_blocks, %c18 : index
+      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
+        %block_offset = arith.muli %b, %c18 : index
+        %at = arith.addi %w_base, %block_offset : index
+        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %quants = arith.addi %at, %c2 : index
+        %x_block = arith.muli %b, %c32 : index
+        %x_at = arith.addi %x_base, %x_block : index
+        %dot = scf.for %j = %c0 to %c16 step %c1 iter_args(%inner = %zero) -> f32 {
+          %qi = arith.addi %quants, %j : index
+          %low = func.call @nibble(%w, %qi, %c0) : (memref<?xi8>, index, index) -> f32
+          %high = func.call @nibble(%w, %qi, %c1) : (memref<?xi8>, index, index) -> f32
+          %xi_low = arith.addi %x_at, %j : index
+          %xi_high = arith.addi %xi_low, %c16 : index
+          %x_low = memref.load %x[%xi_low] : memref<?xf32>
+          %x_high = memref.load %x[%xi_high] : memref<?xf32>
+          %partial = math.fma %low, %x_low, %inner : f32
+          %next = math.fma %high, %x_high, %partial : f32
+          scf.yield %next : f32
+        }
+        %next = math.fma %scale, %dot, %acc : f32
+        scf.yield %next : f32
+      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %total, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // The token embedding from an f16, bf16 or Q4_0 table, dequantized:
+    // params: [cols, format (1 f16, 2 bf16, 3 q4_0)]; grid: (tokens, 1, 1).
+    gpu.func @get_rows_bytes(%table: memref<?xi8>, %ids: memref<?xi32>,
+                             %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c16 = arith.constant 16 : index
+      %c18 = arith.constant 18 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %token = gpu.block_id x
+      %tid = gpu.thread_id x
+      %cols_i32 = memref.load %params[%c0] : memref<?xi32>
+      %format = memref.load %params[%c1] : memref<?xi32>
+      %cols = arith.index_cast %cols_i32 : i32 to index
+      %id_i32 = memref.load %ids[%token] : memref<?xi32>
+      %id = arith.index_cast %id_i32 : i32 to index
+      %target = arith.muli %token, %cols : index
+      %is_f16 = arith.cmpi eq, %format, %c1_i32 : i32
+      %is_bf16 = arith.cmpi eq, %format, %c2_i32 : i32
+      %blocks = arith.divui %cols, %c32 : index
+      %row_blocks = arith.muli %id, %blocks : index
+      %q4_row = arith.muli %row_blocks, %c18 : index
+      %row_elements = arith.muli %id, %cols : index
+      %half_row = arith.muli %row_elements, %c2 : index
+      scf.for %i = %tid to %cols step %c64 {
+        %i_bytes = arith.muli %i, %c2 : index
+        %half_at = arith.addi %half_row, %i_bytes : index
+        %value = scf.if %is_f16 -> f32 {
+          %bits = func.call @load_u16(%table, %half_at) : (memref<?xi8>, index) -> i32
+          %v = func.call @f16_bits_to_f32(%bits) : (i32) -> f32
+          scf.yield %v : f32
+        } else {
+          %v = scf.if %is_bf16 -> f32 {
+            %bits = func.call @load_u16(%table, %half_at) : (memref<?xi8>, index) -> i32
+            %wide = arith.shli %bits, %c16_i32 : i32
+            %f = arith.bitcast %wide : i32 to f32
+            scf.yield %f : f32
+          } else {
+            %block = arith.divui %i, %c32 : index
+            %within = arith.remui %i, %c32 : index
+            %block_bytes = arith.muli %block, %c18 : index
+            %at = arith.addi %q4_row, %block_bytes : index
+            %scale_bits = func.call @load_u16(%table, %at) : (memref<?xi8>, index) -> i32
+            %scale = func.call @f16_bits_to_f32(%scale_bits) : (i32) -> f32
+            %quants = arith.addi %at, %c2 : index
+            %byte = arith.remui %within, %c16 : index
+            %high = arith.divui %within, %c16 : index
+            %qi = arith.addi %quants, %byte : index
+            %q = func.call @nibble(%table, %qi, %high) : (memref<?xi8>, index, index) -> f32
+            %f = arith.mulf %scale, %q : f32
+            scf.yield %f : f32
+          }
+          scf.yield %v : f32
+        }
+        %to = arith.addi %target, %i : index
+        memref.store %value, %y[%to] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // The little-endian 16 bits at byte `at` of `bytes`, zero-extended.
+    func.func private @load_u16(%bytes: memref<?xi8>, %at: index) -> i32 {
+      %c1 = arith.constant 1 : index
+      %mask = arith.constant 255 : i32
+      %c8 = arith.constant 8 : i32
+      %at1 = arith.addi %at, %c1 : index
+      %lo8 = memref.load %bytes[%at] : memref<?xi8>
+      %hi8 = memref.load %bytes[%at1] : memref<?xi8>
+      %lo_wide = arith.extui %lo8 : i8 to i32
+      %hi_wide = arith.extui %hi8 : i8 to i32
+      %lo = arith.andi %lo_wide, %mask : i32
+      %hi = arith.andi %hi_wide, %mask : i32
+      %hi_shifted = arith.shli %hi, %c8 : i32
+      %value = arith.ori %lo, %hi_shifted : i32
+      return %value : i32
+    }
+
+    // Nibble `high` (0: low four bits, 1: high four) of byte `at`, minus 8.
+    func.func private @nibble(%bytes: memref<?xi8>, %at: index, %high: index) -> f32 {
+      %c4 = arith.constant 4 : i32
+      %c8 = arith.constant 8 : i32
+      %mask = arith.constant 15 : i32
+      %byte8 = memref.load %bytes[%at] : memref<?xi8>
+      %byte = arith.extui %byte8 : i8 to i32
+      %high_i32 = arith.index_cast %high : index to i32
+      %shift = arith.muli %high_i32, %c4 : i32
+      %shifted = arith.shrui %byte, %shift : i32
+      %bits = arith.andi %shifted, %mask : i32
+      %centered = arith.subi %bits, %c8 : i32
+      %value = arith.sitofp %centered : i32 to f32
+      return %value : f32
+    }
+
     // The sum over the workgroup's 64 threads of each one's `value`, for
     // every thread: a tree through workgroup memory. Called by all 64 threads
     // in uniform control flow; the last barrier lets the caller reduce again.
-    func.func @workgroup_sum(%value: f32, %tid: index) -> f32 {
+    func.func private @workgroup_sum(%value: f32, %tid: index) -> f32 {
       %partial = memref.alloc() : memref<64xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -556,7 +787,7 @@ module attributes {gpu.container_module} {
     }
 
     // As @workgroup_sum, the maximum.
-    func.func @workgroup_max(%value: f32, %tid: index) -> f32 {
+    func.func private @workgroup_max(%value: f32, %tid: index) -> f32 {
       %partial = memref.alloc() : memref<64xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -584,7 +815,7 @@ module attributes {gpu.container_module} {
     // IEEE half bits (low 16 bits of `half`) → f32, exactly, with integer
     // arithmetic: normal numbers rebias the exponent, subnormals scale the
     // mantissa by 2^-24, infinities and NaNs keep their mantissa.
-    func.func @f16_bits_to_f32(%half: i32) -> f32 {
+    func.func private @f16_bits_to_f32(%half: i32) -> f32 {
       %c10 = arith.constant 10 : i32
       %c13 = arith.constant 13 : i32
       %c15 = arith.constant 15 : i32
