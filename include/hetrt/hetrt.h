@@ -23,7 +23,7 @@ extern "C" {
 /* 2: hetrt_model_is_end_of_generation; device enumeration.
  * 3: buffers, queues and events of the device layer;
  *    hetrt_model_max_text_bytes. */
-#define HETRT_API_VERSION 3
+#define HETRT_API_VERSION 4
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -207,6 +207,15 @@ hetrt_model_detokenize(const hetrt_model_t *model, const int32_t *ids,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_create(const hetrt_model_t *model, int32_t num_threads,
                      hetrt_session_t **out_session);
+/* As hetrt_session_create, on device device_index (hetrt_device_count's
+ * order; 0 is the CPU). On a Vulkan device the session plays the pack's
+ * SPIR-V programs (hetc compile --spirv); a pack without them fails with
+ * HETRT_UNSUPPORTED, naming the fix. num_threads applies to the CPU only.
+ * The session keeps the device. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_create_on_device(const hetrt_model_t *model,
+                               int32_t device_index, int32_t num_threads,
+                               hetrt_session_t **out_session);
 HETRT_API void hetrt_session_release(hetrt_session_t *session);
 
 /* Runs count ids from the current position. *out_logits points at the last

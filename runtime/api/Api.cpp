@@ -7,6 +7,7 @@
 #include "runtime/format/MappedFiles.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
+#include "runtime/core/SpirvSession.h"
 #include "runtime/hal/Device.h"
 
 #include <cstring>
@@ -16,8 +17,27 @@
 struct hetrt_model_t {
   std::unique_ptr<hetrt::core::Model> model;
 };
+/// A session on the CPU or, with `spirv`, on a Vulkan device it keeps.
 struct hetrt_session_t {
   std::unique_ptr<hetrt::core::Session> session;
+  std::unique_ptr<hetrt::core::SpirvSession> spirv;
+  std::shared_ptr<hetrt::hal::Device> device;
+
+  bool prefill(const std::vector<int32_t> &ids, std::string &error) {
+    return spirv ? spirv->prefill(ids, error) : session->prefill(ids, error);
+  }
+  bool decode(int32_t id, std::string &error) {
+    return spirv ? spirv->decode(id, error) : session->decode(id, error);
+  }
+  const float *logits() const {
+    return spirv ? spirv->logits() : session->logits();
+  }
+  void reset() {
+    if (spirv)
+      spirv->reset();
+    else
+      session->reset();
+  }
 };
 struct hetrt_buffer_t {
   std::shared_ptr<hetrt::hal::Buffer> buffer;
@@ -486,7 +506,39 @@ hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                                      failure);
     if (!session)
       return fail(statusOf(failure), error);
-    *out_session = new hetrt_session_t{std::move(session)};
+    *out_session = new hetrt_session_t{std::move(session), nullptr, nullptr};
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_create_on_device(const hetrt_model_t *model,
+                                              int32_t device_index,
+                                              int32_t num_threads,
+                                              hetrt_session_t **out_session) {
+  if (!out_session)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create_on_device: out_session is NULL");
+  *out_session = nullptr;
+  if (!model || num_threads < 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create_on_device: needs a model and "
+                "num_threads >= 0");
+  return guarded([&] {
+    std::shared_ptr<hetrt::hal::Device> device =
+        deviceAt(device_index, "hetrt_session_create_on_device");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    if (device->info().kind == "cpu")
+      return hetrt_session_create(model, num_threads, out_session);
+    std::string error;
+    std::unique_ptr<hetrt::core::SpirvSession> spirv =
+        hetrt::core::SpirvSession::create(*model->model, *device, error);
+    if (!spirv)
+      return fail(model->model->manifest().spirv ? HETRT_INVALID_ARGUMENT
+                                                 : HETRT_UNSUPPORTED,
+                  error);
+    *out_session =
+        new hetrt_session_t{nullptr, std::move(spirv), std::move(device)};
     return HETRT_OK;
   });
 }
@@ -505,9 +557,9 @@ hetrt_status_t hetrt_session_prefill(hetrt_session_t *session,
                 "hetrt_session_prefill: needs a session and at least one id");
   return guarded([&] {
     std::string error;
-    if (!session->session->prefill(std::vector<int32_t>(ids, ids + count), error))
+    if (!session->prefill(std::vector<int32_t>(ids, ids + count), error))
       return fail(HETRT_INVALID_ARGUMENT, error);
-    *out_logits = session->session->logits();
+    *out_logits = session->logits();
     return HETRT_OK;
   });
 }
@@ -521,16 +573,16 @@ hetrt_status_t hetrt_session_decode(hetrt_session_t *session, int32_t id,
     return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_decode: session is NULL");
   return guarded([&] {
     std::string error;
-    if (!session->session->decode(id, error))
+    if (!session->decode(id, error))
       return fail(HETRT_INVALID_ARGUMENT, error);
-    *out_logits = session->session->logits();
+    *out_logits = session->logits();
     return HETRT_OK;
   });
 }
 
 void hetrt_session_reset(hetrt_session_t *session) {
   if (session)
-    session->session->reset();
+    session->reset();
 }
 
 hetrt_status_t hetrt_sampler_create(const hetrt_sampling_params_t *params,

@@ -94,7 +94,6 @@ bool SpirvSession::step(size_t program, const int32_t *tokens, int64_t count,
 
 bool SpirvSession::prefill(const std::vector<int32_t> &tokens,
                            std::string &error) {
-  position_ = 0;
   for (size_t done = 0; done < tokens.size();) {
     int64_t count = std::min<int64_t>(maxPrefillTokens_,
                                       static_cast<int64_t>(tokens.size() - done));

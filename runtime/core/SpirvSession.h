@@ -22,11 +22,13 @@ public:
                                               hal::Device &device,
                                               std::string &error);
 
-  /// Runs the prompt from position 0 (in chunks of the program's largest
-  /// step), leaving the logits of its last token.
+  /// Runs `tokens` from the current position (in chunks of the program's
+  /// largest step), leaving the logits of the last.
   bool prefill(const std::vector<int32_t> &tokens, std::string &error);
   /// Runs one token at the next position.
   bool decode(int32_t token, std::string &error);
+  /// Forgets every token: the next prefill starts at position 0.
+  void reset() { position_ = 0; }
 
   const float *logits() const { return logits_.data(); }
   int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }

@@ -41,7 +41,9 @@ struct RunnerFlags {
   bool json = false;
   bool ignoreEos = false;
   bool listDevices = false;
+  std::string device = "cpu0";
 };
+
 
 /// The failing call and the library's message, on stderr; false.
 bool report(hetrt_status_t status, const char *call) {
@@ -54,6 +56,26 @@ bool report(hetrt_status_t status, const char *call) {
 
 /// The exit code of a failed call: 1 for bad input or a failed run, as hetc.
 int failed() { return 1; }
+
+/// The index of the device named `name`, or -1 with the names listed.
+int32_t deviceIndex(const std::string &name) {
+  int32_t count = 0;
+  if (!report(hetrt_device_count(&count), "hetrt_device_count"))
+    return -1;
+  std::string names;
+  for (int32_t d = 0; d < count; ++d) {
+    hetrt_device_info_t device;
+    if (!report(hetrt_device_info(d, &device), "hetrt_device_info"))
+      return -1;
+    if (name == device.name)
+      return d;
+    names += (names.empty() ? "" : ", ") + std::string(device.name);
+  }
+  hetc::cli::printMessage("hetrt-run: --device %s: this machine has no such "
+                          "device (it has %s)\n",
+                          name.c_str(), names.c_str());
+  return -1;
+}
 
 /// Owns a C API object through its release function.
 template <typename T, void (*Release)(T *)> struct Handle {
@@ -110,6 +132,10 @@ std::string detokenize(hetrt_model_t *model, const std::vector<int32_t> &ids,
 }
 
 int run(const RunnerFlags &flags) {
+  // A device that does not exist is a usage error, found before any work.
+  int32_t device = deviceIndex(flags.device);
+  if (device < 0)
+    return kExitUsage;
   std::string prompt;
   if (!readPrompt(flags, prompt))
     return failed();
@@ -163,8 +189,9 @@ int run(const RunnerFlags &flags) {
                  static_cast<long long>(room), static_cast<long long>(steps));
 
   Handle<hetrt_session_t, hetrt_session_release> session;
-  if (!report(hetrt_session_create(model.get, flags.threads, &session.get),
-              "hetrt_session_create"))
+  if (!report(hetrt_session_create_on_device(model.get, device, flags.threads,
+                                             &session.get),
+              "hetrt_session_create_on_device"))
     return failed();
   uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
                                   : std::random_device{}();
@@ -330,6 +357,11 @@ static int runRunner(int argc, char **argv) {
   app.add_option("--seed", flags.seed,
                  "Random seed (default, or -1 as in llama.cpp: a fresh one)")
       ->check(wholeRange(-1, INT64_MAX));
+  app.add_option("--device", flags.device,
+                 "The device to run on: cpu0 (the default) or a Vulkan device "
+                 "such as vulkan0 (the pack needs `hetc compile --spirv`); "
+                 "--list-devices lists them")
+      ->capture_default_str();
   app.add_option("-t,--threads", flags.threads,
                  "Kernel threads (0: one per core)")
       ->check(threadCount());
