@@ -128,24 +128,11 @@ int32_t floatBits(float value) {
 /// Runs `body` on every device that runs SPIR-V; skips with the reasons
 /// when there is none.
 template <typename Body> void onEveryDevice(Body body) {
-  int ran = 0;
-  std::vector<std::string> unavailable;
-  for (const std::shared_ptr<hetrt::hal::Device> &device :
-       hetrt::hal::enumerateDevices(&unavailable)) {
-    if (!device->runs(hetrt::hal::ExecutableFormat::SpirV))
-      continue;
-    SCOPED_TRACE(device->info().name);
-    KernelRunner runner(*device, library());
+  hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
+    KernelRunner runner(device, library());
     ASSERT_TRUE(runner.ready()) << runner.error();
     body(runner);
-    ++ran;
-  }
-  if (ran == 0) {
-    std::string reasons;
-    for (const std::string &line : unavailable)
-      reasons += "\n  " + line;
-    GTEST_SKIP() << "no device runs SPIR-V on this machine:" << reasons;
-  }
+  });
 }
 
 /// `actual` within `relative` of `expected`, measured against `scale` (the

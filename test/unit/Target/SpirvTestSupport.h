@@ -5,6 +5,7 @@
 
 #include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
+#include "runtime/hal/Device.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -40,6 +41,27 @@ inline bool validatesForVulkan12(const std::string &binary,
     messages += std::string(message) + "\n";
   });
   return tools.Validate(words);
+}
+
+/// Runs `body(device)` on every device that runs SPIR-V; skips the test,
+/// with the reasons the runtime gives, when there is none.
+template <typename Body> void onEverySpirvDevice(Body body) {
+  int ran = 0;
+  std::vector<std::string> unavailable;
+  for (const std::shared_ptr<hetrt::hal::Device> &device :
+       hetrt::hal::enumerateDevices(&unavailable)) {
+    if (!device->runs(hetrt::hal::ExecutableFormat::SpirV))
+      continue;
+    SCOPED_TRACE(device->info().name);
+    body(*device);
+    ++ran;
+  }
+  if (ran == 0) {
+    std::string reasons;
+    for (const std::string &line : unavailable)
+      reasons += "\n  " + line;
+    GTEST_SKIP() << "no device runs SPIR-V on this machine:" << reasons;
+  }
 }
 
 /// The kernel library compiled as the target compiles it, once per process.
