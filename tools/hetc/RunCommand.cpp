@@ -64,6 +64,21 @@ struct Generator {
   int threads = 0;
 };
 
+/// A Generator over `session` (a Session or a SpirvSession).
+template <typename SessionT> Generator generatorOf(SessionT *session) {
+  Generator generator;
+  generator.prefill = [session](const std::vector<int32_t> &tokens,
+                                std::string &why) {
+    return session->prefill(tokens, why);
+  };
+  generator.decode = [session](int32_t token, std::string &why) {
+    return session->decode(token, why);
+  };
+  generator.logits = [session] { return session->logits(); };
+  generator.vocabSize = session->vocabSize();
+  return generator;
+}
+
 /// The device named by --device, or null with `error` listing the devices.
 std::shared_ptr<hetrt::hal::Device> findDevice(const std::string &name,
                                                std::string &error) {
@@ -343,18 +358,9 @@ Action registerRunCommand(CLI::App &app) {
         std::cerr << "hetc run: " << error << "\n";
         return 1;
       }
-      hetrt::core::Session *cpu = cpuSession.get();
-      session.prefill = [cpu](const std::vector<int32_t> &tokens,
-                              std::string &why) {
-        return cpu->prefill(tokens, why);
-      };
-      session.decode = [cpu](int32_t token, std::string &why) {
-        return cpu->decode(token, why);
-      };
-      session.logits = [cpu] { return cpu->logits(); };
-      session.vocabSize = cpu->vocabSize();
+      session = generatorOf(cpuSession.get());
       session.runsOn = model->code().variantName() + " code";
-      session.threads = cpu->numThreads();
+      session.threads = cpuSession->numThreads();
     } else {
       spirvSession =
           hetrt::core::SpirvSession::create(*model, *device, error);
@@ -362,17 +368,8 @@ Action registerRunCommand(CLI::App &app) {
         std::cerr << "hetc run: " << error << "\n";
         return 1;
       }
-      hetrt::core::SpirvSession *gpu = spirvSession.get();
-      session.prefill = [gpu](const std::vector<int32_t> &tokens,
-                              std::string &why) {
-        return gpu->prefill(tokens, why);
-      };
-      session.decode = [gpu](int32_t token, std::string &why) {
-        return gpu->decode(token, why);
-      };
-      session.logits = [gpu] { return gpu->logits(); };
-      session.vocabSize = gpu->vocabSize();
-      session.runsOn = gpu->deviceName();
+      session = generatorOf(spirvSession.get());
+      session.runsOn = spirvSession->deviceName();
     }
 
     std::vector<float> logitRows;

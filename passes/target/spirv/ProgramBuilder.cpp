@@ -184,6 +184,19 @@ private:
     program_.steps.push_back(std::move(step));
   }
 
+  /// An element-wise kernel of 256-thread workgroups over `result`.
+  void elementwise(const std::string &kernel, Value lhs, Value rhs,
+                   Value result) {
+    auto type = cast<RankedTensorType>(result.getType());
+    ProgramValue count = scaled(rowsOf(type), rowElements(type));
+    ProgramValue groups = count;
+    groups.divisor = 256;
+    int out = activation(result);
+    dispatch(kernel, {bufferOf_.lookup(lhs), bufferOf_.lookup(rhs), out},
+             {count},
+             {groups, ProgramValue::fixed(1), ProgramValue::fixed(1)});
+  }
+
   LogicalResult requireF32(Operation *op) {
     for (Type type : op->getResultTypes())
       if (auto tensor = dyn_cast<RankedTensorType>(type))
@@ -288,16 +301,8 @@ private:
               return success();
             })
             .Case([&](llm::AddOp add) {
-              auto type = cast<RankedTensorType>(add.getType());
-              ProgramValue count = scaled(rowsOf(type), rowElements(type));
-              ProgramValue groups = count;
-              groups.divisor = 256;
-              int out = activation(add.getResult());
-              dispatch("add_f32",
-                       {bufferOf_.lookup(add.getLhs()),
-                        bufferOf_.lookup(add.getRhs()), out},
-                       {count}, {groups, ProgramValue::fixed(1),
-                                 ProgramValue::fixed(1)});
+              elementwise("add_f32", add.getLhs(), add.getRhs(),
+                          add.getResult());
               return success();
             })
             .Case([&](llm::GLUOp glu) -> LogicalResult {
@@ -306,16 +311,8 @@ private:
                        << "with a " << llm::stringifyGatedActivation(
                                            glu.getActivation())
                        << " gate has no SPIR-V kernel yet (silu has)";
-              auto type = cast<RankedTensorType>(glu.getType());
-              ProgramValue count = scaled(rowsOf(type), rowElements(type));
-              ProgramValue groups = count;
-              groups.divisor = 256;
-              int out = activation(glu.getResult());
-              dispatch("silu_mul_f32",
-                       {bufferOf_.lookup(glu.getGate()),
-                        bufferOf_.lookup(glu.getUp()), out},
-                       {count}, {groups, ProgramValue::fixed(1),
-                                 ProgramValue::fixed(1)});
+              elementwise("silu_mul_f32", glu.getGate(), glu.getUp(),
+                          glu.getResult());
               return success();
             })
             .Case([&](llm::RoPEOp rope) { return lowerRope(rope); })
