@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
 # quantizers, tokenizer, the device layer through the C API, and a whole
 # generation through libhetrt on
-# stories260K (packed by the regular build's hetc), the planner's solver
+# stories260K (packed by the regular build's hetc) on the CPU and on each
+# Vulkan device, the planner's solver
 # and scenario tests, and the GGUF and pack fuzzers (libFuzzer, built with
 # ASan+UBSan in the regular build) over a fixed number of inputs each
 # (HETC_FUZZ_RUNS, default 200000).
@@ -28,6 +29,8 @@ cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
   hetrt-capi-generate hetrt-capi-devices hetrt-run
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# Leaks inside the Vulkan driver itself are Mesa's, not hetc's.
+export LSAN_OPTIONS="suppressions=$repo/scripts/lsan-suppressions.txt:print_suppressions=1"
 for test in HetrtFormatTests HetrtTokenizerTests HetrtQuantizeTests HetrtCoreTests \
     HetrtDeviceTests; do
   "$asan/bin/$test"
@@ -41,6 +44,16 @@ pack="$asan/stories260K.hetpack"
   --cpu-variants host -q
 "$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
 "$asan/bin/hetrt-run" "$pack" -p "Once upon a time" -n 48 --temp 0 --json > /dev/null
+# The same model on each Vulkan device, as SPIR-V programs (ProgramRunner).
+spirvpack="$asan/stories260K-spirv.hetpack"
+"$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$spirvpack" \
+  --cpu-variants host --spirv -q
+if "$asan/bin/hetrt-run" --list-devices | grep -q '^vulkan0 '; then
+  "$asan/bin/hetrt-run" "$spirvpack" --device vulkan0 -p "Once upon a time" -n 48 \
+    --temp 0 --json > /dev/null
+else
+  echo "sanitize: no Vulkan device; the SPIR-V programs are not run" >&2
+fi
 "$asan/bin/hetrt-run" --list-devices
 "$asan/bin/hetrt-capi-devices"
 

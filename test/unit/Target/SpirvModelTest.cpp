@@ -122,4 +122,80 @@ TEST(SpirvModels, BabyLlama105GivesTheReferenceTokens) {
   expectReferenceTokens("babyllama105");
 }
 
+/// The error ProgramRunner::create gives for `programs` on the first SPIR-V
+/// device, with stories260K's weights; empty when it loads.
+std::string loadError(const hetc::abi::Program &prefill,
+                      const hetc::abi::Program &decode) {
+  std::string error;
+  std::unique_ptr<hetrt::format::GgufFile> file = hetrt::format::GgufFile::open(
+      sharedPath("models/stories260K.gguf"), error);
+  EXPECT_TRUE(file) << error;
+  const hetc::target::spirv::SpirvExecutable &library =
+      hetc::test::kernelLibrary();
+  std::vector<hetrt::hal::KernelSignature> signatures;
+  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
+    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  std::string message = "no SPIR-V device";
+  hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
+    hetrt::hal::Error halError;
+    std::unique_ptr<hetrt::core::ProgramRunner> runner =
+        hetrt::core::ProgramRunner::create(
+            device, hetrt::hal::ExecutableFormat::SpirV, library.binary,
+            signatures, {{prefill, 16}, {decode, 1}}, *file, halError);
+    message = runner ? "" : halError.message;
+  });
+  return message;
+}
+
+TEST(SpirvPrograms, ProgramsThatDoNotFitTheLibraryOrTheModelAreRefused) {
+  std::string error;
+  std::unique_ptr<hetrt::format::GgufFile> file = hetrt::format::GgufFile::open(
+      sharedPath("models/stories260K.gguf"), error);
+  ASSERT_TRUE(file) << error;
+  ModelPrograms programs = programsOf(*file, 64);
+  std::string intact = loadError(programs.prefill, programs.decode);
+  if (testing::Test::IsSkipped())
+    return;
+  ASSERT_EQ(intact, "");
+  auto firstDispatch = [](hetc::abi::Program &program) -> hetc::abi::ProgramStep & {
+    for (hetc::abi::ProgramStep &step : program.steps)
+      if (step.kind == hetc::abi::StepKind::Dispatch)
+        return step;
+    return program.steps.front();
+  };
+  ModelPrograms unknown = programs;
+  firstDispatch(unknown.prefill).kernel = "softmax_f32";
+  EXPECT_NE(loadError(unknown.prefill, unknown.decode)
+                .find("program 0, step 0: the kernel library has no kernel "
+                      "\"softmax_f32\""),
+            std::string::npos);
+  ModelPrograms fewer = programs;
+  firstDispatch(fewer.prefill).buffers.pop_back();
+  EXPECT_NE(loadError(fewer.prefill, fewer.decode)
+                .find("kernel \"get_rows_f32\" takes 4 buffers, not 3"),
+            std::string::npos);
+  ModelPrograms missing = programs;
+  for (hetc::abi::ProgramBuffer &buffer : missing.decode.buffers)
+    if (buffer.role == hetc::abi::BufferRole::Weight) {
+      buffer.name = buffer.weight = "blk.9.attn_q.weight";
+      break;
+    }
+  EXPECT_NE(loadError(missing.prefill, missing.decode)
+                .find("stories260K.gguf: has no tensor \"blk.9.attn_q.weight\", "
+                      "which program 1 reads"),
+            std::string::npos);
+  ModelPrograms resized = programs;
+  for (hetc::abi::ProgramBuffer &buffer : resized.prefill.buffers)
+    if (buffer.role == hetc::abi::BufferRole::Weight) {
+      buffer.bytes.constant += 4;
+      break;
+    }
+  EXPECT_NE(loadError(resized.prefill, resized.decode).find("holds 131072 bytes, but program 0 reads 131076"),
+            std::string::npos);
+  ModelPrograms huge = programs;
+  huge.prefill.buffers.back().bytes = hetc::abi::ProgramValue::tokens(int64_t(1) << 40);
+  EXPECT_NE(loadError(huge.prefill, huge.decode).find("is outside 1 byte to 1 TiB"),
+            std::string::npos);
+}
+
 } // namespace
