@@ -33,6 +33,13 @@ constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;
 
 } // namespace
 
+ProgramRunner::~ProgramRunner() {
+  if (queue_) {
+    hal::Error ignored;
+    (void)queue_->finish(ignored);
+  }
+}
+
 std::unique_ptr<ProgramRunner>
 ProgramRunner::create(hal::Device &device, hal::ExecutableFormat format,
                       const std::string &binary,

@@ -42,6 +42,10 @@ public:
   bool run(size_t entry, const int32_t *tokens, int64_t count, int64_t start,
            float *logits, hal::Error &error);
 
+  /// Waits for the work still queued: uploads of a failed create() or the
+  /// steps of a failed run() read buffers and host memory freed after it.
+  ~ProgramRunner();
+
   /// Floats of the logits run() returns.
   int64_t vocab() const { return vocab_; }
 
