@@ -150,7 +150,7 @@ private:
   }
 
   /// The kernel suffix of a weight's element type: "f32", "f16", "bf16",
-  /// "q8_0" or "q4_0".
+  /// "q8_0", "q4_0", "q4_k" or "q6_k".
   FailureOr<std::string> weightFormat(Operation *op, Value value) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
     if (element.isF32())
@@ -164,11 +164,34 @@ private:
         return std::string("q8_0");
       if (quant.getFormat() == llm::QuantFormat::q4_0)
         return std::string("q4_0");
+      if (quant.getFormat() == llm::QuantFormat::q4_k)
+        return std::string("q4_k");
+      if (quant.getFormat() == llm::QuantFormat::q6_k)
+        return std::string("q6_k");
     }
     return op->emitOpError()
            << "has " << element
-           << " weights, which the SPIR-V target has no kernel for yet (f32, "
-              "f16, bf16, q8_0 and q4_0 are supported)";
+           << " weights, which the SPIR-V target has no kernel for";
+  }
+
+  /// The format parameter of the kernels that read several byte formats.
+  static int64_t byteFormatCode(const std::string &format) {
+    return format == "f16"    ? 1
+           : format == "bf16" ? 2
+           : format == "q4_0" ? 3
+           : format == "q4_k" ? 4
+                              : 5;
+  }
+
+  /// The matmul kernel of a weight format and its parameters past
+  /// [N, K, M, x_row].
+  static std::string matmulKernel(const std::string &format,
+                                  std::vector<ProgramValue> &params) {
+    if (format == "q4_k" || format == "q6_k") {
+      params.push_back(ProgramValue::fixed(byteFormatCode(format)));
+      return "matmul_k_quant";
+    }
+    return "matmul_" + format;
   }
 
   void dispatch(const std::string &kernel, std::vector<int32_t> buffers,
@@ -248,8 +271,7 @@ private:
               std::string kernel = "get_rows_" + *format;
               if (*format != "f32" && *format != "q8_0") {
                 kernel = "get_rows_bytes";
-                params.push_back(ProgramValue::fixed(
-                    *format == "f16" ? 1 : *format == "bf16" ? 2 : 3));
+                params.push_back(ProgramValue::fixed(byteFormatCode(*format)));
               }
               dispatch(kernel,
                        {*table, bufferOf_.lookup(embedding.getTokens()), out},
@@ -291,11 +313,13 @@ private:
                   cast<RankedTensorType>(matmul.getWeight().getType());
               int out = activation(matmul.getResult());
               ProgramValue rows = rowsOf(type);
-              dispatch("matmul_" + *format,
-                       {bufferOf_.lookup(matmul.getInput()), *w, out},
-                       {rows, ProgramValue::fixed(weightType.getDimSize(1)),
-                        ProgramValue::fixed(weightType.getDimSize(0)),
-                        ProgramValue::fixed(0)},
+              std::vector<ProgramValue> params = {
+                  rows, ProgramValue::fixed(weightType.getDimSize(1)),
+                  ProgramValue::fixed(weightType.getDimSize(0)),
+                  ProgramValue::fixed(0)};
+              std::string kernel = matmulKernel(*format, params);
+              dispatch(kernel, {bufferOf_.lookup(matmul.getInput()), *w, out},
+                       params,
                        {ProgramValue::fixed(weightType.getDimSize(0)), rows,
                         ProgramValue::fixed(1)});
               return success();
@@ -390,11 +414,13 @@ private:
               bufferOf_[logits.getResult()] = out;
               ProgramValue lastRow = rowsOf(hidden);
               lastRow.constant -= 1;
-              dispatch("matmul_" + *format,
-                       {bufferOf_.lookup(logits.getHidden()), *w, out},
-                       {ProgramValue::fixed(1),
-                        ProgramValue::fixed(weightType.getDimSize(1)),
-                        ProgramValue::fixed(vocab), lastRow},
+              std::vector<ProgramValue> params = {
+                  ProgramValue::fixed(1),
+                  ProgramValue::fixed(weightType.getDimSize(1)),
+                  ProgramValue::fixed(vocab), lastRow};
+              std::string kernel = matmulKernel(*format, params);
+              dispatch(kernel, {bufferOf_.lookup(logits.getHidden()), *w, out},
+                       params,
                        {ProgramValue::fixed(vocab), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
               return success();

@@ -36,6 +36,7 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
                                                   {"matmul_bf16", 4},
                                                   {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
+                                                  {"matmul_k_quant", 4},
                                                   {"matmul_q4_0", 4},
                                                   {"matmul_q8_0", 4},
                                                   {"rms_norm_f32", 4},
@@ -531,15 +532,40 @@ TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
   }
 }
 
+TEST(SpirvKernels, KQuantMatmulsMatchTheCpu) {
+  using hetrt::format::BlockFormat;
+  constexpr int n = 2, k = 512, m = 9;
+  std::vector<float> x = randomValues(n * k, 18), original = randomValues(m * k, 19);
+  for (auto [format, code] :
+       {std::pair<BlockFormat, int>{BlockFormat::Q4_K, 4},
+        {BlockFormat::Q6_K, 5}}) {
+    SCOPED_TRACE(code);
+    EncodedWeights w = encodeWeights(format, original, m, k);
+    std::vector<double> expected, scale;
+    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto params = runner.upload(std::vector<int32_t>{n, k, m, 0, code});
+      expectClose(runner.run("matmul_k_quant", {m, n, 1},
+                             {bx.get(), bw.get(), by.get(), params.get()},
+                             n * m),
+                  expected, scale, 1e-5, "matmul_k_quant");
+    });
+  }
+}
+
 TEST(SpirvKernels, GetRowsDequantizeEveryByteFormat) {
   using hetrt::format::BlockFormat;
-  constexpr int vocab = 7, cols = 96;
+  constexpr int vocab = 7, cols = 512;
   std::vector<float> table = randomValues(vocab * cols, 17);
   std::vector<int32_t> ids = {6, 0, 3};
   const int tokens = static_cast<int>(ids.size());
   for (auto [format, code] : {std::pair<BlockFormat, int>{BlockFormat::F16, 1},
                               {BlockFormat::BF16, 2},
-                              {BlockFormat::Q4_0, 3}}) {
+                              {BlockFormat::Q4_0, 3},
+                              {BlockFormat::Q4_K, 4},
+                              {BlockFormat::Q6_K, 5}}) {
     SCOPED_TRACE(code);
     EncodedWeights w = encodeWeights(format, table, vocab, cols);
     std::vector<float> expected;

@@ -659,8 +659,9 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    // The token embedding from an f16, bf16 or Q4_0 table, dequantized:
-    // params: [cols, format (1 f16, 2 bf16, 3 q4_0)]; grid: (tokens, 1, 1).
+    // The token embedding from an f16, bf16, Q4_0, Q4_K or Q6_K table,
+    // dequantized: params: [cols, format (1 f16, 2 bf16, 3 q4_0, 4 q4_k,
+    // 5 q6_k)]; grid: (tokens, 1, 1).
     gpu.func @get_rows_bytes(%table: memref<?xi8>, %ids: memref<?xi32>,
                              %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
@@ -684,6 +685,13 @@ module attributes {gpu.container_module} {
       %target = arith.muli %token, %cols : index
       %is_f16 = arith.cmpi eq, %format, %c1_i32 : i32
       %is_bf16 = arith.cmpi eq, %format, %c2_i32 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c144 = arith.constant 144 : index
+      %c210 = arith.constant 210 : index
+      %c256 = arith.constant 256 : index
+      %is_q4_0 = arith.cmpi eq, %format, %c3_i32 : i32
+      %is_q4_k = arith.cmpi eq, %format, %c4_i32 : i32
       %blocks = arith.divui %cols, %c32 : index
       %row_blocks = arith.muli %id, %blocks : index
       %q4_row = arith.muli %row_blocks, %c18 : index
@@ -703,6 +711,7 @@ module attributes {gpu.container_module} {
             %f = arith.bitcast %wide : i32 to f32
             scf.yield %f : f32
           } else {
+            %v2 = scf.if %is_q4_0 -> f32 {
             %block = arith.divui %i, %c32 : index
             %within = arith.remui %i, %c32 : index
             %block_bytes = arith.muli %block, %c18 : index
@@ -716,6 +725,18 @@ module attributes {gpu.container_module} {
             %q = func.call @nibble(%table, %qi, %high) : (memref<?xi8>, index, index) -> f32
             %f = arith.mulf %scale, %q : f32
             scf.yield %f : f32
+            } else {
+              %k_block = arith.divui %i, %c256 : index
+              %k_within = arith.remui %i, %c256 : index
+              %k_row_blocks = arith.divui %cols, %c256 : index
+              %k_row_first = arith.muli %id, %k_row_blocks : index
+              %k_index = arith.addi %k_row_first, %k_block : index
+              %k_block_bytes = arith.select %is_q4_k, %c144, %c210 : index
+              %k_at = arith.muli %k_index, %k_block_bytes : index
+              %f = func.call @k_quant_element(%table, %k_at, %k_within, %is_q4_k) : (memref<?xi8>, index, index, i1) -> f32
+              scf.yield %f : f32
+            }
+            scf.yield %v2 : f32
           }
           scf.yield %v : f32
         }
@@ -755,6 +776,223 @@ module attributes {gpu.container_module} {
       %bits = arith.andi %shifted, %mask : i32
       %centered = arith.subi %bits, %c8 : i32
       %value = arith.sitofp %centered : i32 to f32
+      return %value : f32
+    }
+
+    // As @matmul_q8_0 with w in a K-quant (format 4: Q4_K, 144-byte blocks;
+    // 5: Q6_K, 210-byte blocks; 256 elements each), dequantized element by
+    // element as the CPU does. params: [N, K, M, x_row, format] (K a
+    // multiple of 256); grid: (M, N, 1).
+    gpu.func @matmul_k_quant(%x: memref<?xf32>, %w: memref<?xi8>,
+                             %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %c144 = arith.constant 144 : index
+      %c210 = arith.constant 210 : index
+      %c256 = arith.constant 256 : index
+      %c4_i32 = arith.constant 4 : i32
+      %zero = arith.constant 0.0 : f32
+      %m = gpu.block_id x
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %is_q4_k = arith.cmpi eq, %format, %c4_i32 : i32
+      %block_bytes = arith.select %is_q4_k, %c144, %c210 : index
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %blocks = arith.divui %k_size, %c256 : index
+      %row_blocks = arith.muli %m, %blocks : index
+      %w_base = arith.muli %row_blocks, %block_bytes : index
+      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
+        %block_offset = arith.muli %b, %block_bytes : index
+        %at = arith.addi %w_base, %block_offset : index
+        %x_block = arith.muli %b, %c256 : index
+        %x_at = arith.addi %x_base, %x_block : index
+        %dot = scf.for %e = %c0 to %c256 step %c1 iter_args(%inner = %zero) -> f32 {
+          %wv = func.call @k_quant_element(%w, %at, %e, %is_q4_k) : (memref<?xi8>, index, index, i1) -> f32
+          %xi = arith.addi %x_at, %e : index
+          %xv = memref.load %x[%xi] : memref<?xf32>
+          %next = math.fma %wv, %xv, %inner : f32
+          scf.yield %next : f32
+        }
+        %next = arith.addf %acc, %dot : f32
+        scf.yield %next : f32
+      }
+      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %total, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // Element `e` (0-255) of the Q4_K block at byte `at` (with `q4_k`) or of
+    // the Q6_K block there, as the CPU's dequantizer computes it.
+    func.func private @k_quant_element(%bytes: memref<?xi8>, %at: index, %e: index, %q4_k: i1) -> f32 {
+      %value = scf.if %q4_k -> f32 {
+        %v = func.call @q4_k_element(%bytes, %at, %e) : (memref<?xi8>, index, index) -> f32
+        scf.yield %v : f32
+      } else {
+        %v = func.call @q6_k_element(%bytes, %at, %e) : (memref<?xi8>, index, index) -> f32
+        scf.yield %v : f32
+      }
+      return %value : f32
+    }
+
+    // Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins for
+    // eight sub-blocks of 32, then 128 bytes of nibbles (each 32 bytes hold
+    // two sub-blocks: low nibbles first). value = (d * scale) * q - dmin * min.
+    func.func private @q4_k_element(%bytes: memref<?xi8>, %at: index, %e: index) -> f32 {
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c4_i32 = arith.constant 4 : i32
+      %c6_i32 = arith.constant 6 : i32
+      %c15_i32 = arith.constant 15 : i32
+      %c63_i32 = arith.constant 63 : i32
+      %d_bits = func.call @load_u16(%bytes, %at) : (memref<?xi8>, index) -> i32
+      %d = func.call @f16_bits_to_f32(%d_bits) : (i32) -> f32
+      %dmin_at = arith.addi %at, %c2 : index
+      %dmin_bits = func.call @load_u16(%bytes, %dmin_at) : (memref<?xi8>, index) -> i32
+      %dmin = func.call @f16_bits_to_f32(%dmin_bits) : (i32) -> f32
+      %group = arith.divui %e, %c64 : index
+      %within = arith.remui %e, %c64 : index
+      %high = arith.divui %within, %c32 : index
+      %l = arith.remui %within, %c32 : index
+      %group_bytes = arith.muli %group, %c32 : index
+      %quants = arith.addi %at, %c16 : index
+      %quant_row = arith.addi %quants, %group_bytes : index
+      %quant_at = arith.addi %quant_row, %l : index
+      %byte8 = memref.load %bytes[%quant_at] : memref<?xi8>
+      %byte = arith.extui %byte8 : i8 to i32
+      %high_i32 = arith.index_cast %high : index to i32
+      %shift = arith.muli %high_i32, %c4_i32 : i32
+      %shifted = arith.shrui %byte, %shift : i32
+      %q_i32 = arith.andi %shifted, %c15_i32 : i32
+      %q = arith.uitofp %q_i32 : i32 to f32
+      // Sub-block j = 2 * group + high; its scale and min (ggml's
+      // get_scale_min_k4): j < 4 reads bytes j and j + 4 directly, later
+      // sub-blocks combine low nibbles of byte j + 4 with the top bits of
+      // bytes j - 4 and j.
+      %twice = arith.muli %group, %c2 : index
+      %j = arith.addi %twice, %high : index
+      %scales = arith.addi %at, %c4 : index
+      %early = arith.cmpi ult, %j, %c4 : index
+      %j_at = arith.addi %scales, %j : index
+      %j4_at = arith.addi %j_at, %c4 : index
+      %bj8 = memref.load %bytes[%j_at] : memref<?xi8>
+      %bj4_8 = memref.load %bytes[%j4_at] : memref<?xi8>
+      %bj = arith.extui %bj8 : i8 to i32
+      %bj4 = arith.extui %bj4_8 : i8 to i32
+      %pair:2 = scf.if %early -> (i32, i32) {
+        %sc = arith.andi %bj, %c63_i32 : i32
+        %mn = arith.andi %bj4, %c63_i32 : i32
+        scf.yield %sc, %mn : i32, i32
+      } else {
+        %jm4_at = arith.subi %j_at, %c4 : index
+        %bjm4_8 = memref.load %bytes[%jm4_at] : memref<?xi8>
+        %bjm4 = arith.extui %bjm4_8 : i8 to i32
+        %low_sc = arith.andi %bj4, %c15_i32 : i32
+        %top_sc = arith.shrui %bjm4, %c6_i32 : i32
+        %top_sc4 = arith.shli %top_sc, %c4_i32 : i32
+        %sc = arith.ori %low_sc, %top_sc4 : i32
+        %low_mn = arith.shrui %bj4, %c4_i32 : i32
+        %top_mn = arith.shrui %bj, %c6_i32 : i32
+        %top_mn4 = arith.shli %top_mn, %c4_i32 : i32
+        %mn = arith.ori %low_mn, %top_mn4 : i32
+        scf.yield %sc, %mn : i32, i32
+      }
+      %scale_f = arith.uitofp %pair#0 : i32 to f32
+      %min_f = arith.uitofp %pair#1 : i32 to f32
+      %scaled = arith.mulf %d, %scale_f : f32
+      %offset = arith.mulf %dmin, %min_f : f32
+      %product = arith.mulf %scaled, %q : f32
+      %value = arith.subf %product, %offset : f32
+      return %value : f32
+    }
+
+    // Q6_K: 128 bytes of low nibbles, 64 of high bit pairs, 16 signed
+    // sub-block scales, then the f16 d. Each half of 128 elements takes 64
+    // low bytes, 32 high bytes and 8 scales; within it, quarter k of 32
+    // elements takes low nibbles (k = 0, 1) or high nibbles (k = 2, 3) of
+    // bytes l or l + 32 and bits 2k..2k+1 of high byte l.
+    // value = (d * scale) * (q - 32).
+    func.func private @q6_k_element(%bytes: memref<?xi8>, %at: index, %e: index) -> f32 {
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c192 = arith.constant 192 : index
+      %c208 = arith.constant 208 : index
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c15_i32 = arith.constant 15 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %d_at = arith.addi %at, %c208 : index
+      %d_bits = func.call @load_u16(%bytes, %d_at) : (memref<?xi8>, index) -> i32
+      %d = func.call @f16_bits_to_f32(%d_bits) : (i32) -> f32
+      %half = arith.divui %e, %c128 : index
+      %r = arith.remui %e, %c128 : index
+      %quarter = arith.divui %r, %c32 : index
+      %l = arith.remui %r, %c32 : index
+      %low_base = arith.muli %half, %c64 : index
+      %high_base = arith.muli %half, %c32 : index
+      %scale_base = arith.muli %half, %c8 : index
+      // Quarters 1 and 3 read low byte l + 32.
+      %odd = arith.remui %quarter, %c2 : index
+      %odd_offset = arith.muli %odd, %c32 : index
+      %low_index = arith.addi %low_base, %l : index
+      %low_index2 = arith.addi %low_index, %odd_offset : index
+      %low_at = arith.addi %at, %low_index2 : index
+      %low8 = memref.load %bytes[%low_at] : memref<?xi8>
+      %low = arith.extui %low8 : i8 to i32
+      %upper = arith.divui %quarter, %c2 : index
+      %upper_i32 = arith.index_cast %upper : index to i32
+      %low_shift = arith.muli %upper_i32, %c4_i32 : i32
+      %low_shifted = arith.shrui %low, %low_shift : i32
+      %low_bits = arith.andi %low_shifted, %c15_i32 : i32
+      %high_index = arith.addi %high_base, %l : index
+      %high_offset = arith.addi %high_index, %c128 : index
+      %high_at = arith.addi %at, %high_offset : index
+      %high8 = memref.load %bytes[%high_at] : memref<?xi8>
+      %high = arith.extui %high8 : i8 to i32
+      %quarter_i32 = arith.index_cast %quarter : index to i32
+      %high_shift = arith.muli %quarter_i32, %c2_i32 : i32
+      %high_shifted = arith.shrui %high, %high_shift : i32
+      %high_bits = arith.andi %high_shifted, %c3_i32 : i32
+      %high_top = arith.shli %high_bits, %c4_i32 : i32
+      %level = arith.ori %low_bits, %high_top : i32
+      %centered = arith.subi %level, %c32_i32 : i32
+      %q = arith.sitofp %centered : i32 to f32
+      // Scale index: l / 16 + 2 * quarter within the half.
+      %sub = arith.divui %l, %c16 : index
+      %quarter2 = arith.muli %quarter, %c2 : index
+      %scale_index = arith.addi %sub, %quarter2 : index
+      %scale_index2 = arith.addi %scale_base, %scale_index : index
+      %scale_offset = arith.addi %scale_index2, %c192 : index
+      %scale_at = arith.addi %at, %scale_offset : index
+      %scale8 = memref.load %bytes[%scale_at] : memref<?xi8>
+      %scale = arith.sitofp %scale8 : i8 to f32
+      %scaled = arith.mulf %d, %scale : f32
+      %value = arith.mulf %scaled, %q : f32
       return %value : f32
     }
 

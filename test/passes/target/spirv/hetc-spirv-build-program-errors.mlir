@@ -1,19 +1,6 @@
 // Ops and types the SPIR-V library has no kernel for are errors naming them.
 // RUN: hetc-opt %s --hetc-spirv-build-program -split-input-file -verify-diagnostics
 
-llm.weight @table {data_offset = 0 : i64} : tensor<100x256xf32>
-llm.weight @w {data_offset = 0 : i64} : tensor<32x256x!llm.quant<q4_k>>
-func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x32xf32> {
-  %table = llm.get_weight @table : tensor<100x256xf32>
-  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x256xf32>) -> tensor<?x256xf32>
-  %w = llm.get_weight @w : tensor<32x256x!llm.quant<q4_k>>
-  // expected-error @+1 {{'llm.matmul' op has '!llm.quant<q4_k>' weights, which the SPIR-V target has no kernel for yet (f32, f16, bf16, q8_0 and q4_0 are supported)}}
-  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<32x256x!llm.quant<q4_k>>) -> tensor<?x32xf32>
-  return %y : tensor<?x32xf32>
-}
-
-// -----
-
 llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
 func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x64xf32> {
   %table = llm.get_weight @table : tensor<100x64xf32>

@@ -32,8 +32,10 @@ def main(workdir, *formats):
     ok = True
     for weight_type in formats:
         model = os.path.join(workdir, f"{weight_type}.gguf")
-        subprocess.run([HETC, "synth", "--dim", "64", "--layers", "2", "--heads", "4",
-                        "--kv-heads", "2", "--ffn", "128", "--vocab", "300", "--context", "64",
+        # K-quants take rows of whole 256-element super-blocks.
+        dim, ffn = ("256", "512") if weight_type.startswith("q4_k") else ("64", "128")
+        subprocess.run([HETC, "synth", "--dim", dim, "--layers", "2", "--heads", "4",
+                        "--kv-heads", "2", "--ffn", ffn, "--vocab", "300", "--context", "64",
                         "--type", weight_type, "-o", model], check=True, capture_output=True)
         cpu_logits = os.path.join(workdir, f"{weight_type}.cpu.npy")
         gpu_logits = os.path.join(workdir, f"{weight_type}.vulkan.npy")
