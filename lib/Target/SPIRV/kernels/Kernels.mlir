@@ -24,8 +24,6 @@ module attributes {gpu.container_module} {
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c6 = arith.constant 6 : index
-      %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
       %row = gpu.block_id x
@@ -119,8 +117,6 @@ module attributes {gpu.container_module} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
-      %c6 = arith.constant 6 : index
-      %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
       %m = gpu.block_id x
@@ -164,7 +160,6 @@ module attributes {gpu.container_module} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
-      %c6 = arith.constant 6 : index
       %c32 = arith.constant 32 : index
       %c34 = arith.constant 34 : index
       %c64 = arith.constant 64 : index
@@ -244,7 +239,6 @@ module attributes {gpu.container_module} {
                             %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
       %c32 = arith.constant 32 : index
       %c34 = arith.constant 34 : index
@@ -404,7 +398,6 @@ module attributes {gpu.container_module} {
       %c4 = arith.constant 4 : index
       %c5 = arith.constant 5 : index
       %c6 = arith.constant 6 : index
-      %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %c0_i32 = arith.constant 0 : i32
       %zero = arith.constant 0.0 : f32
