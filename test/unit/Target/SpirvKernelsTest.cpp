@@ -508,49 +508,35 @@ EncodedWeights encodeWeights(hetrt::format::BlockFormat format,
 
 TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
   using hetrt::format::BlockFormat;
-  // K = 160: a multiple of the block size of Q4_0, and of no power of two
-  // past 32 for the element-wise formats.
-  constexpr int n = 2, k = 160, m = 23;
+  // K = 512: whole blocks of every format, K-quants' 256 included.
+  constexpr int n = 2, k = 512, m = 13;
   std::vector<float> x = randomValues(n * k, 15), original = randomValues(m * k, 16);
-  for (auto [format, kernel] :
-       {std::pair<BlockFormat, const char *>{BlockFormat::F16, "matmul_f16"},
-        {BlockFormat::BF16, "matmul_bf16"},
-        {BlockFormat::Q4_0, "matmul_q4_0"}}) {
-    SCOPED_TRACE(kernel);
-    EncodedWeights w = encodeWeights(format, original, m, k);
+  struct Case {
+    BlockFormat format;
+    const char *kernel;
+    /// The K-quant kernel's format parameter, else 0 (none).
+    int code;
+  };
+  for (Case c : {Case{BlockFormat::F16, "matmul_f16", 0},
+                 Case{BlockFormat::BF16, "matmul_bf16", 0},
+                 Case{BlockFormat::Q4_0, "matmul_q4_0", 0},
+                 Case{BlockFormat::Q4_K, "matmul_k_quant", 4},
+                 Case{BlockFormat::Q6_K, "matmul_k_quant", 5}}) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + std::to_string(c.code));
+    EncodedWeights w = encodeWeights(c.format, original, m, k);
     std::vector<double> expected, scale;
     referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+    std::vector<int32_t> values = {n, k, m, 0};
+    if (c.code)
+      values.push_back(c.code);
     onEveryDevice([&](KernelRunner &runner) {
       auto bx = runner.upload(x), bw = runner.upload(w.bytes);
       auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-      auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
-      expectClose(runner.run(kernel, {m, n, 1},
+      auto params = runner.upload(values);
+      expectClose(runner.run(c.kernel, {m, n, 1},
                              {bx.get(), bw.get(), by.get(), params.get()},
                              n * m),
-                  expected, scale, 1e-5, kernel);
-    });
-  }
-}
-
-TEST(SpirvKernels, KQuantMatmulsMatchTheCpu) {
-  using hetrt::format::BlockFormat;
-  constexpr int n = 2, k = 512, m = 9;
-  std::vector<float> x = randomValues(n * k, 18), original = randomValues(m * k, 19);
-  for (auto [format, code] :
-       {std::pair<BlockFormat, int>{BlockFormat::Q4_K, 4},
-        {BlockFormat::Q6_K, 5}}) {
-    SCOPED_TRACE(code);
-    EncodedWeights w = encodeWeights(format, original, m, k);
-    std::vector<double> expected, scale;
-    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
-    onEveryDevice([&](KernelRunner &runner) {
-      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
-      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-      auto params = runner.upload(std::vector<int32_t>{n, k, m, 0, code});
-      expectClose(runner.run("matmul_k_quant", {m, n, 1},
-                             {bx.get(), bw.get(), by.get(), params.get()},
-                             n * m),
-                  expected, scale, 1e-5, "matmul_k_quant");
+                  expected, scale, 1e-5, c.kernel);
     });
   }
 }
