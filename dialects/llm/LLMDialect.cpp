@@ -134,6 +134,21 @@ static hetrt::format::BlockLayout layoutOf(QuantFormat format) {
       static_cast<hetrt::format::BlockFormat>(static_cast<uint32_t>(format)));
 }
 
+std::optional<hetrt::format::BlockFormat>
+hetc::llm::weightStorageFormat(Type element) {
+  using hetrt::format::BlockFormat;
+  if (element.isF32())
+    return BlockFormat::F32;
+  if (element.isF16())
+    return BlockFormat::F16;
+  if (element.isBF16())
+    return BlockFormat::BF16;
+  if (auto quant = dyn_cast<QuantType>(element))
+    // The dialect's formats carry the runtime's numbering.
+    return static_cast<BlockFormat>(static_cast<uint32_t>(quant.getFormat()));
+  return std::nullopt;
+}
+
 int64_t QuantType::getBlockSize() const {
   return layoutOf(getFormat()).blockSize;
 }

@@ -7,6 +7,10 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Types.h"
 
+#include "abi/BlockFormats.h"
+
+#include <optional>
+
 #include "dialects/llm/LLMEnums.h.inc"
 
 #define GET_TYPEDEF_CLASSES
@@ -23,6 +27,10 @@ inline constexpr llvm::StringLiteral kModelAttrName = "llm.model";
 /// its own blocking for that format.
 inline constexpr llvm::StringLiteral kMatmulWeightAttrName =
     "llm.matmul_weight";
+
+/// The storage format of a weight tensor's element type (f32, f16, bf16 or a
+/// block-quantized !llm.quant), or nullopt for any other type.
+std::optional<hetrt::format::BlockFormat> weightStorageFormat(mlir::Type element);
 } // namespace hetc::llm
 
 #endif // HETC_DIALECTS_LLM_LLMTYPES_H

@@ -14,20 +14,6 @@ namespace hetc::het {
 
 namespace {
 
-std::optional<hetrt::format::BlockFormat> formatOf(Type element) {
-  using hetrt::format::BlockFormat;
-  if (element.isF32())
-    return BlockFormat::F32;
-  if (element.isF16())
-    return BlockFormat::F16;
-  if (element.isBF16())
-    return BlockFormat::BF16;
-  if (auto quant = dyn_cast<llm::QuantType>(element))
-    // The dialect's formats carry the runtime's numbering.
-    return static_cast<BlockFormat>(static_cast<uint32_t>(quant.getFormat()));
-  return std::nullopt;
-}
-
 std::string originOf(ModuleOp module) {
   if (auto file = dyn_cast<FileLineColLoc>(module.getLoc()))
     return file.getFilename().str();
@@ -67,7 +53,7 @@ std::optional<cost::ModelShape> shapeFromModule(ModuleOp module,
   for (auto weight : module.getOps<llm::WeightOp>()) {
     auto type = cast<RankedTensorType>(weight.getType());
     std::optional<hetrt::format::BlockFormat> format =
-        formatOf(type.getElementType());
+        llm::weightStorageFormat(type.getElementType());
     if (!format) {
       std::string typeText;
       llvm::raw_string_ostream os(typeText);

@@ -242,9 +242,9 @@ std::string packFor(const std::string &model, int64_t contextLength,
     reason = "its entry for this model is in the way";
   if (!reason.empty() || !writableDirectory(dir, reason)) {
     std::string fallbackReason;
-    bool usable = !isBlocked(fallback) && dir != fallback &&
-                  writableDirectory(fallback, fallbackReason);
-    if (isBlocked(fallback) || dir == fallback)
+    bool usable =
+        !isBlocked(fallback) && writableDirectory(fallback, fallbackReason);
+    if (isBlocked(fallback))
       fallbackReason = "its entry for this model is in the way";
     if (usable && !ownedPrivately(fallback)) {
       fallbackReason = "it belongs to another user or others may write it";

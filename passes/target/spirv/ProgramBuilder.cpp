@@ -100,7 +100,7 @@ private:
 
   void bind(Value value, const std::string &name, BufferRole role,
             ProgramValue bytes = ProgramValue::tokens(4)) {
-    bufferOf_[value] = addBuffer(name, role, bytes);
+    assign(value, addBuffer(name, role, bytes));
   }
 
   /// A buffer for an f32 activation: a free one of the same size, or new.
@@ -111,32 +111,35 @@ private:
       if (program_.buffers[*it].bytes == bytes) {
         int buffer = *it;
         free_.erase(it);
-        bufferOf_[value] = buffer;
+        assign(value, buffer);
         return buffer;
       }
     int buffer = addBuffer("act." + std::to_string(activations_++),
                            BufferRole::Activation, bytes);
-    bufferOf_[value] = buffer;
+    assign(value, buffer);
     return buffer;
   }
 
-  /// Activations whose last reader is `op` are free after it.
+  /// `value` lives in `buffer`; the buffer is read until the last reader
+  /// of any value in it (a reshaped view shares its source's buffer).
+  void assign(Value value, int buffer) {
+    bufferOf_[value] = buffer;
+    Operation *reader = lastUse_.lookup(value);
+    Operation *&last = bufferLastUse_[buffer];
+    if (reader && (!last || last->isBeforeInBlock(reader)))
+      last = reader;
+  }
+
+  /// Activation buffers whose last reader is `op` are free after it.
   void release(Operation &op) {
     for (Value operand : op.getOperands()) {
       auto found = bufferOf_.find(operand);
-      if (found == bufferOf_.end() || lastUse_.lookup(operand) != &op)
+      if (found == bufferOf_.end())
         continue;
       int buffer = found->second;
-      if (program_.buffers[buffer].role != BufferRole::Activation)
-        continue;
-      // An alias (a reshaped view) may still be read later.
-      bool stillRead = false;
-      for (auto &[value, other] : bufferOf_)
-        if (other == buffer && value != operand && lastUse_.count(value) &&
-            !lastUse_.lookup(value)->isBeforeInBlock(&op) &&
-            lastUse_.lookup(value) != &op)
-          stillRead = true;
-      if (!stillRead && llvm::find(free_, buffer) == free_.end())
+      if (program_.buffers[buffer].role == BufferRole::Activation &&
+          bufferLastUse_.lookup(buffer) == &op &&
+          llvm::find(free_, buffer) == free_.end())
         free_.push_back(buffer);
     }
   }
@@ -149,26 +152,13 @@ private:
     return bufferOf_.lookup(value);
   }
 
-  /// The kernel suffix of a weight's element type: "f32", "f16", "bf16",
-  /// "q8_0", "q4_0", "q4_k" or "q6_k".
+  /// The kernel suffix of a weight's storage format ("f32", "q4_k", ...):
+  /// the library reads every format the llm dialect stores.
   FailureOr<std::string> weightFormat(Operation *op, Value value) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
-    if (element.isF32())
-      return std::string("f32");
-    if (element.isF16())
-      return std::string("f16");
-    if (element.isBF16())
-      return std::string("bf16");
-    if (auto quant = dyn_cast<llm::QuantType>(element)) {
-      if (quant.getFormat() == llm::QuantFormat::q8_0)
-        return std::string("q8_0");
-      if (quant.getFormat() == llm::QuantFormat::q4_0)
-        return std::string("q4_0");
-      if (quant.getFormat() == llm::QuantFormat::q4_k)
-        return std::string("q4_k");
-      if (quant.getFormat() == llm::QuantFormat::q6_k)
-        return std::string("q6_k");
-    }
+    if (std::optional<hetrt::format::BlockFormat> format =
+            llm::weightStorageFormat(element))
+      return std::string(hetrt::format::blockLayout(*format).name);
     return op->emitOpError()
            << "has " << element
            << " weights, which the SPIR-V target has no kernel for";
@@ -235,21 +225,24 @@ private:
       return success();
     if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
       auto type = cast<RankedTensorType>(get.getType());
-      int64_t bytes = 4 * type.getNumElements();
-      if (auto quant = dyn_cast<llm::QuantType>(type.getElementType()))
-        bytes = type.getNumElements() / quant.getBlockSize() *
-                quant.getBytesPerBlock();
-      else if (!type.getElementType().isF32())
-        bytes = type.getNumElements() *
-                (type.getElementType().getIntOrFloatBitWidth() / 8);
+      std::optional<hetrt::format::BlockFormat> format =
+          llm::weightStorageFormat(type.getElementType());
+      std::optional<int64_t> stored =
+          format ? hetrt::format::storageBytes(*format, type.getNumElements())
+                 : std::nullopt;
+      if (!stored)
+        return get.emitOpError()
+               << "has a weight type whose bytes the SPIR-V target cannot "
+                  "lay out";
+      int64_t bytes = *stored;
       std::string name = get.getName().str();
-      bufferOf_[get.getResult()] =
-          addBuffer(name, BufferRole::Weight, ProgramValue::fixed(bytes), name);
+      assign(get.getResult(),
+             addBuffer(name, BufferRole::Weight, ProgramValue::fixed(bytes), name));
       return success();
     }
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
       // Buffers are flat: a reshape is the same buffer.
-      bufferOf_[op.getResult(0)] = bufferOf_.lookup(op.getOperand(0));
+      assign(op.getResult(0), bufferOf_.lookup(op.getOperand(0)));
       return success();
     }
     if (failed(requireF32(&op)))
@@ -356,7 +349,7 @@ private:
                         ProgramValue::fixed(cache.getCapacity())},
                        {rowsOf(keys), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
-              bufferOf_[append.getResult()] = buffer;
+              assign(append.getResult(), buffer);
               return success();
             })
             .Case([&](llm::AttentionOp attention) -> LogicalResult {
@@ -411,7 +404,7 @@ private:
               int64_t vocab = weightType.getDimSize(0);
               int out = addBuffer("logits", BufferRole::Logits,
                                   ProgramValue::fixed(vocab * 4));
-              bufferOf_[logits.getResult()] = out;
+              assign(logits.getResult(), out);
               ProgramValue lastRow = rowsOf(hidden);
               lastRow.constant -= 1;
               std::vector<ProgramValue> params = {
@@ -499,6 +492,7 @@ private:
   Value positions_;
   llvm::DenseMap<Value, int> bufferOf_;
   llvm::DenseMap<Value, Operation *> lastUse_;
+  llvm::DenseMap<int, Operation *> bufferLastUse_;
   std::vector<int> free_;
   int activations_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int>, int>
