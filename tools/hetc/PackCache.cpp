@@ -153,7 +153,8 @@ std::string cacheStamp() {
 
 std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error,
-                    bool spirv) {
+                    bool spirv,
+                    const std::function<bool(std::string &)> &beforeCompiling) {
   if (isPack(model))
     return model;
   // The model's shapes are checked, and its KV cache against this machine's
@@ -264,6 +265,8 @@ std::string packFor(const std::string &model, int64_t contextLength,
     dir = fallback;
   }
   std::string path = dir + "/" + name;
+  if (beforeCompiling && !beforeCompiling(error))
+    return {};
   registerAllPasses();
   pipeline::CompileOptions options;
   options.modelPath = model;

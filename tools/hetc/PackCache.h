@@ -4,6 +4,7 @@
 #define HETC_TOOLS_HETC_PACKCACHE_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace hetc::cli {
@@ -22,10 +23,15 @@ std::string cacheStamp();
 /// The pack to load for `model` (see above); empty with `error` set on
 /// failure. `contextLength` 0 keeps the model's. Progress goes to stderr,
 /// prefixed by `tool`. With `spirv`, the pack also holds the model's SPIR-V
-/// programs for Vulkan devices (a cache entry of its own).
+/// programs for Vulkan devices (a cache entry of its own). `beforeCompiling`,
+/// when given, runs only when the model must be compiled, just before: a
+/// check that would otherwise fail after minutes of compiling; false (with
+/// `error`) stops there.
 std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error,
-                    bool spirv = false);
+                    bool spirv = false,
+                    const std::function<bool(std::string &)> &beforeCompiling =
+                        {});
 
 } // namespace hetc::cli
 

@@ -274,13 +274,6 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
-    if (!isPack(flags->model)) {
-      if (int code = checkPromptBeforeCompiling(
-              flags->model, flags->contextLength, promptText, error)) {
-        std::cerr << "hetc run: " << error << "\n";
-        return code;
-      }
-    }
     // The device is found before any compiling: a wrong name fails at once.
     std::shared_ptr<hetrt::hal::Device> device;
     bool onCpu = flags->device.empty() || flags->device == "cpu0";
@@ -288,11 +281,19 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 2;
     }
-    std::string packPath = packFor(flags->model, flags->contextLength,
-                                   "hetc run", error, /*spirv=*/!onCpu);
+    // A cached pack skips the check: the prompt is checked against the
+    // loaded model below either way.
+    int promptCode = 0;
+    std::string packPath = packFor(
+        flags->model, flags->contextLength, "hetc run", error,
+        /*spirv=*/!onCpu, [&](std::string &why) {
+          promptCode = checkPromptBeforeCompiling(
+              flags->model, flags->contextLength, promptText, why);
+          return promptCode == 0;
+        });
     if (packPath.empty()) {
       std::cerr << "hetc run: " << error << "\n";
-      return 1;
+      return promptCode ? promptCode : 1;
     }
     std::string weights = isPack(flags->model) ? "" : flags->model;
     std::unique_ptr<hetrt::core::Model> model =
