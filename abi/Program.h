@@ -1,9 +1,13 @@
-// The program of a device segment: the buffers a step of the model uses and
-// the steps that fill them (kernel dispatches of a target's library, and the
-// host's own small steps), in order. The compiler builds it from a segment's
-// llm ops; the runtime plays it on the segment's device for a prefill or a
-// decode step. Sizes and kernel parameters may depend on the step: the
-// tokens it processes and the keys the cache holds after it.
+// The program of a model step over one or more devices: the buffers a step
+// of the model uses (each in the memory of one device) and the steps that
+// fill them, in order: kernel dispatches (of a target's kernel library, or
+// of the code a target compiled for a segment), transfers of a buffer from
+// one device's memory to another's, and the host's own small steps. The
+// compiler lowers the het ops of a partitioned model to it; the runtime
+// plays it over the devices for a prefill or a decode step, ordering each
+// transfer after the work that wrote its source. Sizes and kernel parameters
+// may depend on the step: the tokens it processes and the keys the cache
+// holds after it.
 #ifndef HETC_ABI_PROGRAM_H
 #define HETC_ABI_PROGRAM_H
 
@@ -14,7 +18,7 @@
 namespace hetc::abi {
 
 /// Bumped on any change to the structures below or their meaning.
-inline constexpr int kProgramVersion = 1;
+inline constexpr int kProgramVersion = 2;
 
 /// ceil((constant + perToken * tokens + perKey * keys) / divisor).
 struct ProgramValue {
@@ -52,6 +56,19 @@ enum class BufferRole {
   RopeTable,
   /// The logits of the step's last token, read back by the host.
   Logits,
+  /// The model file's tensor data as a whole, which code compiled for a CPU
+  /// segment reads at the offsets it was compiled with; mapped, not copied.
+  WeightFile,
+};
+
+/// A device the program runs on: the id the plan gave it (the runtime's
+/// device name, "cpu0", "vulkan0"; empty in a one-device program, which runs
+/// on the device the caller picks) and the target whose code it runs.
+struct ProgramDevice {
+  std::string name;
+  /// "x86" (code the x86 target compiled for the program's CPU segments) or
+  /// "spirv" (the SPIR-V kernel library).
+  std::string target;
 };
 
 struct ProgramBuffer {
@@ -60,11 +77,15 @@ struct ProgramBuffer {
   ProgramValue bytes;
   /// The GGUF tensor of a Weight buffer.
   std::string weight;
+  /// Index into Program::devices of the device whose memory holds it.
+  int device = 0;
 };
 
 enum class StepKind {
-  /// A kernel of the target's library over `buffers` (its binding order)
-  /// and `params` (its parameter buffer, i32 values), on `grid` workgroups.
+  /// A kernel of the device's code over `buffers` (its binding order) and
+  /// `params`, on `grid` workgroups. SPIR-V kernels read the params as a
+  /// buffer of i32 values bound after `buffers`; code compiled for a CPU
+  /// segment takes them as the sizes of its bindings' dynamic dimensions.
   Dispatch,
   /// The host fills buffers[0] with cos and sin of position * frequency for
   /// each token of buffers[1] (positions) and pair j < headDim / 2, where
@@ -72,10 +93,15 @@ enum class StepKind {
   /// buffers[2] when present) and positions are multiplied by
   /// positionScale, exactly as the CPU's RoPE computes its angles.
   RopeTable,
+  /// Copies params[0] bytes from buffers[0] to buffers[1], which may lie in
+  /// different devices' memories; `device` is the target's.
+  Transfer,
 };
 
 struct ProgramStep {
   StepKind kind = StepKind::Dispatch;
+  /// Index into Program::devices of the device that runs it.
+  int device = 0;
   std::string kernel;
   std::vector<int32_t> buffers;
   std::vector<ProgramValue> params;
@@ -89,6 +115,8 @@ struct ProgramStep {
 };
 
 struct Program {
+  /// At least one.
+  std::vector<ProgramDevice> devices = {{"", "spirv"}};
   std::vector<ProgramBuffer> buffers;
   std::vector<ProgramStep> steps;
 };

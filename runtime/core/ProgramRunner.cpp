@@ -60,12 +60,23 @@ ProgramRunner::create(hal::Device &device, hal::ExecutableFormat format,
     std::string where = "program " + std::to_string(e);
     if (prepared.entry.maxTokens < 1)
       return fail(error, where + ": takes no tokens"), nullptr;
+    if (program.devices.size() != 1 || program.devices[0].target != "spirv")
+      return fail(error, where + ": runs on " +
+                             std::to_string(program.devices.size()) +
+                             " devices, not on one device through the SPIR-V "
+                             "kernel library"),
+             nullptr;
     for (const ProgramBuffer &buffer : program.buffers) {
       int64_t bytes = buffer.bytes.at(prepared.entry.maxTokens, 0);
       if (bytes <= 0 || bytes > kMaxBufferBytes)
         return fail(error, where + ": buffer \"" + buffer.name + "\" of " +
                                std::to_string(bytes) +
                                " bytes is outside 1 byte to 1 TiB"),
+               nullptr;
+      if (buffer.role == BufferRole::WeightFile)
+        return fail(error, where + ": buffer \"" + buffer.name +
+                               "\" maps the model file, which only code "
+                               "compiled for a CPU reads"),
                nullptr;
       bool shared = buffer.role == BufferRole::Weight ||
                     buffer.role == BufferRole::KvCache;
@@ -127,6 +138,10 @@ ProgramRunner::create(hal::Device &device, hal::ExecutableFormat format,
           return fail(error, stepWhere + ": buffer " + std::to_string(index) +
                                  " does not exist"),
                  nullptr;
+      if (step.kind == StepKind::Transfer)
+        return fail(error, stepWhere + ": a transfer in a program of one "
+                                       "device"),
+               nullptr;
       if (step.kind == StepKind::RopeTable) {
         if (step.buffers.size() < 2 || step.buffers.size() > 3 ||
             program.buffers[step.buffers[0]].role != BufferRole::RopeTable ||

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace hetrt::format {
@@ -20,7 +21,9 @@ namespace {
 
 const char *const kRoleNames[] = {"tokens",   "positions",  "weight",
                                   "activation", "kv-cache", "rope-table",
-                                  "logits"};
+                                  "logits", "weight-file"};
+const char *const kTargetNames[] = {"x86", "spirv"};
+constexpr size_t kMaxDevices = 16;
 
 json valueToJson(const ProgramValue &value) {
   return json::array(
@@ -94,12 +97,16 @@ std::string programToJson(const Program &program) {
                   {"bytes", valueToJson(buffer.bytes)}};
     if (buffer.role == BufferRole::Weight)
       entry["weight"] = buffer.weight;
+    entry["device"] = buffer.device;
     buffers.push_back(entry);
   }
   json steps = json::array();
   for (const ProgramStep &step : program.steps) {
-    json entry = {{"buffers", step.buffers}};
-    if (step.kind == StepKind::RopeTable) {
+    json entry = {{"buffers", step.buffers}, {"device", step.device}};
+    if (step.kind == StepKind::Transfer) {
+      entry["kind"] = "transfer";
+      entry["bytes"] = valueToJson(step.params.at(0));
+    } else if (step.kind == StepKind::RopeTable) {
       entry["kind"] = "rope-table";
       entry["theta"] = step.ropeTheta;
       entry["rotary_dim"] = step.rotaryDim;
@@ -118,8 +125,12 @@ std::string programToJson(const Program &program) {
     }
     steps.push_back(entry);
   }
+  json devices = json::array();
+  for (const hetc::abi::ProgramDevice &device : program.devices)
+    devices.push_back({{"name", device.name}, {"target", device.target}});
   return json({{"schema", "hetc.program/" +
                               std::to_string(hetc::abi::kProgramVersion)},
+               {"devices", devices},
                {"buffers", buffers},
                {"steps", steps}})
       .dump();
@@ -151,7 +162,47 @@ std::optional<Program> programFromJson(const std::string &text,
     read.fail("steps", "is not a list of 1 to 2^20 steps");
     return std::nullopt;
   }
+  const json &devices = root.value("devices", json());
+  if (!devices.is_array() || devices.empty() || devices.size() > kMaxDevices) {
+    read.fail("devices", "is not a list of 1 to 16 devices");
+    return std::nullopt;
+  }
   Program program;
+  program.devices.clear();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    std::string field = "devices[" + std::to_string(i) + "]";
+    hetc::abi::ProgramDevice device;
+    if (!devices[i].is_object() ||
+        !read.text(devices[i], "name", field, device.name) ||
+        !read.text(devices[i], "target", field, device.target))
+      return std::nullopt;
+    if (std::find(std::begin(kTargetNames), std::end(kTargetNames),
+                  device.target) == std::end(kTargetNames)) {
+      read.fail(field + ".target", "is \"" + printable(device.target) +
+                                       "\", not x86 or spirv");
+      return std::nullopt;
+    }
+    if (device.name.empty() && devices.size() > 1) {
+      read.fail(field + ".name", "is empty in a program of several devices");
+      return std::nullopt;
+    }
+    for (const hetc::abi::ProgramDevice &earlier : program.devices)
+      if (earlier.name == device.name) {
+        read.fail(field + ".name", "names a device listed before");
+        return std::nullopt;
+      }
+    program.devices.push_back(std::move(device));
+  }
+  auto deviceIndex = [&](const json &entry, const std::string &field,
+                         int &out) {
+    const json &index = entry.value("device", json());
+    if (!index.is_number_integer() || index.get<int64_t>() < 0 ||
+        index.get<int64_t>() >= static_cast<int64_t>(program.devices.size()))
+      return read.fail(field + ".device", "names a device that is not in "
+                                          "\"devices\"");
+    out = index.get<int>();
+    return true;
+  };
   for (size_t i = 0; i < buffers.size(); ++i) {
     std::string field = "buffers[" + std::to_string(i) + "]";
     const json &entry = buffers[i];
@@ -172,6 +223,8 @@ std::optional<Program> programFromJson(const std::string &text,
       return std::nullopt;
     }
     buffer.role = static_cast<BufferRole>(found);
+    if (!deviceIndex(entry, field, buffer.device))
+      return std::nullopt;
     if (buffer.role == BufferRole::Weight &&
         !read.text(entry, "weight", field, buffer.weight))
       return std::nullopt;
@@ -182,7 +235,8 @@ std::optional<Program> programFromJson(const std::string &text,
     const json &entry = steps[i];
     ProgramStep step;
     std::string kind;
-    if (!entry.is_object() || !read.text(entry, "kind", field, kind))
+    if (!entry.is_object() || !read.text(entry, "kind", field, kind) ||
+        !deviceIndex(entry, field, step.device))
       return std::nullopt;
     const json &indices = entry.value("buffers", json());
     if (!indices.is_array() || indices.size() > kMaxListed) {
@@ -197,7 +251,19 @@ std::optional<Program> programFromJson(const std::string &text,
       }
       step.buffers.push_back(index.get<int32_t>());
     }
-    if (kind == "rope-table") {
+    if (kind == "transfer") {
+      step.kind = StepKind::Transfer;
+      ProgramValue bytes;
+      if (!read.value(entry.value("bytes", json()), field + ".bytes", bytes))
+        return std::nullopt;
+      if (step.buffers.size() != 2 || step.buffers[0] == step.buffers[1] ||
+          program.buffers[step.buffers[1]].device != step.device) {
+        read.fail(field, "is not a transfer from one buffer to another on "
+                         "the step's device");
+        return std::nullopt;
+      }
+      step.params.push_back(bytes);
+    } else if (kind == "rope-table") {
       step.kind = StepKind::RopeTable;
       const json &theta = entry.value("theta", json());
       const json &rotary = entry.value("rotary_dim", json());
@@ -243,7 +309,7 @@ std::optional<Program> programFromJson(const std::string &text,
           return std::nullopt;
     } else {
       read.fail(field + ".kind", "is \"" + printable(kind) +
-                                     "\", not dispatch or rope-table");
+                                     "\", not dispatch, transfer or rope-table");
       return std::nullopt;
     }
     program.steps.push_back(std::move(step));

@@ -541,6 +541,8 @@ const char *roleName(BufferRole role) {
     return "rope-table";
   case BufferRole::Logits:
     return "logits";
+  case BufferRole::WeightFile:
+    return "weight-file";
   }
   return "?";
 }

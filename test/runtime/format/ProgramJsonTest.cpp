@@ -24,7 +24,9 @@ Program sampleProgram() {
       {"token_embd.weight", BufferRole::Weight, ProgramValue::fixed(2048),
        "token_embd.weight"},
       {"rope.0", BufferRole::RopeTable, ProgramValue::tokens(32), ""},
-      {"logits", BufferRole::Logits, ProgramValue::fixed(128), ""}};
+      {"logits", BufferRole::Logits, ProgramValue::fixed(128), ""},
+      {"logits.cpu0", BufferRole::Activation, ProgramValue::fixed(128), "", 1}};
+  program.devices = {{"vulkan0", "spirv"}, {"cpu0", "x86"}};
   hetc::abi::ProgramStep table;
   table.kind = StepKind::RopeTable;
   table.buffers = {3, 1};
@@ -37,7 +39,12 @@ Program sampleProgram() {
   gather.params = {ProgramValue::fixed(16), ProgramValue{-1, 1, 0, 1},
                    ProgramValue::keys()};
   gather.grid[0] = ProgramValue{0, 64, 0, 256};
-  program.steps = {table, gather};
+  hetc::abi::ProgramStep transfer;
+  transfer.kind = StepKind::Transfer;
+  transfer.device = 1;
+  transfer.buffers = {4, 5};
+  transfer.params = {ProgramValue::fixed(128)};
+  program.steps = {table, gather, transfer};
   return program;
 }
 
@@ -58,6 +65,10 @@ TEST(ProgramJson, RoundTrips) {
   EXPECT_EQ(read->steps[1].grid[0].at(5, 0), 2); // ceil(320 / 256)
   EXPECT_EQ(read->steps[1].params[1].at(5, 9), 4);
   EXPECT_EQ(read->buffers[2].weight, "token_embd.weight");
+  EXPECT_EQ(read->devices[1].name, "cpu0");
+  EXPECT_EQ(read->buffers[5].device, 1);
+  EXPECT_EQ(read->steps[2].kind, StepKind::Transfer);
+  EXPECT_EQ(read->steps[2].params[0].at(1, 1), 128);
 }
 
 TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
@@ -66,7 +77,7 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
     const char *message;
   } cases[] = {
       {[](nlohmann::json &p) { p["schema"] = "hetc.program/0"; },
-       "field \"schema\" is not \"hetc.program/1\""},
+       "field \"schema\" is not \"hetc.program/2\""},
       {[](nlohmann::json &p) { p["buffers"][0]["role"] = "scratch"; },
        "field \"buffers[0].role\" is \"scratch\", not a role"},
       {[](nlohmann::json &p) { p["buffers"][2].erase("weight"); },
@@ -79,10 +90,27 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
        "field \"buffers[4].bytes\" holds a value that is not a whole number within"},
       {[](nlohmann::json &p) { p["steps"][1]["grid"][0][3] = 0; },
        "field \"steps[1].grid[0]\" has a divisor below 1"},
-      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 5; },
+      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 6; },
        "field \"steps[1].buffers\" names a buffer that does not exist"},
-      {[](nlohmann::json &p) { p["steps"][1]["kind"] = "transfer"; },
-       "field \"steps[1].kind\" is \"transfer\", not dispatch or rope-table"},
+      {[](nlohmann::json &p) { p["steps"][1]["kind"] = "move"; },
+       "field \"steps[1].kind\" is \"move\", not dispatch, transfer or "
+       "rope-table"},
+      {[](nlohmann::json &p) {
+         p["steps"][1]["kind"] = "transfer";
+         p["steps"][1]["bytes"] = {4, 0, 0, 1};
+       },
+       "field \"steps[1]\" is not a transfer from one buffer to another on "
+       "the step's device"},
+      {[](nlohmann::json &p) { p["steps"][2]["device"] = 0; },
+       "field \"steps[2]\" is not a transfer from one buffer to another"},
+      {[](nlohmann::json &p) { p["buffers"][1]["device"] = 2; },
+       "field \"buffers[1].device\" names a device that is not in"},
+      {[](nlohmann::json &p) { p["devices"][1]["target"] = "cuda"; },
+       "field \"devices[1].target\" is \"cuda\", not x86 or spirv"},
+      {[](nlohmann::json &p) { p["devices"][1]["name"] = "vulkan0"; },
+       "field \"devices[1].name\" names a device listed before"},
+      {[](nlohmann::json &p) { p["devices"][0]["name"] = ""; },
+       "field \"devices[0].name\" is empty in a program of several devices"},
       {[](nlohmann::json &p) { p["steps"][0]["rotary_dim"] = 9; },
        "field \"steps[0]\" is not a RoPE table"},
       {[](nlohmann::json &p) { p["steps"][0]["theta"] = 1e300; },
@@ -95,7 +123,8 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
   };
   for (const Case &c : cases) {
     std::string error;
-    EXPECT_FALSE(programFromJson(mutated(c.change), "p.json", error));
+    EXPECT_FALSE(programFromJson(mutated(c.change), "p.json", error))
+        << c.message;
     EXPECT_NE(error.find(std::string("p.json: ") + c.message),
               std::string::npos)
         << error;
