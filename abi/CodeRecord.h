@@ -33,6 +33,26 @@ inline constexpr const char *kEntryWrapperPrefix = "hetc_entry_";
 inline constexpr const char *kPrefillEntrySymbol = "hetc_entry_prefill";
 inline constexpr const char *kDecodeEntrySymbol = "hetc_entry_decode";
 
+/// Segment entry points: the code the x86 target compiles for the CPU
+/// segments of a partitioned model (a program's dispatches on the CPU). Each
+/// exports, beside its wrapper, a constant int64 array named by this prefix
+/// and the entry's name that describes the buffers it takes, so the runtime
+/// checks a program's bindings against the code itself: the count, then per
+/// binding its kind (SegmentBindingKind), element bytes, rank and sizes
+/// (-1 for a dynamic size, which the dispatch gives).
+inline constexpr const char *kSegmentSignaturePrefix = "hetc_signature_";
+/// The function attribute that makes a function a segment entry point.
+inline constexpr const char *kSegmentEntryAttrName = "hetc.segment_entry";
+enum class SegmentBindingKind : int64_t {
+  /// An activation, a KV cache, token ids or positions, the logits.
+  Tensor = 0,
+  /// The model file's tensor data, read at compiled offsets; its size is
+  /// the bound buffer's.
+  ModelWeights = 1,
+};
+/// Bindings one segment entry may take (far past any segment's).
+inline constexpr int64_t kMaxSegmentBindings = 256;
+
 /// The module attribute through which the compiler hands the model file's
 /// hash (16 hex digits) to the pass that writes the record.
 inline constexpr const char *kModelHashAttrName = "hetc.model_hash";

@@ -24,9 +24,14 @@ namespace {
 /// The argument attribute the llm → linalg conversion puts on the weight data.
 constexpr llvm::StringLiteral kWeightsArgAttrName = "llm.weights";
 
+bool isSegmentEntry(func::FuncOp func) {
+  return func->hasAttr(hetrt::format::kSegmentEntryAttrName);
+}
+
 bool isModelEntry(func::FuncOp func) {
-  return !func.isExternal() && func.getNumArguments() > 0 &&
-         func.getArgAttr(0, kWeightsArgAttrName);
+  return !func.isExternal() &&
+         (isSegmentEntry(func) || (func.getNumArguments() > 0 &&
+                                   func.getArgAttr(0, kWeightsArgAttrName)));
 }
 
 struct PrepareEntriesPass
@@ -46,11 +51,28 @@ using CodeRecord = std::array<int64_t, hetrt::format::kCodeRecordLength>;
 /// The shapes an exported entry point assumes, read off its buffer arguments:
 /// the KV caches (memref<2xCxKxDxT>, one per layer) and the logits, its last
 /// buffer (memref<NxVxf32>). Fails with a diagnostic when they are not static.
-FailureOr<CodeRecord> recordOf(func::FuncOp func) {
+/// The record's magic, ABI version and model hash, its shapes zero.
+FailureOr<CodeRecord> baseRecord(ModuleOp module) {
   using namespace hetrt::format;
   CodeRecord record{};
   record[CodeRecordMagic] = kCodeRecordMagic;
   record[CodeRecordAbiVersion] = kKernelAbiVersion;
+  if (auto hash = module->getAttrOfType<StringAttr>(kModelHashAttrName)) {
+    uint64_t value = 0;
+    if (hash.getValue().getAsInteger(16, value))
+      return module.emitOpError()
+             << kModelHashAttrName << " must be 16 hex digits, not " << hash;
+    record[CodeRecordModelHash] = static_cast<int64_t>(value);
+  }
+  return record;
+}
+
+FailureOr<CodeRecord> recordOf(func::FuncOp func) {
+  using namespace hetrt::format;
+  FailureOr<CodeRecord> base = baseRecord(func->getParentOfType<ModuleOp>());
+  if (failed(base))
+    return failure();
+  CodeRecord record = *base;
   MemRefType logits;
   for (BlockArgument argument : func.getArguments()) {
     auto type = dyn_cast<MemRefType>(argument.getType());
@@ -87,16 +109,43 @@ FailureOr<CodeRecord> recordOf(func::FuncOp func) {
            << "must take the logits as its last buffer argument, a static "
               "memref<NxVxf32>";
   record[CodeRecordVocabSize] = logits.getDimSize(1);
-  if (auto hash = func->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(
-          kModelHashAttrName)) {
-    uint64_t value = 0;
-    if (hash.getValue().getAsInteger(16, value))
-      return func->getParentOfType<ModuleOp>().emitOpError()
-             << kModelHashAttrName << " must be 16 hex digits, not "
-             << hash;
-    record[CodeRecordModelHash] = static_cast<int64_t>(value);
-  }
   return record;
+}
+
+/// A segment entry's signature (abi/CodeRecord.h): its buffers' kinds,
+/// element bytes and shapes. Fails with a diagnostic on an argument that is
+/// not a memref of identity layout with whole-byte elements.
+FailureOr<SmallVector<int64_t>> signatureOf(func::FuncOp func) {
+  using hetrt::format::SegmentBindingKind;
+  SmallVector<int64_t> signature = {0};
+  for (BlockArgument argument : func.getArguments()) {
+    if (func.getArgAttr(argument.getArgNumber(),
+                        hetc::x86::kRuntimeArgAttrName))
+      continue;
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() ||
+        type.getElementType().getIntOrFloatBitWidth() % 8 != 0)
+      return func.emitOpError()
+             << "argument " << argument.getArgNumber() << " of type "
+             << argument.getType()
+             << " is not a buffer of whole-byte elements the runtime can "
+                "bind";
+    bool weights = func.getArgAttr(argument.getArgNumber(),
+                                   kWeightsArgAttrName) != nullptr;
+    signature.push_back(static_cast<int64_t>(
+        weights ? SegmentBindingKind::ModelWeights
+                : SegmentBindingKind::Tensor));
+    signature.push_back(type.getElementType().getIntOrFloatBitWidth() / 8);
+    signature.push_back(type.getRank());
+    for (int64_t size : type.getShape())
+      signature.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    ++signature[0];
+  }
+  if (signature[0] > hetrt::format::kMaxSegmentBindings)
+    return func.emitOpError() << "takes " << signature[0]
+                              << " buffers, more than a segment may";
+  return signature;
 }
 
 struct ExportEntriesPass
@@ -104,6 +153,7 @@ struct ExportEntriesPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     std::optional<CodeRecord> record;
+    bool anySegment = false;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(hetc::x86::kEntryAttrName))
         continue;
@@ -113,6 +163,16 @@ struct ExportEntriesPass
             << " value(s); run buffer-results-to-out-params first so the "
                "runtime can pass every buffer in";
         return signalPassFailure();
+      }
+      if (isSegmentEntry(func)) {
+        FailureOr<SmallVector<int64_t>> signature = signatureOf(func);
+        if (failed(signature))
+          return signalPassFailure();
+        writeConstant(hetrt::format::kSegmentSignaturePrefix +
+                          func.getName().str(),
+                      *signature);
+        anySegment = true;
+        continue;
       }
       FailureOr<CodeRecord> entryRecord = recordOf(func);
       if (failed(entryRecord))
@@ -124,8 +184,16 @@ struct ExportEntriesPass
       }
       record = *entryRecord;
     }
+    // Segment code alone records the ABI and the model it reads; its shapes
+    // are in the signatures.
+    if (!record && anySegment) {
+      FailureOr<CodeRecord> segmentRecord = baseRecord(getOperation());
+      if (failed(segmentRecord))
+        return signalPassFailure();
+      record = *segmentRecord;
+    }
     if (record)
-      writeRecord(*record);
+      writeConstant(hetrt::format::kCodeRecordSymbol, *record);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(hetc::x86::kEntryAttrName))
         continue;
@@ -145,12 +213,13 @@ struct ExportEntriesPass
     }
   }
 
-  /// The record as an exported constant array, which the runtime finds with
-  /// dlsym; a record already present (the pass run twice) is replaced.
-  void writeRecord(const CodeRecord &record) {
+  /// `values` as an exported constant array, which the runtime finds with
+  /// dlsym; one already present (the pass run twice) is replaced.
+  void writeConstant(const std::string &symbol,
+                     llvm::ArrayRef<int64_t> record) {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (Operation *old = module.lookupSymbol(hetrt::format::kCodeRecordSymbol))
+    if (Operation *old = module.lookupSymbol(symbol))
       old->erase();
     auto i64 = IntegerType::get(ctx, 64);
     auto values = DenseIntElementsAttr::get(
@@ -160,7 +229,7 @@ struct ExportEntriesPass
     LLVM::GlobalOp::create(builder, module.getLoc(),
                            LLVM::LLVMArrayType::get(i64, record.size()),
                            /*isConstant=*/true, LLVM::Linkage::External,
-                           hetrt::format::kCodeRecordSymbol, values);
+                           symbol, values);
   }
 };
 

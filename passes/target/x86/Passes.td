@@ -8,7 +8,8 @@ def HetcX86PrepareEntriesPass
     : Pass<"hetc-x86-prepare-entries", "mlir::ModuleOp"> {
   let summary = "Mark model entry points private for bufferization's ABI passes";
   let description = [{
-    The model's entry points (functions with a `llm.weights` argument) are
+    The model's entry points (functions with a `llm.weights` argument, and
+    segment entry points tagged `hetc.segment_entry`) are
     marked private and tagged `hetc.entry`, so that, after one-shot
     bufferization, `drop-equivalent-buffer-results` can drop the KV caches
     they return (updated in place) and `buffer-results-to-out-params` can turn
@@ -46,6 +47,16 @@ def HetcX86ExportEntriesPass
     llvm.mlir.global external constant @hetc_code_record(dense<[magic, 2,
         512, 5, 4, 8, 512, 4]> : tensor<8xi64>) : !llvm.array<8 x i64>
     ```
+
+    Segment entry points (`hetc.segment_entry`: the code of a CPU segment of
+    a partitioned model, which takes activations in and out instead of
+    tokens to logits) are exported the same way, each with its own
+    signature instead of the model's shapes: an exported constant
+    `@hetc_signature_<name>` holding the count of its buffers, then per
+    buffer its kind (0 a tensor, 1 the model's weights), element bytes, rank
+    and sizes (-1 where dynamic). The runtime checks every dispatch's buffers
+    against it. A module of segment entries alone records only the magic
+    number, the ABI version and the model hash.
 
     Fails if an entry point still returns values (the runtime passes every
     buffer in, so results must have become output arguments), if its last

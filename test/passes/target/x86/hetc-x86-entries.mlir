@@ -24,3 +24,26 @@ func.func @entry(%w: memref<?xi8> {llm.weights}, %t: memref<?xi32>,
 func.func @helper(%x: memref<4xf32>) {
   return
 }
+
+// -----
+
+// Segment entry points (hetc.segment_entry: code for a CPU segment of a
+// partitioned model) need no logits: each exports the signature of its
+// buffers (count; then kind, element bytes, rank and sizes, -1 dynamic),
+// and the record keeps the ABI and the model hash only.
+// PREPARE-LABEL: func.func private @prefill_seg0
+// PREPARE-SAME: attributes {hetc.entry, hetc.segment_entry}
+// EXPORT-LABEL: func.func @prefill_seg0
+// EXPORT-SAME: %{{.+}}: !llvm.ptr {hetc.runtime})
+// EXPORT: llvm.mlir.global external constant @hetc_signature_prefill_seg0(dense<[3, 1, 1, 1, -1, 0, 4, 2, -1, 64, 0, 4, 4, 2, 8, 4, 16]> : tensor<17xi64>)
+// EXPORT: llvm.mlir.global external constant @hetc_signature_prefill_seg1(dense<[1, 0, 2, 1, -1]> : tensor<5xi64>)
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 4, 0, 0, 0, 0, 0, 0, 81985529216486895]> : tensor<9xi64>)
+module attributes {hetc.model_hash = "0123456789abcdef"} {
+  func.func @prefill_seg0(%w: memref<?xi8> {llm.weights}, %x: memref<?x64xf32>,
+                          %c: memref<2x8x4x16xf32>) attributes {hetc.segment_entry} {
+    return
+  }
+  func.func @prefill_seg1(%x: memref<?xf16>) attributes {hetc.segment_entry} {
+    return
+  }
+}

@@ -47,3 +47,12 @@ func.func @decode(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
                   %out: memref<1x301xf32>) {
   return
 }
+
+// -----
+
+// A segment entry's buffers are bound by the runtime from their signature:
+// a strided view has no place in it.
+// expected-error @+1 {{argument 0 of type 'memref<4xf32, strided<[2]>>' is not a buffer of whole-byte elements the runtime can bind}}
+func.func @prefill_seg0(%x: memref<4xf32, strided<[2]>>) attributes {hetc.segment_entry} {
+  return
+}
