@@ -99,6 +99,12 @@ struct KernelSignature {
 enum class ExecutableFormat {
   /// A SPIR-V module for a Vulkan compute device.
   SpirV,
+  /// An x86-64 ELF shared object of segment entry points (the code the x86
+  /// target compiles for a program's CPU segments; abi/CodeRecord.h). Each
+  /// kernel takes its buffers as memref descriptors shaped by the signature
+  /// the code exports, and its push constants are the int64 sizes of the
+  /// dynamic dimensions of those buffers, in order.
+  X86SharedObject,
 };
 
 /// Code loaded on a device, ready to dispatch: pipelines are built once, at
@@ -171,6 +177,13 @@ public:
   virtual std::unique_ptr<Queue> createQueue(Error &error) = 0;
   virtual std::shared_ptr<Event> createEvent(uint64_t initialValue,
                                              Error &error) = 0;
+  /// A buffer over host memory the caller owns and keeps valid and
+  /// unchanged while the buffer lives (a mapped model file), read-only to the
+  /// device: work that writes it is refused. Devices that cannot read host
+  /// memory in place refuse (Unsupported); copy into a buffer instead.
+  virtual std::shared_ptr<Buffer> importHostMemory(const void *host,
+                                                   uint64_t size,
+                                                   Error &error);
   /// Whether the device runs code of `format`.
   virtual bool runs(ExecutableFormat format) const = 0;
   /// Loads `code` (of `format`) with the signatures of its kernels; refuses

@@ -5,6 +5,7 @@
 
 #include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/backends/vulkan/VulkanDevice.h"
+#include "runtime/hal/SerialQueue.h"
 
 namespace hetrt::hal {
 
@@ -40,3 +41,11 @@ enumerateDevices(std::vector<std::string> *unavailable) {
 }
 
 } // namespace hetrt::hal
+
+std::shared_ptr<hetrt::hal::Buffer>
+hetrt::hal::Device::importHostMemory(const void *, uint64_t, Error &error) {
+  failWith(error, core::Failure::Unsupported,
+           info().name + " cannot read host memory in place; copy it into a "
+                         "buffer of the device");
+  return nullptr;
+}

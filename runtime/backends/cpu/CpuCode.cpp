@@ -59,28 +59,26 @@ std::vector<std::string> splitFeatures(std::string_view text) {
 
 /// Checks the host against the features the code itself says it uses, so a
 /// manifest that understates them cannot make the host fault.
-bool checkRequirements(void *handle, const format::PackFile &pack,
-                       const format::CodeVariant &variant,
+bool checkRequirements(void *handle, const std::string &origin,
+                       const std::vector<std::string> &claimed,
                        std::string &error, core::Failure &failure) {
   size_t size = 0;
   const char *text =
       dataSymbol(handle, format::kCodeRequiresSymbol, size);
   if (!text || size == 0 || text[size - 1] != '\0') {
-    error = pack.path() + ": the code of variant \"" + variant.name +
-            "\" does not say which CPU features it uses (an older hetc wrote "
+    error = origin +
+            " does not say which CPU features it uses (an older hetc wrote "
             "it, or the pack was altered); compile the model again with "
             "`hetc compile`";
     return false;
   }
-  std::vector<std::string> needed = splitFeatures(text);
-  for (const std::string &feature : needed) {
+  for (const std::string &feature : splitFeatures(text)) {
     if (core::hostSupports({feature}))
       continue;
     std::string listed;
-    for (const std::string &name : variant.requires_)
+    for (const std::string &name : claimed)
       listed += (listed.empty() ? "" : ", ") + name;
-    error = pack.path() + ": the code of variant \"" + variant.name +
-            "\" uses CPU feature \"" + feature +
+    error = origin + " uses CPU feature \"" + feature +
             "\", which this CPU lacks, though the manifest lists only [" +
             listed + "]; the manifest does not describe this code (compile "
             "the model again with `hetc compile`)";
@@ -90,15 +88,11 @@ bool checkRequirements(void *handle, const format::PackFile &pack,
   return true;
 }
 
-/// Reads the code's record and compares it with the manifest.
-bool checkRecord(void *handle, const format::PackFile &pack,
-                 const format::Manifest &manifest,
-                 const format::CodeVariant &variant,
-                 std::array<int64_t, format::kCodeRecordLength> &record,
-                 std::string &error) {
+/// Reads the code's record: its magic number and kernel ABI version.
+bool readRecord(void *handle, const std::string &origin,
+                std::array<int64_t, format::kCodeRecordLength> &record,
+                std::string &error) {
   using namespace format;
-  const std::string origin =
-      pack.path() + ": the code of variant \"" + variant.name + "\"";
   size_t size = 0;
   const char *bytes = dataSymbol(handle, kCodeRecordSymbol, size);
   int64_t values[kCodeRecordLength] = {};
@@ -119,6 +113,38 @@ bool checkRecord(void *handle, const format::PackFile &pack,
             "; compile the model again with this hetc";
     return false;
   }
+  return true;
+}
+
+} // namespace
+
+bool checkModelHash(const std::array<int64_t, format::kCodeRecordLength> &record,
+                    const std::string &origin, const std::string &weightsHash,
+                    std::string &error) {
+  using namespace format;
+  if (static_cast<uint64_t>(record[CodeRecordModelHash]) ==
+      std::strtoull(weightsHash.c_str(), nullptr, 16))
+    return true;
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(record[CodeRecordModelHash]));
+  error = origin + " was compiled for the model with content hash " + text +
+          ", not the " + format::printable(weightsHash) +
+          " the manifest names; the code belongs to another model (compile "
+          "the model again with `hetc compile`)";
+  return false;
+}
+
+namespace {
+
+/// Compares the code's record with the manifest.
+bool checkRecord(const std::array<int64_t, format::kCodeRecordLength> &record,
+                 const format::PackFile &pack,
+                 const format::Manifest &manifest,
+                 const format::CodeVariant &variant, std::string &error) {
+  using namespace format;
+  const std::string origin =
+      pack.path() + ": the code of variant \"" + variant.name + "\"";
   struct Field {
     const char *name;
     int64_t manifestValue;
@@ -133,17 +159,8 @@ bool checkRecord(void *handle, const format::PackFile &pack,
       {"model.kv_element_type (bytes)", manifest.kvElementBytes(),
        CodeRecordKvElementBytes},
   };
-  if (static_cast<uint64_t>(record[CodeRecordModelHash]) !=
-      std::strtoull(manifest.weightsHash.c_str(), nullptr, 16)) {
-    char text[17];
-    std::snprintf(text, sizeof(text), "%016llx",
-                  static_cast<unsigned long long>(record[CodeRecordModelHash]));
-    error = origin + " was compiled for the model with content hash " + text +
-            ", not the " + format::printable(manifest.weightsHash) +
-            " the manifest names; the code belongs to another model (compile "
-            "the model again with `hetc compile`)";
+  if (!checkModelHash(record, origin, manifest.weightsHash, error))
     return false;
-  }
   for (const Field &f : fields) {
     if (f.manifestValue == record[f.field])
       continue;
@@ -159,6 +176,78 @@ bool checkRecord(void *handle, const format::PackFile &pack,
 }
 
 } // namespace
+
+std::unique_ptr<CodeImage> CodeImage::load(std::string_view image,
+                                           const std::string &origin,
+                                           const std::vector<std::string> &claimed,
+                                           std::string &error,
+                                           core::Failure &failure) {
+  failure = core::Failure::InvalidInput;
+  std::string why;
+  if (!checkElfImage(image, why)) {
+    error = origin + " " + why +
+            "; the pack is damaged or was altered (compile the model again "
+            "with `hetc compile`)";
+    return nullptr;
+  }
+  std::unique_ptr<CodeImage> loaded(new CodeImage());
+  loaded->fd_ = memfd_create("hetc-model-code", MFD_CLOEXEC);
+  if (loaded->fd_ < 0) {
+    error = std::string("cannot create an in-memory file for the model code: ") +
+            std::strerror(errno);
+    failure = core::Failure::Unavailable;
+    return nullptr;
+  }
+  size_t written = 0;
+  while (written < image.size()) {
+    ssize_t n = ::write(loaded->fd_, image.data() + written,
+                        image.size() - written);
+    if (n <= 0) {
+      error = std::string("cannot write the model code: ") +
+              std::strerror(errno);
+      failure = core::Failure::Unavailable;
+      return nullptr;
+    }
+    written += static_cast<size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(loaded->fd_);
+  loaded->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!loaded->handle_) {
+    error = origin + " cannot be loaded: " + dlerror();
+    return nullptr;
+  }
+  if (!readRecord(loaded->handle_, origin, loaded->record_, error) ||
+      !checkRequirements(loaded->handle_, origin, claimed, error, failure))
+    return nullptr;
+  // Code generated with routed allocations exports a table for the buffer
+  // allocator; older code without it keeps the C library's.
+  size_t tableSize = 0;
+  if (const char *table = dataSymbol(loaded->handle_, "hetc_buffer_allocator",
+                                     tableSize);
+      table && tableSize >= 2 * sizeof(void *)) {
+    auto *slots = reinterpret_cast<void **>(const_cast<char *>(table));
+    slots[0] = reinterpret_cast<void *>(&allocateBuffer);
+    slots[1] = reinterpret_cast<void *>(&releaseBuffer);
+  }
+  return loaded;
+}
+
+EntryFunction CodeImage::function(const std::string &name) const {
+  size_t size = 0;
+  const void *address = typedSymbol(handle_, name.c_str(), STT_FUNC, size);
+  return reinterpret_cast<EntryFunction>(const_cast<void *>(address));
+}
+
+const char *CodeImage::data(const std::string &name, size_t &size) const {
+  return dataSymbol(handle_, name.c_str(), size);
+}
+
+CodeImage::~CodeImage() {
+  if (handle_)
+    dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
 
 std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
                                        const format::Manifest &manifest,
@@ -184,78 +273,28 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
             "\" for variant \"" + chosen->name + "\" but the pack lacks it";
     return nullptr;
   }
-  std::string why;
-  if (!checkElfImage(*code, why)) {
-    error = pack.path() + ": the code of variant \"" + chosen->name + "\" " +
-            why + "; the pack is damaged or was altered (compile the model "
-                  "again with `hetc compile`)";
-    return nullptr;
-  }
   std::unique_ptr<CpuCode> loaded(new CpuCode());
   loaded->variant_ = chosen->name;
-  loaded->fd_ = memfd_create("hetc-model-code", MFD_CLOEXEC);
-  if (loaded->fd_ < 0) {
-    error = std::string("cannot create an in-memory file for the model code: ") +
-            std::strerror(errno);
-    failure = core::Failure::Unavailable;
+  const std::string origin =
+      pack.path() + ": the code of variant \"" + chosen->name + "\"";
+  loaded->image_ =
+      CodeImage::load(*code, origin, chosen->requires_, error, failure);
+  if (!loaded->image_ ||
+      !checkRecord(loaded->image_->record(), pack, manifest, *chosen, error))
     return nullptr;
-  }
-  size_t written = 0;
-  while (written < code->size()) {
-    ssize_t n = ::write(loaded->fd_, code->data() + written,
-                        code->size() - written);
-    if (n <= 0) {
-      error = std::string("cannot write the model code: ") +
-              std::strerror(errno);
-      failure = core::Failure::Unavailable;
-      return nullptr;
-    }
-    written += static_cast<size_t>(n);
-  }
-  std::string path = "/proc/self/fd/" + std::to_string(loaded->fd_);
-  loaded->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!loaded->handle_) {
-    error = pack.path() + ": cannot load the code of variant \"" +
-            chosen->name + "\": " + dlerror();
-    return nullptr;
-  }
-  if (!checkRecord(loaded->handle_, pack, manifest, *chosen,
-                   loaded->record_, error) ||
-      !checkRequirements(loaded->handle_, pack, *chosen, error, failure))
-    return nullptr;
-  // Code generated with routed allocations exports a table for the buffer
-  // allocator; older code without it keeps the C library's.
-  size_t tableSize = 0;
-  if (const char *table = dataSymbol(loaded->handle_, "hetc_buffer_allocator",
-                                     tableSize);
-      table && tableSize >= 2 * sizeof(void *)) {
-    auto *slots = reinterpret_cast<void **>(const_cast<char *>(table));
-    slots[0] = reinterpret_cast<void *>(&allocateBuffer);
-    slots[1] = reinterpret_cast<void *>(&releaseBuffer);
-  }
   auto resolve = [&](const std::string &symbol) -> EntryFunction {
-    size_t size = 0;
-    const void *address =
-        typedSymbol(loaded->handle_, symbol.c_str(), STT_FUNC, size);
-    if (!address)
-      error = pack.path() + ": the code of variant \"" + chosen->name +
-              "\" lacks entry point \"" + symbol +
+    EntryFunction function = loaded->image_->function(symbol);
+    if (!function)
+      error = origin + " lacks entry point \"" + symbol +
               "\"; the pack is damaged or was altered (compile the model "
               "again with `hetc compile`)";
-    return reinterpret_cast<EntryFunction>(const_cast<void *>(address));
+    return function;
   };
   loaded->prefill_ = resolve(manifest.prefillSymbol);
   loaded->decode_ = resolve(manifest.decodeSymbol);
   if (!loaded->prefill_ || !loaded->decode_)
     return nullptr;
   return loaded;
-}
-
-CpuCode::~CpuCode() {
-  if (handle_)
-    dlclose(handle_);
-  if (fd_ >= 0)
-    ::close(fd_);
 }
 
 } // namespace hetrt::cpu

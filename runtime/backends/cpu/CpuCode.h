@@ -11,6 +11,9 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
+#include <vector>
 
 namespace hetrt::cpu {
 
@@ -19,7 +22,49 @@ namespace hetrt::cpu {
 /// one KV cache per layer, logits).
 using EntryFunction = void (*)(void **descriptors);
 
-/// A loaded code variant. Unloads the code when destroyed.
+/// x86 code hetc compiled, loaded from memory: the shared object's handle,
+/// its symbols, and the record it carries. Unloads the code when destroyed.
+class CodeImage {
+public:
+  /// Checks `image` structurally (ElfImage.h), loads it, checks its record's
+  /// magic number and kernel ABI version and the host's CPU features against
+  /// the ones the code says it uses (`claimed`: the ones the manifest
+  /// lists, for the message), and routes its buffer allocations to the
+  /// runtime's cache. `origin` names the code in messages ("PACK: the code
+  /// of variant \"x86-64-v2\""). Null with `error` and `failure` set.
+  static std::unique_ptr<CodeImage> load(std::string_view image,
+                                         const std::string &origin,
+                                         const std::vector<std::string> &claimed,
+                                         std::string &error,
+                                         core::Failure &failure);
+  ~CodeImage();
+  CodeImage(const CodeImage &) = delete;
+  CodeImage &operator=(const CodeImage &) = delete;
+
+  /// The function `name`, or null when the code exports no such function.
+  EntryFunction function(const std::string &name) const;
+  /// The constant `name` and its bytes, or null when the code exports no
+  /// such object.
+  const char *data(const std::string &name, size_t &size) const;
+  const std::array<int64_t, format::kCodeRecordLength> &record() const {
+    return record_;
+  }
+
+private:
+  CodeImage() = default;
+  void *handle_ = nullptr;
+  int fd_ = -1;
+  std::array<int64_t, format::kCodeRecordLength> record_{};
+};
+
+/// Whether `record` names the model file of content hash `weightsHash` (16
+/// hex digits, as the manifest gives it): code reads its weights at the
+/// offsets of the file it was compiled for. Sets `error` naming `origin`.
+bool checkModelHash(const std::array<int64_t, format::kCodeRecordLength> &record,
+                    const std::string &origin, const std::string &weightsHash,
+                    std::string &error);
+
+/// A loaded code variant of a whole model. Unloads the code when destroyed.
 class CpuCode {
 public:
   /// Picks the first variant of `manifest` the host supports and loads it from
@@ -32,7 +77,6 @@ public:
                                        const format::Manifest &manifest,
                                        std::string &error,
                                        core::Failure &failure);
-  ~CpuCode();
   CpuCode(const CpuCode &) = delete;
   CpuCode &operator=(const CpuCode &) = delete;
 
@@ -41,17 +85,15 @@ public:
   EntryFunction decode() const { return decode_; }
   /// What the code was compiled for, indexed by format::CodeRecordField.
   const std::array<int64_t, format::kCodeRecordLength> &record() const {
-    return record_;
+    return image_->record();
   }
 
 private:
   CpuCode() = default;
   std::string variant_;
-  void *handle_ = nullptr;
-  int fd_ = -1;
+  std::unique_ptr<CodeImage> image_;
   EntryFunction prefill_ = nullptr;
   EntryFunction decode_ = nullptr;
-  std::array<int64_t, format::kCodeRecordLength> record_{};
 };
 
 } // namespace hetrt::cpu

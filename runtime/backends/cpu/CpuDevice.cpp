@@ -1,10 +1,16 @@
-// The CPU device: buffers from aligned host allocations; its queues are
-// serial queues (hal/SerialQueue.h) whose work is plain memory operations.
+// The CPU device: buffers from aligned host allocations (or the caller's
+// host memory, read-only); its queues are serial queues (hal/SerialQueue.h)
+// whose work is memory operations and calls of the segment code the x86
+// target compiled, which spreads over a thread pool of the queue's.
 #include "runtime/backends/cpu/CpuDevice.h"
 
+#include "runtime/backends/cpu/CpuCode.h"
 #include "runtime/core/Limits.h"
+#include "runtime/core/ThreadPool.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/hal/SerialQueue.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -27,14 +33,110 @@ class CpuBuffer final : public hal::Buffer {
 public:
   CpuBuffer(const void *owner, uint64_t size, void *bytes)
       : Buffer(size, 0), owner_(owner), bytes_(bytes) {}
-  ~CpuBuffer() override { std::free(bytes_); }
-  void *hostPointer() override { return bytes_; }
+  /// Host memory of the caller's, read-only to the device.
+  static std::shared_ptr<CpuBuffer> imported(const void *owner, uint64_t size,
+                                             const void *bytes) {
+    auto buffer = std::make_shared<CpuBuffer>(owner, size,
+                                              const_cast<void *>(bytes));
+    buffer->imported_ = true;
+    return buffer;
+  }
+  ~CpuBuffer() override {
+    if (!imported_)
+      std::free(bytes_);
+  }
+  /// Null for imported memory: the host must not write it through the
+  /// device's buffer.
+  void *hostPointer() override { return imported_ ? nullptr : bytes_; }
   const void *owner() const { return owner_; }
   uint8_t *bytes() { return static_cast<uint8_t *>(bytes_); }
+  bool readOnly() const { return imported_; }
 
 private:
   const void *owner_;
   void *bytes_;
+  bool imported_ = false;
+};
+
+/// One buffer of a segment entry point, as its signature describes it.
+struct SegmentBinding {
+  format::SegmentBindingKind kind = format::SegmentBindingKind::Tensor;
+  int64_t elementBytes = 1;
+  /// -1 where dynamic.
+  std::vector<int64_t> sizes;
+};
+
+struct SegmentKernel {
+  EntryFunction entry = nullptr;
+  std::vector<SegmentBinding> bindings;
+  /// Dynamic sizes among the tensor bindings: the push constants' count.
+  size_t dynamicSizes = 0;
+};
+
+/// Reads the signature `values` (abi/CodeRecord.h) of `name`; false with
+/// `why` when it is malformed.
+bool parseSignature(const int64_t *values, size_t count, SegmentKernel &kernel,
+                    std::string &why) {
+  size_t at = 0;
+  auto next = [&](int64_t &out) {
+    if (at >= count)
+      return false;
+    out = values[at++];
+    return true;
+  };
+  int64_t bindings = 0;
+  if (!next(bindings) || bindings < 0 ||
+      bindings > format::kMaxSegmentBindings) {
+    why = "gives no count of 0 to " +
+          std::to_string(format::kMaxSegmentBindings) + " buffers";
+    return false;
+  }
+  for (int64_t b = 0; b < bindings; ++b) {
+    SegmentBinding binding;
+    int64_t kind = 0, rank = 0;
+    if (!next(kind) || !next(binding.elementBytes) || !next(rank) ||
+        (kind != 0 && kind != 1) || binding.elementBytes < 1 ||
+        binding.elementBytes > 16 || rank < 0 || rank > 8 ||
+        (kind == 1 && (rank != 1 || binding.elementBytes != 1))) {
+      why = "describes buffer " + std::to_string(b) +
+            " with a kind, element size or rank out of range";
+      return false;
+    }
+    binding.kind = static_cast<format::SegmentBindingKind>(kind);
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = 0;
+      if (!next(size) || size < -1 || size > (int64_t(1) << 40)) {
+        why = "gives buffer " + std::to_string(b) + " a size out of range";
+        return false;
+      }
+      binding.sizes.push_back(size);
+      if (size == -1 && kind == 0)
+        ++kernel.dynamicSizes;
+    }
+    kernel.bindings.push_back(std::move(binding));
+  }
+  if (at != count) {
+    why = "holds values past its buffers";
+    return false;
+  }
+  return true;
+}
+
+class CpuExecutable final : public hal::Executable {
+public:
+  CpuExecutable(const void *owner, std::vector<hal::KernelSignature> kernels,
+                std::unique_ptr<CodeImage> image,
+                std::vector<SegmentKernel> segments)
+      : Executable(std::move(kernels)), owner_(owner),
+        image_(std::move(image)), segments_(std::move(segments)) {}
+  const void *owner() const { return owner_; }
+  const SegmentKernel &segment(int kernel) const { return segments_[kernel]; }
+  const CodeImage &image() const { return *image_; }
+
+private:
+  const void *owner_;
+  std::unique_ptr<CodeImage> image_;
+  std::vector<SegmentKernel> segments_;
 };
 
 class CpuQueue final : public hal::SerialQueue {
@@ -44,7 +146,7 @@ public:
 
   bool fill(hal::Buffer &buffer, uint64_t offset, uint64_t size,
             uint32_t pattern, int patternBytes, Error &error) override {
-    CpuBuffer *target = own(buffer, "fill", error);
+    CpuBuffer *target = writable(buffer, "fill", error);
     if (!target)
       return false;
     if (patternBytes != 1 && patternBytes != 2 && patternBytes != 4)
@@ -70,7 +172,7 @@ public:
   bool copy(hal::Buffer &source, uint64_t sourceOffset, hal::Buffer &target,
             uint64_t targetOffset, uint64_t size, Error &error) override {
     CpuBuffer *from = own(source, "copy", error);
-    CpuBuffer *to = from ? own(target, "copy", error) : nullptr;
+    CpuBuffer *to = from ? writable(target, "copy", error) : nullptr;
     if (!to || !checkRange("copy (source)", *from, sourceOffset, size, error) ||
         !checkRange("copy (target)", *to, targetOffset, size, error))
       return false;
@@ -89,7 +191,7 @@ public:
 
   bool write(const void *host, hal::Buffer &target, uint64_t targetOffset,
              uint64_t size, Error &error) override {
-    CpuBuffer *to = own(target, "write", error);
+    CpuBuffer *to = writable(target, "write", error);
     if (!to || !checkHost("write", host, size, error) ||
         !checkRange("write", *to, targetOffset, size, error))
       return false;
@@ -125,6 +227,16 @@ private:
     }
     return cpuBuffer;
   }
+  CpuBuffer *writable(hal::Buffer &buffer, const char *what, Error &error) {
+    CpuBuffer *cpuBuffer = own(buffer, what, error);
+    if (cpuBuffer && cpuBuffer->readOnly()) {
+      failWith(error, Failure::InvalidInput,
+               std::string(what) + ": the buffer is imported host memory, "
+                                   "read-only to the device");
+      return nullptr;
+    }
+    return cpuBuffer;
+  }
   static bool checkRange(const char *what, const CpuBuffer &buffer,
                          uint64_t offset, uint64_t size, Error &error) {
     if (hal::rangeInside(offset, size, buffer.size()))
@@ -145,13 +257,105 @@ private:
 
   const void *owner_;
 
+  /// The threads kernels run on, started at the first dispatch.
+  std::unique_ptr<core::ThreadPool> pool_;
+  core::CpuRuntimeInterface runtimeInterface_{};
+
 public:
-  bool dispatch(hal::Executable &, int, const uint32_t[3],
-                const std::vector<hal::Buffer *> &, const std::string &,
-                Error &error) override {
-    return failWith(error, Failure::Unsupported,
-                    "dispatch: cpu0 loads no executables of the device layer; "
-                    "model code runs on the CPU through its sessions");
+  bool dispatch(hal::Executable &executable, int kernel,
+                const uint32_t groups[3],
+                const std::vector<hal::Buffer *> &bindings,
+                const std::string &pushConstants, Error &error) override {
+    auto *code = dynamic_cast<CpuExecutable *>(&executable);
+    if (!code || code->owner() != owner_)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: the executable was not loaded on cpu0");
+    if (kernel < 0 || static_cast<size_t>(kernel) >= code->kernels().size())
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: the executable has no kernel " +
+                          std::to_string(kernel));
+    const std::string &name = code->kernels()[kernel].entryPoint;
+    const SegmentKernel &segment = code->segment(kernel);
+    if (groups[0] != 1 || groups[1] != 1 || groups[2] != 1)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch " + name + ": CPU segment code runs as one "
+                      "workgroup and spreads over the threads itself; give a "
+                      "grid of [1, 1, 1]");
+    if (bindings.size() != segment.bindings.size())
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch " + name + ": takes " +
+                          std::to_string(segment.bindings.size()) +
+                          " buffers, not " + std::to_string(bindings.size()));
+    if (pushConstants.size() != segment.dynamicSizes * 8)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch " + name + ": takes " +
+                          std::to_string(segment.dynamicSizes) +
+                          " dynamic sizes (int64 push constants), not " +
+                          std::to_string(pushConstants.size()) + " bytes");
+    std::vector<int64_t> dynamic(segment.dynamicSizes);
+    std::memcpy(dynamic.data(), pushConstants.data(), pushConstants.size());
+    // One memref descriptor per buffer: allocated and aligned pointers,
+    // offset, sizes, row-major strides.
+    auto descriptors =
+        std::make_shared<std::vector<std::vector<int64_t>>>();
+    size_t nextDynamic = 0;
+    for (size_t b = 0; b < bindings.size(); ++b) {
+      CpuBuffer *buffer = own(*bindings[b], "dispatch", error);
+      if (!buffer)
+        return false;
+      const SegmentBinding &binding = segment.bindings[b];
+      std::vector<int64_t> sizes = binding.sizes;
+      if (binding.kind == format::SegmentBindingKind::ModelWeights)
+        sizes[0] = static_cast<int64_t>(buffer->size());
+      else if (buffer->readOnly())
+        return failWith(error, Failure::InvalidInput,
+                        "dispatch " + name + ": buffer " + std::to_string(b) +
+                            " is read-only host memory, but the code may "
+                            "write it");
+      // Bytes the code may touch, checked without overflow.
+      uint64_t bytes = static_cast<uint64_t>(binding.elementBytes);
+      for (int64_t &size : sizes) {
+        if (size == -1)
+          size = dynamic[nextDynamic++];
+        if (size < 0 || size > (int64_t(1) << 40) ||
+            (size > 0 && bytes > buffer->size() / static_cast<uint64_t>(size)))
+          return failWith(error, Failure::InvalidInput,
+                          "dispatch " + name + ": buffer " +
+                              std::to_string(b) + " of " +
+                              std::to_string(buffer->size()) +
+                              " bytes is smaller than the code's view of it");
+        bytes *= static_cast<uint64_t>(size);
+      }
+      std::vector<int64_t> descriptor(3 + 2 * sizes.size());
+      auto address = reinterpret_cast<int64_t>(buffer->bytes());
+      descriptor[0] = descriptor[1] = address;
+      descriptor[2] = 0;
+      int64_t stride = 1;
+      for (size_t d = sizes.size(); d-- > 0;) {
+        descriptor[3 + d] = sizes[d];
+        descriptor[3 + sizes.size() + d] = stride;
+        stride *= std::max<int64_t>(sizes[d], 1);
+      }
+      descriptors->push_back(std::move(descriptor));
+    }
+    EntryFunction entry = segment.entry;
+    submit([this, entry, descriptors](Error &failure) {
+      if (!pool_) {
+        std::string why;
+        pool_ = core::ThreadPool::create(0, why);
+        if (!pool_)
+          return failWith(failure, Failure::Unavailable,
+                          "cpu0: cannot start the kernels' threads: " + why);
+        runtimeInterface_ = core::makeRuntimeInterface(*pool_);
+      }
+      std::vector<void *> arguments;
+      for (std::vector<int64_t> &descriptor : *descriptors)
+        arguments.push_back(descriptor.data());
+      arguments.push_back(&runtimeInterface_);
+      entry(arguments.data());
+      return true;
+    });
+    return true;
   }
 };
 
@@ -242,13 +446,82 @@ public:
     }
   }
 
-  bool runs(hal::ExecutableFormat) const override { return false; }
+  std::shared_ptr<hal::Buffer> importHostMemory(const void *host,
+                                                uint64_t size,
+                                                Error &error) override {
+    if (!host && size > 0) {
+      failWith(error, Failure::InvalidInput,
+               "importHostMemory: the host pointer is null");
+      return nullptr;
+    }
+    try {
+      return CpuBuffer::imported(this, size, host);
+    } catch (const std::bad_alloc &) {
+      failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
+      return nullptr;
+    }
+  }
+
+  bool runs(hal::ExecutableFormat format) const override {
+    return format == hal::ExecutableFormat::X86SharedObject;
+  }
   std::shared_ptr<hal::Executable>
-  loadExecutable(hal::ExecutableFormat, const std::string &,
-                 std::vector<hal::KernelSignature>, Error &error) override {
-    failWith(error, Failure::Unsupported,
-             "cpu0 runs no SPIR-V; load it on a Vulkan device");
-    return nullptr;
+  loadExecutable(hal::ExecutableFormat format, const std::string &code,
+                 std::vector<hal::KernelSignature> kernels,
+                 Error &error) override {
+    if (format != hal::ExecutableFormat::X86SharedObject) {
+      failWith(error, Failure::Unsupported,
+               "cpu0 runs no SPIR-V; load it on a Vulkan device");
+      return nullptr;
+    }
+    std::string message;
+    Failure kind = Failure::InvalidInput;
+    std::unique_ptr<CodeImage> image =
+        CodeImage::load(code, "cpu0: the segment code", {}, message, kind);
+    if (!image) {
+      failWith(error, kind, message);
+      return nullptr;
+    }
+    std::vector<SegmentKernel> segments;
+    for (const hal::KernelSignature &kernel : kernels) {
+      SegmentKernel segment;
+      std::string origin = "cpu0: the segment code's entry point \"" +
+                           format::printable(kernel.entryPoint) + "\"";
+      segment.entry =
+          image->function(format::kEntryWrapperPrefix + kernel.entryPoint);
+      size_t size = 0;
+      const char *signature = image->data(
+          format::kSegmentSignaturePrefix + kernel.entryPoint, size);
+      std::vector<int64_t> values(size / 8);
+      if (signature)
+        std::memcpy(values.data(), signature, values.size() * 8);
+      std::string why = "is missing";
+      if (!segment.entry || !signature || size % 8 != 0 ||
+          !parseSignature(values.data(), values.size(), segment, why)) {
+        failWith(error, Failure::InvalidInput,
+                 origin + (segment.entry ? "'s signature " + why
+                                         : std::string(" is missing")) +
+                     "; the pack is damaged or was altered (compile the "
+                     "model again with `hetc compile`)");
+        return nullptr;
+      }
+      if (static_cast<size_t>(kernel.bindings) != segment.bindings.size()) {
+        failWith(error, Failure::InvalidInput,
+                 origin + " takes " + std::to_string(segment.bindings.size()) +
+                     " buffers, but the program says " +
+                     std::to_string(kernel.bindings));
+        return nullptr;
+      }
+      segments.push_back(std::move(segment));
+    }
+    try {
+      return std::make_shared<CpuExecutable>(this, std::move(kernels),
+                                             std::move(image),
+                                             std::move(segments));
+    } catch (const std::bad_alloc &) {
+      failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
+      return nullptr;
+    }
   }
 
 private:

@@ -11,7 +11,8 @@
 namespace hetrt::cpu {
 
 /// The machine's CPU as a device ("cpu0"), with one host-visible memory
-/// space ("host") of the machine's physical memory.
+/// space ("host") of the machine's physical memory; it runs x86 segment code
+/// (hal::ExecutableFormat::X86SharedObject).
 std::shared_ptr<hal::Device> createCpuDevice();
 
 } // namespace hetrt::cpu
