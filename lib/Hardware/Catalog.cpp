@@ -1,6 +1,7 @@
 // Reading and validating the hardware catalog (see Catalog.h).
 #include "hetc/Hardware/Catalog.h"
 
+#include "runtime/core/Limits.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/JsonText.h"
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -848,6 +850,74 @@ std::string deviceToJson(const Device &device, int indent) {
       object["calibration"]["attention_gflops"][std::to_string(headDim)] = rate;
   }
   return object.dump(indent);
+}
+
+bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
+                           System &system, std::vector<std::string> &warnings,
+                           std::string &error) {
+  static const std::pair<const char *, uint64_t> kUnits[] = {
+      {"TiB", uint64_t(1) << 40}, {"GiB", uint64_t(1) << 30},
+      {"MiB", uint64_t(1) << 20}, {"KiB", uint64_t(1) << 10},
+      {"TB", 1000000000000ull},   {"GB", 1000000000ull},
+      {"MB", 1000000ull},         {"KB", 1000ull},
+      {"B", 1},
+  };
+  std::vector<std::string> capped;
+  for (const std::string &cap : caps) {
+    auto fail = [&](const std::string &why) {
+      error = "--device-memory " + cap + ": " + why;
+      return false;
+    };
+    size_t equals = cap.find('=');
+    if (equals == std::string::npos || equals == 0)
+      return fail("write DEVICE=SIZE, e.g. gpu0=8GiB");
+    std::string id = cap.substr(0, equals), size = cap.substr(equals + 1);
+    // Within one list a second cap for a device is a mistake, not an edit.
+    if (std::find(capped.begin(), capped.end(), id) != capped.end())
+      return fail(id + " is capped twice in one list; give one size per "
+                       "device");
+    capped.push_back(id);
+    int index = system.deviceIndex(id);
+    if (index < 0) {
+      std::string ids;
+      for (const SystemDevice &device : system.devices)
+        ids += (ids.empty() ? "" : ", ") + device.id;
+      return fail(system.name + " has no device \"" + id + "\" (it has " +
+                  ids + ")");
+    }
+    uint64_t unit = 0;
+    std::string number = size;
+    for (const auto &[suffix, bytes] : kUnits) {
+      std::string_view text(size), tail(suffix);
+      if (text.size() > tail.size() &&
+          text.substr(text.size() - tail.size()) == tail) {
+        unit = bytes;
+        number = size.substr(0, size.size() - tail.size());
+        break;
+      }
+    }
+    char *end = nullptr;
+    errno = 0;
+    double value = std::strtod(number.c_str(), &end);
+    if (unit == 0 || number.empty() || end != number.c_str() + number.size() ||
+        errno == ERANGE || !std::isfinite(value) || value <= 0)
+      return fail("the size must be a positive number with a unit (B, KiB, "
+                  "MiB, GiB, TiB, KB, MB, GB or TB), e.g. 8GiB");
+    double bytes = value * static_cast<double>(unit);
+    Device &device = system.devices[index].device;
+    if (device.memory.empty())
+      return fail(id + " has no memory to cap");
+    MemoryTier &home = device.memory.front();
+    if (bytes >= static_cast<double>(home.capacityBytes)) {
+      // Not an error (the plan may use all of it), but likely a typo.
+      warnings.push_back("--device-memory " + cap + " is no less than the " +
+                         hetrt::core::formatBytes(home.capacityBytes) + " " +
+                         id + " has; the cap changes nothing");
+      continue;
+    }
+    home.capacityBytes = static_cast<uint64_t>(bytes);
+  }
+  return true;
 }
 
 } // namespace hetc::hardware

@@ -212,6 +212,12 @@ struct HetPartitionPass
         hardware::findSystem(system, catalogDir, error);
     if (!machine)
       return emitError(module.getLoc()) << "het-partition: " << error;
+    std::vector<std::string> caps(deviceMemory.begin(), deviceMemory.end());
+    std::vector<std::string> warnings;
+    if (!hardware::applyDeviceMemoryCaps(caps, *machine, warnings, error))
+      return emitError(module.getLoc()) << "het-partition: " << error;
+    for (const std::string &warning : warnings)
+      emitWarning(module.getLoc()) << "het-partition: " << warning;
 
     partition::PlanRequest request;
     request.objective = *goal;

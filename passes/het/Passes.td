@@ -46,6 +46,9 @@ def HetPartitionPass : Pass<"het-partition", "mlir::ModuleOp"> {
     Option<"promptTokens", "prompt-tokens", "int64_t", /*default=*/"0",
            "Tokens of the prompt a prefill processes (default: 128, or half "
            "of a smaller KV cache)">,
+    ListOption<"deviceMemory", "device-memory", "std::string",
+               "Caps on what the plan may use of a device's memory, "
+               "DEVICE=SIZE (as hetc plan --device-memory)">,
   ];
   let dependentDialects = ["::hetc::het::HetDialect"];
 }
@@ -78,6 +81,37 @@ def HetOutlinePass : Pass<"het-outline", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::hetc::het::HetDialect"];
+}
+
+def HetLowerToProgramPass : Pass<"het-lower-to-program", "mlir::ModuleOp"> {
+  let summary = "Lowers each outlined function's het ops to a program of "
+                "dispatch and transfer steps over the plan's devices";
+  let description = [{
+    For every function `het-outline` left with segments (a model's prefill
+    and decode), builds the program the runtime plays over the devices
+    (`abi/Program.h`): each SPIR-V segment's ops become dispatches of the
+    SPIR-V kernel library on its device; each CPU segment becomes a function
+    `@<function>_seg<N>` of the module, tagged `hetc.segment_entry`, that the
+    x86 target compiles, and one dispatch of it; each `het.transfer` of an
+    activation becomes a transfer step (the runtime orders it after the work
+    that wrote its source, and the work that reads it after it, which is
+    what `het.wait` asked). A streamed weight is uploaded once to each device
+    that reads it. KV caches stay on the device of the segment that first
+    reads them.
+
+    The function gets `hetc.program_steps`, the program's step count; with
+    `print`, the program is printed in words (buffers with their device,
+    role and size, steps with their device).
+
+    Fails with a diagnostic on what no program can run: a segment on a device
+    that is neither a CPU nor a SPIR-V device, an op the SPIR-V library has
+    no kernel for, a transfer of anything but an f32 activation.
+  }];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print each function's program">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 def HetVerifyPartitionedPass

@@ -50,76 +50,6 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
-                           hardware::System &system, std::string &error) {
-  static const std::pair<const char *, uint64_t> kUnits[] = {
-      {"TiB", uint64_t(1) << 40}, {"GiB", uint64_t(1) << 30},
-      {"MiB", uint64_t(1) << 20}, {"KiB", uint64_t(1) << 10},
-      {"TB", 1000000000000ull},   {"GB", 1000000000ull},
-      {"MB", 1000000ull},         {"KB", 1000ull},
-      {"B", 1},
-  };
-  std::vector<std::string> capped;
-  for (const std::string &cap : caps) {
-    auto fail = [&](const std::string &why) {
-      error = "--device-memory " + cap + ": " + why;
-      return false;
-    };
-    size_t equals = cap.find('=');
-    if (equals == std::string::npos || equals == 0)
-      return fail("write DEVICE=SIZE, e.g. gpu0=8GiB");
-    std::string id = cap.substr(0, equals), size = cap.substr(equals + 1);
-    // Within one list a second cap for a device is a mistake, not an edit.
-    if (std::find(capped.begin(), capped.end(), id) != capped.end())
-      return fail(id + " is capped twice in one list; give one size per "
-                       "device");
-    capped.push_back(id);
-    int index = system.deviceIndex(id);
-    if (index < 0) {
-      std::string ids;
-      for (const hardware::SystemDevice &device : system.devices)
-        ids += (ids.empty() ? "" : ", ") + device.id;
-      return fail(system.name + " has no device \"" + id + "\" (it has " +
-                  ids + ")");
-    }
-    uint64_t unit = 0;
-    std::string number = size;
-    for (const auto &[suffix, bytes] : kUnits) {
-      std::string_view text(size), tail(suffix);
-      if (text.size() > tail.size() &&
-          text.substr(text.size() - tail.size()) == tail) {
-        unit = bytes;
-        number = size.substr(0, size.size() - tail.size());
-        break;
-      }
-    }
-    char *end = nullptr;
-    errno = 0;
-    double value = std::strtod(number.c_str(), &end);
-    if (unit == 0 || number.empty() || end != number.c_str() + number.size() ||
-        errno == ERANGE || !std::isfinite(value) || value <= 0)
-      return fail("the size must be a positive number with a unit (B, KiB, "
-                  "MiB, GiB, TiB, KB, MB, GB or TB), e.g. 8GiB");
-    double bytes = value * static_cast<double>(unit);
-    hardware::Device &device = system.devices[index].device;
-    if (device.memory.empty())
-      return fail(id + " has no memory to cap");
-    hardware::MemoryTier &home = device.memory.front();
-    if (bytes >= static_cast<double>(home.capacityBytes)) {
-      // Not an error (the plan may use all of it), but likely a typo.
-      hetc::cli::printMessage(
-                   "hetc: warning: --device-memory %s is no less than the "
-                   "%s %s has; the cap changes nothing\n",
-                   cap.c_str(),
-                   hetrt::core::formatBytes(home.capacityBytes).c_str(),
-                   id.c_str());
-      continue;
-    }
-    home.capacityBytes = static_cast<uint64_t>(bytes);
-  }
-  return true;
-}
-
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
                                                  std::string &error,
                                                  int &exitCode) {
@@ -130,10 +60,14 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
       hardware::findSystem(flags.system, catalog, error);
   if (!system)
     return std::nullopt;
-  if (!applyDeviceMemoryCaps(flags.deviceMemory, *system, error)) {
+  std::vector<std::string> warnings;
+  if (!hardware::applyDeviceMemoryCaps(flags.deviceMemory, *system, warnings,
+                                       error)) {
     exitCode = 2;
     return std::nullopt;
   }
+  for (const std::string &warning : warnings)
+    hetc::cli::printMessage("hetc: warning: %s\n", warning.c_str());
   std::optional<cost::ModelShape> shape =
       cost::loadModelShape(flags.model, flags.weightType, error);
   if (!shape)

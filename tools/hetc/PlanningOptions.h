@@ -39,13 +39,6 @@ struct PlanningInputs {
   partition::Objective objective = partition::Objective::Latency;
 };
 
-/// Caps the home memory (first tier) of each device `caps` names
-/// ("gpu0=8GiB", "cpu0=512MiB"; units B, KiB, MiB, GiB, TiB, or KB, MB, GB,
-/// TB) in `system`, never raising it; false with `error` naming the flag,
-/// the entry and the fix.
-bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
-                           hardware::System &system, std::string &error);
-
 /// Loads the system and the model's shapes `flags` name (with the
 /// --device-memory caps applied); on failure returns nothing and sets
 /// `error` to a message naming the file, field and fix, and `exitCode` to 2

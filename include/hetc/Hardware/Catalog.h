@@ -139,6 +139,15 @@ std::optional<System> loadSystem(const std::string &path,
                                  const std::string &catalogDir,
                                  std::string &error);
 
+/// Caps the home memory (first tier) of each device `caps` names
+/// ("gpu0=8GiB", "cpu0=512MiB"; units B, KiB, MiB, GiB, TiB, or KB, MB, GB,
+/// TB) in `system`, never raising it; a cap no less than the memory is
+/// left out with a line in `warnings`. False with `error` naming the
+/// flag, the entry and the fix.
+bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
+                           System &system, std::vector<std::string> &warnings,
+                           std::string &error);
+
 /// `nameOrPath` as a file when it names one, else as a system of the catalog
 /// (`catalogDir/systems/NAME.json`).
 std::optional<System> findSystem(const std::string &nameOrPath,

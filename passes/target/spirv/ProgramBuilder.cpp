@@ -1,11 +1,17 @@
 #include "passes/target/spirv/ProgramBuilder.h"
 
+#include "abi/CodeRecord.h"
+#include "dialects/het/HetDialect.h"
+#include "dialects/het/HetOps.h"
 #include "dialects/llm/LLMOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include "mlir/IR/IRMapping.h"
+
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -56,7 +62,20 @@ ProgramValue scaled(ProgramValue value, int64_t factor) {
 
 class Builder {
 public:
-  explicit Builder(func::FuncOp function) : function_(function) {}
+  /// `segments`: where a planned program's CPU segments go as functions
+  /// (null for a one-device program of the SPIR-V library).
+  Builder(func::FuncOp function, ModuleOp segments, bool planned)
+      : function_(function), segments_(segments), planned_(planned) {
+    // Ops in program order, segments' bodies in place; each value's last
+    // reader by that order.
+    int index = 0;
+    function_.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      order_[op] = index;
+      for (Value operand : op->getOperands())
+        lastUse_[operand] = index;
+      ++index;
+    });
+  }
 
   FailureOr<Program> build() {
     Block &body = function_.getBody().front();
@@ -64,9 +83,12 @@ public:
       return function_.emitOpError()
              << "has no token and position arguments; a program runs a "
                 "model's prefill or decode";
-    bind(function_.getArgument(0), "tokens", BufferRole::Tokens);
-    bind(function_.getArgument(1), "positions", BufferRole::Positions);
+    tokens_ = function_.getArgument(0);
     positions_ = function_.getArgument(1);
+    if (!planned_) {
+      bind(tokens_, "tokens", BufferRole::Tokens);
+      bind(positions_, "positions", BufferRole::Positions);
+    }
     for (unsigned i = 2; i < function_.getNumArguments(); ++i) {
       auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(i).getType());
       if (!cache)
@@ -74,17 +96,24 @@ public:
                << "argument " << i << " is not a KV cache";
       if (!cache.getElementType().isF32())
         return function_.emitOpError()
-               << "argument " << i << ": the SPIR-V target keeps f32 KV "
-               << "caches only";
-      int64_t bytes = 2 * cache.getCapacity() * cache.getKvHeads() *
-                      cache.getHeadDim() * 4;
-      bind(function_.getArgument(i), "kv." + std::to_string(i - 2),
-           BufferRole::KvCache, ProgramValue::fixed(bytes));
+               << "argument " << i << ": programs keep f32 KV caches only";
+      kvNames_[function_.getArgument(i)] = "kv." + std::to_string(i - 2);
+      if (!planned_)
+        bindCache(function_.getArgument(i), 0);
     }
-    // The op after which each buffer's last reader has run.
-    for (Operation &op : body)
-      for (Value operand : op.getOperands())
-        lastUse_[operand] = &op;
+    if (planned_) {
+      program_.devices.clear();
+      for (Operation &op : body)
+        if (failed(lowerPlanned(op)))
+          return failure();
+      bool logits = llvm::any_of(program_.buffers, [](const ProgramBuffer &b) {
+        return b.role == BufferRole::Logits;
+      });
+      if (!logits)
+        return function_.emitOpError()
+               << "computes no logits in any segment";
+      return std::move(program_);
+    }
     for (Operation &op : body)
       if (failed(lower(op)))
         return failure();
@@ -94,7 +123,7 @@ public:
 private:
   int addBuffer(const std::string &name, BufferRole role, ProgramValue bytes,
                 const std::string &weight = "") {
-    program_.buffers.push_back({name, role, bytes, weight});
+    program_.buffers.push_back({name, role, bytes, weight, device_});
     return static_cast<int>(program_.buffers.size()) - 1;
   }
 
@@ -103,19 +132,36 @@ private:
     assign(value, addBuffer(name, role, bytes));
   }
 
-  /// A buffer for an f32 activation: a free one of the same size, or new.
+  /// A KV-cache argument's buffer on `device`: each layer's cache lives on
+  /// the device that runs its attention, and never moves.
+  void bindCache(Value cache, int device) {
+    auto type = cast<llm::KVCacheType>(cache.getType());
+    int64_t bytes = 2 * type.getCapacity() * type.getKvHeads() *
+                    type.getHeadDim() * 4;
+    int saved = device_;
+    device_ = device;
+    bind(cache, kvNames_.lookup(cache), BufferRole::KvCache,
+         ProgramValue::fixed(bytes));
+    device_ = saved;
+  }
+
+  /// A buffer for an f32 activation on the current device: a free one of the
+  /// same size, or new.
   int activation(Value value) {
     auto type = cast<RankedTensorType>(value.getType());
     ProgramValue bytes = scaled(rowsOf(type), rowElements(type) * 4);
     for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (program_.buffers[*it].bytes == bytes) {
+      if (program_.buffers[*it].bytes == bytes &&
+          program_.buffers[*it].device == device_) {
         int buffer = *it;
         free_.erase(it);
+        live_.push_back(buffer);
         assign(value, buffer);
         return buffer;
       }
     int buffer = addBuffer("act." + std::to_string(activations_++),
                            BufferRole::Activation, bytes);
+    live_.push_back(buffer);
     assign(value, buffer);
     return buffer;
   }
@@ -124,32 +170,67 @@ private:
   /// of any value in it (a reshaped view shares its source's buffer).
   void assign(Value value, int buffer) {
     bufferOf_[value] = buffer;
-    Operation *reader = lastUse_.lookup(value);
-    Operation *&last = bufferLastUse_[buffer];
-    if (reader && (!last || last->isBeforeInBlock(reader)))
-      last = reader;
+    auto reader = lastUse_.find(value);
+    auto last = bufferLastUse_.try_emplace(buffer, -1).first;
+    if (reader != lastUse_.end())
+      last->second = std::max(last->second, reader->second);
   }
 
-  /// Activation buffers whose last reader is `op` are free after it.
-  void release(Operation &op) {
-    for (Value operand : op.getOperands()) {
-      auto found = bufferOf_.find(operand);
-      if (found == bufferOf_.end())
-        continue;
-      int buffer = found->second;
-      if (program_.buffers[buffer].role == BufferRole::Activation &&
-          bufferLastUse_.lookup(buffer) == &op &&
-          llvm::find(free_, buffer) == free_.end())
-        free_.push_back(buffer);
+  /// Activation buffers whose last reader is at or before op `upTo` (in
+  /// program order) are free after it.
+  void release(int upTo) {
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (bufferLastUse_.lookup(*it) <= upTo) {
+        free_.push_back(*it);
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
     }
+  }
+
+  /// The buffer of `value` on the current device. In a planned program the
+  /// token ids, positions and weights have a buffer on each device that
+  /// reads them; any other value must have been moved there.
+  int buf(Value value) {
+    auto found = bufferOf_.find(value);
+    if (found != bufferOf_.end() &&
+        program_.buffers[found->second].device == device_)
+      return found->second;
+    std::pair<const void *, int> key{value.getAsOpaquePointer(), device_};
+    auto copy = copies_.find(key);
+    if (copy != copies_.end())
+      return copy->second;
+    int buffer = -1;
+    if (value == tokens_ || value == positions_) {
+      bool tokens = value == tokens_;
+      std::string name = tokens ? "tokens" : "positions";
+      buffer = addBuffer(program_.devices.size() > 1
+                             ? name + "." + program_.devices[device_].name
+                             : name,
+                         tokens ? BufferRole::Tokens : BufferRole::Positions,
+                         ProgramValue::tokens(4));
+    } else if (auto weight = weights_.find(value); weight != weights_.end()) {
+      buffer = addBuffer(weight->second.first, BufferRole::Weight,
+                         ProgramValue::fixed(weight->second.second),
+                         weight->second.first);
+    } else {
+      return -1;
+    }
+    copies_[key] = buffer;
+    return buffer;
   }
 
   FailureOr<int> weight(Operation *op, Value value) {
     auto get = value.getDefiningOp<llm::GetWeightOp>();
-    if (!get)
+    if (!get && !weights_.count(value))
       return op->emitOpError()
              << "reads a weight that is not an llm.get_weight";
-    return bufferOf_.lookup(value);
+    int buffer = buf(value);
+    if (buffer < 0)
+      return op->emitOpError() << "reads a weight that has no buffer on "
+                               << program_.devices[device_].name;
+    return buffer;
   }
 
   /// The kernel suffix of a weight's storage format ("f32", "q4_k", ...):
@@ -187,7 +268,9 @@ private:
   void dispatch(const std::string &kernel, std::vector<int32_t> buffers,
                 std::vector<ProgramValue> params,
                 std::array<ProgramValue, 3> grid) {
+    missing_ = missing_ || llvm::is_contained(buffers, -1);
     ProgramStep step;
+    step.device = device_;
     step.kind = StepKind::Dispatch;
     step.kernel = kernel;
     step.buffers = std::move(buffers);
@@ -205,7 +288,7 @@ private:
     ProgramValue groups = count;
     groups.divisor = 256;
     int out = activation(result);
-    dispatch(kernel, {bufferOf_.lookup(lhs), bufferOf_.lookup(rhs), out},
+    dispatch(kernel, {buf(lhs), buf(rhs), out},
              {count},
              {groups, ProgramValue::fixed(1), ProgramValue::fixed(1)});
   }
@@ -224,25 +307,22 @@ private:
     if (isa<arith::ConstantOp, tensor::DimOp, func::ReturnOp>(op))
       return success();
     if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
-      auto type = cast<RankedTensorType>(get.getType());
-      std::optional<hetrt::format::BlockFormat> format =
-          llm::weightStorageFormat(type.getElementType());
-      std::optional<int64_t> stored =
-          format ? hetrt::format::storageBytes(*format, type.getNumElements())
-                 : std::nullopt;
-      if (!stored)
-        return get.emitOpError()
-               << "has a weight type whose bytes the SPIR-V target cannot "
-                  "lay out";
-      int64_t bytes = *stored;
+      FailureOr<int64_t> bytes = weightBytes(get);
+      if (failed(bytes))
+        return failure();
       std::string name = get.getName().str();
-      assign(get.getResult(),
-             addBuffer(name, BufferRole::Weight, ProgramValue::fixed(bytes), name));
+      assign(get.getResult(), addBuffer(name, BufferRole::Weight,
+                                        ProgramValue::fixed(*bytes), name));
       return success();
     }
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
       // Buffers are flat: a reshape is the same buffer.
-      assign(op.getResult(0), bufferOf_.lookup(op.getOperand(0)));
+      int buffer = buf(op.getOperand(0));
+      if (buffer < 0)
+        return op.emitOpError()
+               << "reshapes a value that lives on another device than "
+               << program_.devices[device_].name;
+      assign(op.getResult(0), buffer);
       return success();
     }
     if (failed(requireF32(&op)))
@@ -267,7 +347,7 @@ private:
                 params.push_back(ProgramValue::fixed(byteFormatCode(*format)));
               }
               dispatch(kernel,
-                       {*table, bufferOf_.lookup(embedding.getTokens()), out},
+                       {*table, buf(embedding.getTokens()), out},
                        params,
                        {rowsOf(type), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
@@ -287,7 +367,7 @@ private:
                 return failure();
               int out = activation(norm.getResult());
               dispatch("rms_norm_f32",
-                       {bufferOf_.lookup(norm.getInput()), *w, out},
+                       {buf(norm.getInput()), *w, out},
                        {ProgramValue::fixed(type.getDimSize(1)),
                         ProgramValue::fixed(floatBits(
                             norm.getEpsilon().convertToFloat()))},
@@ -311,7 +391,7 @@ private:
                   ProgramValue::fixed(weightType.getDimSize(0)),
                   ProgramValue::fixed(0)};
               std::string kernel = matmulKernel(*format, params);
-              dispatch(kernel, {bufferOf_.lookup(matmul.getInput()), *w, out},
+              dispatch(kernel, {buf(matmul.getInput()), *w, out},
                        params,
                        {ProgramValue::fixed(weightType.getDimSize(0)), rows,
                         ProgramValue::fixed(1)});
@@ -338,12 +418,12 @@ private:
                 return op.emitOpError() << "writes at positions that are not "
                                            "the step's own";
               llm::KVCacheType cache = append.getCache().getType();
-              int buffer = bufferOf_.lookup(append.getCache());
+              int buffer = buf(append.getCache());
               auto keys = cast<RankedTensorType>(append.getKeys().getType());
               dispatch("kv_append_f32",
-                       {bufferOf_.lookup(append.getKeys()),
-                        bufferOf_.lookup(append.getValues()),
-                        bufferOf_.lookup(append.getPositions()), buffer},
+                       {buf(append.getKeys()),
+                        buf(append.getValues()),
+                        buf(append.getPositions()), buffer},
                        {ProgramValue::fixed(cache.getKvHeads() *
                                             cache.getHeadDim()),
                         ProgramValue::fixed(cache.getCapacity())},
@@ -373,9 +453,9 @@ private:
                             1.0 / std::sqrt(double(attention.getHeadDim())));
               int out = activation(attention.getResult());
               dispatch("attention_f32",
-                       {bufferOf_.lookup(attention.getQuery()),
-                        bufferOf_.lookup(attention.getCache()),
-                        bufferOf_.lookup(attention.getPositions()), out},
+                       {buf(attention.getQuery()),
+                        buf(attention.getCache()),
+                        buf(attention.getPositions()), out},
                        {ProgramValue::fixed(attention.getNumHeads()),
                         ProgramValue::fixed(cache.getKvHeads()),
                         ProgramValue::fixed(attention.getHeadDim()),
@@ -412,7 +492,7 @@ private:
                   ProgramValue::fixed(weightType.getDimSize(1)),
                   ProgramValue::fixed(vocab), lastRow};
               std::string kernel = matmulKernel(*format, params);
-              dispatch(kernel, {bufferOf_.lookup(logits.getHidden()), *w, out},
+              dispatch(kernel, {buf(logits.getHidden()), *w, out},
                        params,
                        {ProgramValue::fixed(vocab), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
@@ -424,7 +504,311 @@ private:
             });
     if (failed(lowered))
       return failure();
-    release(op);
+    if (missing_)
+      return op.emitOpError()
+             << "reads a value that lives on another device than "
+             << program_.devices[device_].name
+             << "; het-outline moves it with het.transfer";
+    release(order_.lookup(&op));
+    return success();
+  }
+
+  static FailureOr<int64_t> weightBytes(llm::GetWeightOp get) {
+    auto type = cast<RankedTensorType>(get.getType());
+    std::optional<hetrt::format::BlockFormat> format =
+        llm::weightStorageFormat(type.getElementType());
+    std::optional<int64_t> stored =
+        format ? hetrt::format::storageBytes(*format, type.getNumElements())
+               : std::nullopt;
+    if (!stored)
+      return get.emitOpError()
+             << "has a weight type whose bytes no program can lay out";
+    return *stored;
+  }
+
+  /// The program's index of `device`, added with its target on first use.
+  FailureOr<int> deviceIndex(Operation *op, het::DeviceAttr device) {
+    std::string name = device.getName().str();
+    for (size_t i = 0; i < program_.devices.size(); ++i)
+      if (program_.devices[i].name == name)
+        return static_cast<int>(i);
+    std::string target;
+    if (device.getKind() == het::DeviceKind::cpu)
+      target = "x86";
+    else if (device.getKind() == het::DeviceKind::spirv)
+      target = "spirv";
+    else
+      return op->emitOpError()
+             << "runs on " << name << ", a "
+             << het::stringifyDeviceKind(device.getKind())
+             << " device; programs run segments on CPUs (x86) and SPIR-V "
+                "devices only";
+    program_.devices.push_back({name, target});
+    return static_cast<int>(program_.devices.size()) - 1;
+  }
+
+  /// A top-level op of a partitioned, outlined function: bookkeeping,
+  /// weights, transfers and segments.
+  LogicalResult lowerPlanned(Operation &op) {
+    if (isa<arith::ConstantOp, tensor::DimOp, func::ReturnOp, het::WaitOp>(op))
+      return success();
+    if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
+      FailureOr<int64_t> bytes = weightBytes(get);
+      if (failed(bytes))
+        return failure();
+      weights_[get.getResult()] = {get.getName().str(), *bytes};
+      return success();
+    }
+    if (auto transfer = dyn_cast<het::TransferOp>(op))
+      return lowerTransfer(transfer);
+    auto segment = dyn_cast<het::SegmentOp>(op);
+    if (!segment)
+      return op.emitOpError()
+             << "computes outside every segment; run het-outline first";
+    FailureOr<int> device = deviceIndex(&op, segment.getDevice());
+    if (failed(device))
+      return failure();
+    device_ = *device;
+    // Each KV cache lives on the device of the first segment that reads it.
+    for (auto &[cache, name] : kvNames_) {
+      if (bufferOf_.count(cache))
+        continue;
+      bool used = false;
+      segment.walk([&](Operation *inner) {
+        used = used || llvm::is_contained(inner->getOperands(), cache);
+      });
+      if (used)
+        bindCache(cache, device_);
+    }
+    return program_.devices[device_].target == "x86" ? lowerCpuSegment(segment)
+                                                     : lowerSpirvSegment(segment);
+  }
+
+  /// A value moved between memories: weights are uploaded where they are
+  /// read, once; activations are copied each step.
+  LogicalResult lowerTransfer(het::TransferOp transfer) {
+    Value source = transfer.getSource();
+    if (auto weight = weights_.find(source); weight != weights_.end()) {
+      weights_[transfer.getResult()] = weight->second;
+      return success();
+    }
+    auto found = bufferOf_.find(source);
+    auto type = dyn_cast<RankedTensorType>(source.getType());
+    if (found == bufferOf_.end() || !type || !type.getElementType().isF32())
+      return transfer.emitOpError()
+             << "moves a value that is not an f32 activation a segment "
+                "computed; programs move activations only";
+    het::DeviceAttr target;
+    Operation *user = nullptr;
+    for (Operation *candidate : transfer.getResult().getUsers())
+      if (auto segment = candidate->getParentOfType<het::SegmentOp>()) {
+        target = segment.getDevice();
+        user = candidate;
+        break;
+      }
+    if (!target)
+      return transfer.emitOpError()
+             << "moves a value no segment reads";
+    FailureOr<int> device = deviceIndex(user, target);
+    if (failed(device))
+      return failure();
+    device_ = *device;
+    int to = activation(transfer.getResult());
+    ProgramStep step;
+    step.kind = StepKind::Transfer;
+    step.device = device_;
+    step.buffers = {found->second, to};
+    step.params = {program_.buffers[to].bytes};
+    program_.steps.push_back(std::move(step));
+    release(order_.lookup(transfer));
+    return success();
+  }
+
+  /// A SPIR-V segment: each op a dispatch of the kernel library on its
+  /// device; its results stay in the buffers of the values it yields.
+  LogicalResult lowerSpirvSegment(het::SegmentOp segment) {
+    Block &body = segment.getBody().front();
+    for (Operation &op : body) {
+      if (auto yield = dyn_cast<het::YieldOp>(op)) {
+        for (auto [result, value] :
+             llvm::zip(segment.getResults(), yield.getOperands()))
+          assign(result, buf(value));
+        release(order_.lookup(&op));
+        continue;
+      }
+      if (failed(lower(op)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// Whether `op`, outside a CPU segment, is cloned into its function rather
+  /// than passed in: bookkeeping and weights, which compute nothing.
+  bool clonedIntoSegment(Operation *op) {
+    return op && (isa<arith::ConstantOp, tensor::DimOp, llm::GetWeightOp>(op) ||
+                  (isa<het::TransferOp>(op) &&
+                   weights_.count(op->getResult(0))));
+  }
+
+  /// A CPU segment: extracted into a function of `segments_` that the x86
+  /// target compiles, and run as one dispatch of it. Its arguments are the
+  /// values it reads that are computed elsewhere (bookkeeping and weights
+  /// are cloned in), its results those it yields; a KV cache it updates is
+  /// updated in place.
+  LogicalResult lowerCpuSegment(het::SegmentOp segment) {
+    if (!segments_)
+      return segment.emitOpError()
+             << "runs on a CPU, but no module receives its code";
+    std::string name = function_.getSymName().str() + "_seg" +
+                       std::to_string(segmentsBuilt_++);
+    // The values it reads from outside, in order of first use.
+    llvm::SetVector<Value> captured;
+    llvm::SetVector<Operation *> cloned;
+    std::function<void(Value)> capture = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      if (def && segment->isAncestor(def))
+        return;
+      if (clonedIntoSegment(def)) {
+        for (Value operand : def->getOperands())
+          capture(operand);
+        cloned.insert(def);
+        return;
+      }
+      captured.insert(value);
+    };
+    segment.walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        capture(operand);
+    });
+
+    OpBuilder builder = OpBuilder::atBlockEnd(segments_.getBody());
+    auto yield = cast<het::YieldOp>(segment.getBody().front().getTerminator());
+    SmallVector<Type> argumentTypes, resultTypes;
+    for (Value value : captured)
+      argumentTypes.push_back(value.getType());
+    for (Value value : yield.getOperands())
+      resultTypes.push_back(value.getType());
+    auto function = func::FuncOp::create(
+        builder, segment.getLoc(), name,
+        builder.getFunctionType(argumentTypes, resultTypes));
+    function->setAttr(hetrt::format::kSegmentEntryAttrName,
+                      builder.getUnitAttr());
+    Block *entry = function.addEntryBlock();
+    IRMapping mapping;
+    for (auto [value, argument] : llvm::zip(captured, entry->getArguments()))
+      mapping.map(value, argument);
+    builder.setInsertionPointToStart(entry);
+    // Cloned bookkeeping in program order; a streamed weight's transfer is
+    // the weight itself here, since the code reads the mapped file.
+    llvm::SmallVector<Operation *> ordered(cloned.begin(), cloned.end());
+    llvm::sort(ordered, [&](Operation *a, Operation *b) {
+      return order_.lookup(a) < order_.lookup(b);
+    });
+    for (Operation *op : ordered) {
+      if (auto transfer = dyn_cast<het::TransferOp>(op)) {
+        mapping.map(transfer.getResult(),
+                    mapping.lookupOrDefault(transfer.getSource()));
+        continue;
+      }
+      builder.clone(*op, mapping);
+    }
+    bool readsWeights = llvm::any_of(ordered, [](Operation *op) {
+      return isa<llm::GetWeightOp>(op);
+    });
+    for (Operation &op : segment.getBody().front().without_terminator())
+      builder.clone(op, mapping);
+    SmallVector<Value> returned;
+    for (Value value : yield.getOperands())
+      returned.push_back(mapping.lookupOrDefault(value));
+    func::ReturnOp::create(builder, segment.getLoc(), returned);
+    // The function runs on one device; where its weights live is the
+    // program's business.
+    function.walk([](Operation *op) {
+      op->removeAttr(het::HetDialect::kPlacementAttrName);
+      op->removeAttr(het::HetDialect::kMemorySpaceAttrName);
+    });
+
+    // The dispatch: the model file (when it reads weights), the arguments,
+    // then the results that are not caches updated in place, as the x86
+    // target's calling convention orders them; the sizes of their dynamic
+    // dimensions (the step's tokens) as parameters.
+    ProgramStep step;
+    step.kind = StepKind::Dispatch;
+    step.device = device_;
+    step.kernel = name;
+    auto addDynamicSizes = [&](Type type) -> LogicalResult {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor)
+        return success();
+      for (int64_t d = 0; d < tensor.getRank(); ++d) {
+        if (!tensor.isDynamicDim(d))
+          continue;
+        if (d != 0)
+          return segment.emitOpError()
+                 << "passes a " << type
+                 << " whose dynamic size is not its rows; programs size "
+                    "dynamic dimensions by the step's tokens";
+        step.params.push_back(ProgramValue::tokens());
+      }
+      return success();
+    };
+    if (readsWeights) {
+      auto file = llvm::find_if(program_.buffers, [&](const ProgramBuffer &b) {
+        return b.role == BufferRole::WeightFile && b.device == device_;
+      });
+      step.buffers.push_back(
+          file != program_.buffers.end()
+              ? static_cast<int>(file - program_.buffers.begin())
+              : addBuffer("model-file", BufferRole::WeightFile,
+                          ProgramValue::fixed(0)));
+    }
+    for (Value value : captured) {
+      int buffer = buf(value);
+      if (buffer < 0)
+        return segment.emitOpError()
+               << "reads a value that lives on another device than "
+               << program_.devices[device_].name
+               << "; het-outline moves it with het.transfer";
+      step.buffers.push_back(buffer);
+      if (failed(addDynamicSizes(value.getType())))
+        return failure();
+    }
+    for (auto [result, value] :
+         llvm::zip(segment.getResults(), yield.getOperands())) {
+      if (isa<llm::KVCacheType>(result.getType())) {
+        // Updated in place: the buffer of the cache it appended to.
+        Value cache = value;
+        while (auto append = cache.getDefiningOp<llm::KVAppendOp>())
+          cache = append.getCache();
+        if (!bufferOf_.count(cache))
+          return segment.emitOpError()
+                 << "yields a KV cache that is not one of its arguments";
+        assign(result, bufferOf_.lookup(cache));
+        continue;
+      }
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || !type.getElementType().isF32())
+        return segment.emitOpError()
+               << "yields a " << result.getType()
+               << "; programs pass f32 activations between segments";
+      int out;
+      if (value.getDefiningOp<llm::LogitsOp>()) {
+        out = addBuffer("logits", BufferRole::Logits,
+                        ProgramValue::fixed(type.getNumElements() * 4));
+        assign(result, out);
+      } else {
+        out = activation(result);
+      }
+      step.buffers.push_back(out);
+      if (failed(addDynamicSizes(type)))
+        return failure();
+    }
+    program_.steps.push_back(std::move(step));
+    int last = order_.lookup(segment);
+    segment.walk([&](Operation *op) {
+      last = std::max(last, order_.lookup(op));
+    });
+    release(last);
     return success();
   }
 
@@ -455,7 +839,8 @@ private:
     }
     // One table per angle set: the queries and keys of every layer share it.
     auto key = std::make_tuple(floatBits(theta), rotary, headDim,
-                               floatBits(positionScale), factors.value_or(-1));
+                               floatBits(positionScale), factors.value_or(-1),
+                               device_);
     auto found = ropeTables_.find(key);
     int table;
     if (found != ropeTables_.end()) {
@@ -467,7 +852,8 @@ private:
       ropeTables_[key] = table;
       ProgramStep step;
       step.kind = StepKind::RopeTable;
-      step.buffers = {table, bufferOf_.lookup(positions_)};
+      step.device = device_;
+      step.buffers = {table, buf(positions_)};
       if (factors)
         step.buffers.push_back(*factors);
       step.ropeTheta = theta;
@@ -477,7 +863,7 @@ private:
       program_.steps.push_back(std::move(step));
     }
     int out = activation(rope.getResult());
-    dispatch("rope_f32", {bufferOf_.lookup(rope.getInput()), table, out},
+    dispatch("rope_f32", {buf(rope.getInput()), table, out},
              {ProgramValue::fixed(type.getDimSize(1)),
               ProgramValue::fixed(headDim), ProgramValue::fixed(rotary),
               ProgramValue::fixed(rope.getMode() == llm::RopeMode::neox ? 1
@@ -488,14 +874,30 @@ private:
   }
 
   func::FuncOp function_;
+  ModuleOp segments_;
+  bool planned_;
   Program program_;
-  Value positions_;
+  Value tokens_, positions_;
+  /// The device whose buffers and steps are being built.
+  int device_ = 0;
+  /// A step read a value with no buffer on its device.
+  bool missing_ = false;
   llvm::DenseMap<Value, int> bufferOf_;
-  llvm::DenseMap<Value, Operation *> lastUse_;
-  llvm::DenseMap<int, Operation *> bufferLastUse_;
-  std::vector<int> free_;
+  /// Buffers of token ids, positions and weights on devices other than
+  /// their first, by (value, device).
+  std::map<std::pair<const void *, int>, int> copies_;
+  /// Weights of a planned program, by the values that read them: tensor
+  /// name and bytes (a buffer per device that reads them).
+  llvm::DenseMap<Value, std::pair<std::string, int64_t>> weights_;
+  llvm::DenseMap<Value, std::string> kvNames_;
+  llvm::DenseMap<Operation *, int> order_;
+  llvm::DenseMap<Value, int> lastUse_;
+  llvm::DenseMap<int, int> bufferLastUse_;
+  /// Activation buffers in use, and free ones.
+  std::vector<int> live_, free_;
+  int segmentsBuilt_ = 0;
   int activations_ = 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int>, int>
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>, int>
       ropeTables_;
 };
 
@@ -550,32 +952,59 @@ const char *roleName(BufferRole role) {
 } // namespace
 
 FailureOr<Program> buildProgram(func::FuncOp function) {
-  return Builder(function).build();
+  return Builder(function, nullptr, /*planned=*/false).build();
+}
+
+FailureOr<Program> buildPlannedProgram(func::FuncOp function,
+                                       ModuleOp segments) {
+  return Builder(function, segments, /*planned=*/true).build();
 }
 
 std::string describeProgram(const Program &program) {
   std::ostringstream out;
+  bool several = program.devices.size() > 1;
+  auto on = [&](int device) {
+    return several ? " on " + program.devices[device].name : std::string();
+  };
   out << program.buffers.size() << " buffers, " << program.steps.size()
-      << " steps\n";
+      << " steps";
+  if (several) {
+    out << " over";
+    for (const abi::ProgramDevice &device : program.devices)
+      out << " " << device.name << " (" << device.target << ")";
+  }
+  out << "\n";
   for (size_t i = 0; i < program.buffers.size(); ++i) {
     const ProgramBuffer &buffer = program.buffers[i];
-    out << "  buffer " << i << " " << buffer.name << ": "
-        << roleName(buffer.role) << ", " << describeValue(buffer.bytes)
-        << " bytes\n";
+    out << "  buffer " << i << " " << buffer.name << on(buffer.device) << ": "
+        << roleName(buffer.role) << ", "
+        << (buffer.role == BufferRole::WeightFile
+                ? std::string("the model file's tensor data")
+                : describeValue(buffer.bytes) + " bytes")
+        << "\n";
   }
   for (const ProgramStep &step : program.steps) {
     std::ostringstream buffers;
     for (size_t i = 0; i < step.buffers.size(); ++i)
       buffers << (i ? ", " : "") << program.buffers[step.buffers[i]].name;
-    if (step.kind == StepKind::RopeTable) {
-      out << "  rope-table (" << buffers.str() << ") theta " << step.ropeTheta
-          << ", rotary " << step.rotaryDim << " of " << step.headDim
-          << ", position scale " << step.positionScale << "\n";
+    if (step.kind == StepKind::Transfer) {
+      const ProgramBuffer &from = program.buffers[step.buffers[0]];
+      out << "  transfer " << from.name << on(from.device) << " -> "
+          << program.buffers[step.buffers[1]].name << on(step.device) << ", "
+          << describeValue(step.params[0]) << " bytes\n";
       continue;
     }
-    out << "  dispatch " << step.kernel << " (" << buffers.str() << ") grid ["
-        << describeValue(step.grid[0]) << ", " << describeValue(step.grid[1])
-        << ", " << describeValue(step.grid[2]) << "] params [";
+    if (step.kind == StepKind::RopeTable) {
+      out << "  rope-table" << on(step.device) << " (" << buffers.str()
+          << ") theta " << step.ropeTheta << ", rotary " << step.rotaryDim
+          << " of " << step.headDim << ", position scale "
+          << step.positionScale << "\n";
+      continue;
+    }
+    out << "  dispatch " << step.kernel << on(step.device) << " ("
+        << buffers.str() << ") grid [" << describeValue(step.grid[0]) << ", "
+        << describeValue(step.grid[1]) << ", " << describeValue(step.grid[2])
+        << "] params [";
     for (size_t i = 0; i < step.params.size(); ++i)
       out << (i ? ", " : "") << describeValue(step.params[i]);
     out << "]\n";

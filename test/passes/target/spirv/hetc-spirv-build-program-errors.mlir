@@ -13,7 +13,7 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 // -----
 
 llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
-// expected-error @+1 {{'func.func' op argument 2: the SPIR-V target keeps f32 KV caches only}}
+// expected-error @+1 {{'func.func' op argument 2: programs keep f32 KV caches only}}
 func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f16>) -> tensor<?x64xf32> {
   %table = llm.get_weight @table : tensor<100x64xf32>
   %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
