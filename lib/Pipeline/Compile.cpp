@@ -7,6 +7,8 @@
 #include "hetc/Target/Target.h"
 #include "hetc/Target/SPIRV.h"
 #include "hetc/Target/X86.h"
+#include "dialects/llm/LLMOps.h"
+#include "passes/het/Passes.h"
 #include "passes/target/spirv/ProgramBuilder.h"
 #include "abi/CodeRecord.h"
 #include "runtime/format/Gguf.h"
@@ -96,6 +98,101 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
                   std::vector<char>(executables[0].binary.begin(),
                                     executables[0].binary.end()));
   manifest.spirv = std::move(code);
+  return true;
+}
+
+/// Adds the plan of `imported` on `options.system` to `pack` and `manifest`:
+/// het-partition and het-outline place and outline a copy of the module;
+/// het ops are lowered to the programs of the prefill and the decode step;
+/// the CPU segments they call are compiled by the x86 target. SPIR-V
+/// segments dispatch the kernel library, which `packSpirv` adds.
+bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
+              int64_t contextLength, hetrt::format::PackWriter &pack,
+              hetrt::format::Manifest &manifest, bool &usesSpirv,
+              std::string &error) {
+  mlir::MLIRContext *context = imported.getContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module(imported.clone());
+  mlir::PassManager pm(context);
+  het::HetPartitionPassOptions partition;
+  partition.system = options.system;
+  partition.deviceMemory.assign(options.deviceMemory.begin(),
+                                options.deviceMemory.end());
+  pm.addPass(het::createHetPartitionPass(partition));
+  pm.addPass(het::createHetOutlinePass());
+  pm.addPass(het::createHetVerifyPartitionedPass());
+  if (mlir::failed(pm.run(*module))) {
+    error = "planning on " + options.system +
+            " failed (see the diagnostics above)";
+    return false;
+  }
+  // The CPU segments go into a module of their own, with the model's
+  // weights and facts, for the x86 target.
+  mlir::OpBuilder builder(context);
+  mlir::OwningOpRef<mlir::ModuleOp> segments(
+      mlir::ModuleOp::create(imported.getLoc()));
+  for (mlir::NamedAttribute attribute : imported->getAttrs())
+    (*segments)->setAttr(attribute.getName(), attribute.getValue());
+  builder.setInsertionPointToEnd(segments->getBody());
+  for (auto weight : imported.getOps<llm::WeightOp>())
+    builder.clone(*weight);
+
+  hetrt::format::PlannedCode code;
+  code.prefillSection = "program/plan/prefill.json";
+  code.decodeSection = "program/plan/decode.json";
+  code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
+  for (auto [name, section] :
+       {std::pair<const char *, const std::string *>{"prefill",
+                                                      &code.prefillSection},
+        {"decode", &code.decodeSection}}) {
+    auto function = module->lookupSymbol<mlir::func::FuncOp>(name);
+    if (!function) {
+      error = std::string("the module has no @") + name + " to plan";
+      return false;
+    }
+    mlir::FailureOr<abi::Program> program =
+        spirv::buildPlannedProgram(function, *segments);
+    if (mlir::failed(program)) {
+      error = "the plan cannot run as a program (the diagnostic above names "
+              "the op)";
+      return false;
+    }
+    for (const abi::ProgramDevice &device : program->devices)
+      usesSpirv = usesSpirv || device.target == "spirv";
+    for (const abi::ProgramStep &step : program->steps)
+      if (step.kind == abi::StepKind::Dispatch &&
+          program->devices[step.device].target == "x86")
+        code.cpuKernels.emplace_back(step.kernel,
+                                     static_cast<int>(step.buffers.size()));
+    std::string json = hetrt::format::programToJson(*program);
+    pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
+  }
+  auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
+  if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
+    code.system = system.str();
+  if (auto units = plan ? plan.getAs<mlir::DictionaryAttr>("units") : nullptr)
+    for (mlir::NamedAttribute entry : units)
+      if (auto count = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))
+        code.units.emplace_back(entry.getName().str(), count.getInt());
+
+  if (!code.cpuKernels.empty()) {
+    if (options.progress)
+      options.progress("compiling the plan's CPU segments");
+    het::DeviceAttr cpu = target::x86::hostDevice(context);
+    target::CompileRequest request;
+    request.cpuVariants = options.cpuVariants;
+    request.progress = options.progress;
+    std::vector<target::Executable> executables;
+    if (!target::x86::x86Target().compile(*segments, cpu, request,
+                                          executables, error))
+      return false;
+    for (target::Executable &executable : executables) {
+      std::string section = "code/plan/" + executable.variant + ".so";
+      code.cpuVariants.push_back(
+          {executable.variant, section, executable.requiredFeatures});
+      pack.addSection(section, std::move(executable.code));
+    }
+  }
+  manifest.plan = std::move(code);
   return true;
 }
 
@@ -189,7 +286,16 @@ bool compileModel(const CompileOptions &options, std::string &error) {
                                                      : config->contextLength;
 
   hetrt::format::PackWriter pack;
-  if (options.spirv) {
+  bool spirvNeeded = options.spirv;
+  if (!options.system.empty()) {
+    progress("planning the model on " + options.system);
+    if (!packPlan(*module, options, manifest.contextLength, pack, manifest,
+                  spirvNeeded, error)) {
+      error = options.modelPath + ": " + error;
+      return false;
+    }
+  }
+  if (spirvNeeded) {
     progress("building the SPIR-V programs");
     if (!packSpirv(*module, manifest.contextLength, pack, manifest, error)) {
       error = options.modelPath + ": " + error;

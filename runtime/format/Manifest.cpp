@@ -26,11 +26,21 @@ constexpr int kManifestVersion = 1;
 } // namespace
 
 std::string Manifest::toJson() const {
-  nlohmann::json variantList = nlohmann::json::array();
-  for (const CodeVariant &variant : variants)
-    variantList.push_back({{"name", variant.name},
-                           {"section", variant.section},
-                           {"requires", variant.requires_}});
+  auto variantsJson = [](const std::vector<CodeVariant> &list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const CodeVariant &variant : list)
+      out.push_back({{"name", variant.name},
+                     {"section", variant.section},
+                     {"requires", variant.requires_}});
+    return out;
+  };
+  auto kernelsJson = [](const std::vector<std::pair<std::string, int>> &list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto &[name, bindings] : list)
+      out.push_back({{"name", name}, {"bindings", bindings}});
+    return out;
+  };
+  nlohmann::json variantList = variantsJson(variants);
   nlohmann::json json = {
       {"format", "hetcpack"},
       {"version", kManifestVersion},
@@ -48,14 +58,23 @@ std::string Manifest::toJson() const {
       {"variants", variantList},
   };
   if (spirv) {
-    nlohmann::json kernelList = nlohmann::json::array();
-    for (const auto &[name, bindings] : spirv->kernels)
-      kernelList.push_back({{"name", name}, {"bindings", bindings}});
     json["spirv"] = {{"section", spirv->section},
-                     {"kernels", kernelList},
+                     {"kernels", kernelsJson(spirv->kernels)},
                      {"prefill", spirv->prefillSection},
                      {"decode", spirv->decodeSection},
                      {"max_prefill_tokens", spirv->maxPrefillTokens}};
+  }
+  if (plan) {
+    nlohmann::json units = nlohmann::json::object();
+    for (const auto &[device, count] : plan->units)
+      units[device] = count;
+    json["plan"] = {{"system", plan->system},
+                    {"prefill", plan->prefillSection},
+                    {"decode", plan->decodeSection},
+                    {"max_prefill_tokens", plan->maxPrefillTokens},
+                    {"cpu_variants", variantsJson(plan->cpuVariants)},
+                    {"cpu_kernels", kernelsJson(plan->cpuKernels)},
+                    {"units", units}};
   }
   return json.dump(2);
 }
@@ -188,84 +207,161 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
     return fail("field \"model.kv_element_type\" is \"" +
                 printable(manifest.kvElementType) +
                 "\"; this runtime supports \"f32\"");
-  auto variants = json.find("variants");
-  constexpr size_t kMaxVariants = 16;
-  if (variants == json.end() || !variants->is_array() || variants->empty() ||
-      variants->size() > kMaxVariants)
-    return fail("field \"variants\" must be an array of 1 to " +
-                std::to_string(kMaxVariants) + " variants");
-  for (const nlohmann::json &entry : *variants) {
-    if (!entry.is_object() || !entry.contains("name") ||
-        !entry["name"].is_string() || !entry.contains("section") ||
-        !entry["section"].is_string() || !entry.contains("requires") ||
-        !entry["requires"].is_array())
-      return fail("has a variant without string \"name\", string \"section\" "
-                  "and array \"requires\"");
-    CodeVariant variant;
-    variant.name = entry["name"].get<std::string>();
-    variant.section = entry["section"].get<std::string>();
-    bool nameOk = !variant.name.empty() &&
-                  std::all_of(variant.name.begin(), variant.name.end(),
-                              [](char c) {
-                                return std::isalnum(
-                                           static_cast<unsigned char>(c)) ||
-                                       c == '-' || c == '_' || c == '.';
-                              });
-    if (!nameOk || !plain(variant.section) || variant.section.empty())
-      return fail("has a variant named \"" + printable(variant.name) +
-                  "\" with section \"" + printable(variant.section) +
-                  "\"; names are letters, digits, '-', '_' and '.'");
-    for (const CodeVariant &earlier : manifest.variants)
-      if (earlier.name == variant.name || earlier.section == variant.section)
-        return fail("lists variant \"" + variant.name + "\" or section \"" +
-                    printable(variant.section) + "\" twice");
-    for (const nlohmann::json &feature : entry["requires"]) {
-      if (!feature.is_string() || !plain(feature.get<std::string>()))
-        return fail("variant \"" + variant.name +
-                    "\" lists a CPU feature that is not a plain string");
-      variant.requires_.push_back(feature.get<std::string>());
+  // A list of code variants (name, section, CPU features); false with
+  // `problem` set.
+  std::string problem;
+  auto readVariants = [&](const nlohmann::json &list, const std::string &field,
+                          size_t least, std::vector<CodeVariant> &out) {
+    constexpr size_t kMaxVariants = 16;
+    if (!list.is_array() || list.size() < least || list.size() > kMaxVariants) {
+      problem = "field \"" + field + "\" must be an array of " +
+                std::to_string(least) + " to " + std::to_string(kMaxVariants) +
+                " variants";
+      return false;
     }
-    manifest.variants.push_back(std::move(variant));
-  }
+    for (const nlohmann::json &entry : list) {
+      if (!entry.is_object() || !entry.contains("name") ||
+          !entry["name"].is_string() || !entry.contains("section") ||
+          !entry["section"].is_string() || !entry.contains("requires") ||
+          !entry["requires"].is_array()) {
+        problem = "has a variant without string \"name\", string "
+                  "\"section\" and array \"requires\"";
+        return false;
+      }
+      CodeVariant variant;
+      variant.name = entry["name"].get<std::string>();
+      variant.section = entry["section"].get<std::string>();
+      bool nameOk = !variant.name.empty() &&
+                    std::all_of(variant.name.begin(), variant.name.end(),
+                                [](char c) {
+                                  return std::isalnum(
+                                             static_cast<unsigned char>(c)) ||
+                                         c == '-' || c == '_' || c == '.';
+                                });
+      if (!nameOk || !plain(variant.section) || variant.section.empty()) {
+        problem = "has a variant named \"" + printable(variant.name) +
+                  "\" with section \"" + printable(variant.section) +
+                  "\"; names are letters, digits, '-', '_' and '.'";
+        return false;
+      }
+      for (const CodeVariant &earlier : out)
+        if (earlier.name == variant.name || earlier.section == variant.section) {
+          problem = "lists variant \"" + variant.name + "\" or section \"" +
+                    printable(variant.section) + "\" twice";
+          return false;
+        }
+      for (const nlohmann::json &feature : entry["requires"]) {
+        if (!feature.is_string() || !plain(feature.get<std::string>())) {
+          problem = "variant \"" + variant.name +
+                    "\" lists a CPU feature that is not a plain string";
+          return false;
+        }
+        variant.requires_.push_back(feature.get<std::string>());
+      }
+      out.push_back(std::move(variant));
+    }
+    return true;
+  };
+  // A list of 1 to 256 kernels, {name, bindings of 1 to `most`}.
+  auto readKernels = [&](const nlohmann::json *list, int most,
+                         std::vector<std::pair<std::string, int>> &out) {
+    if (!list || !list->is_array() || list->empty() || list->size() > 256)
+      return false;
+    for (const nlohmann::json &kernel : *list) {
+      if (!kernel.is_object() || !kernel.contains("name") ||
+          !kernel["name"].is_string() || !kernel.contains("bindings") ||
+          !kernel["bindings"].is_number_integer() ||
+          kernel["bindings"].get<int64_t>() < 1 ||
+          kernel["bindings"].get<int64_t>() > most ||
+          kernel["name"].get<std::string>().empty() ||
+          !plain(kernel["name"].get<std::string>()))
+        return false;
+      out.emplace_back(kernel["name"].get<std::string>(),
+                       kernel["bindings"].get<int>());
+    }
+    return true;
+  };
+  // Non-empty plain strings of `object` by key.
+  auto readSections =
+      [&](const nlohmann::json &object,
+          std::initializer_list<std::pair<const char *, std::string *>> keys) {
+        for (auto [key, out] : keys) {
+          auto found = object.find(key);
+          if (found == object.end() || !found->is_string() ||
+              found->get<std::string>().empty() ||
+              !plain(found->get<std::string>()))
+            return false;
+          *out = found->get<std::string>();
+        }
+        return true;
+      };
+  auto readTokens = [](const nlohmann::json &object, int64_t &out) {
+    auto tokens = object.find("max_prefill_tokens");
+    if (tokens == object.end() || !tokens->is_number_integer() ||
+        tokens->get<int64_t>() < 1 || tokens->get<int64_t>() > 65535)
+      return false;
+    out = tokens->get<int64_t>();
+    return true;
+  };
+  auto variants = json.find("variants");
+  if (!readVariants(variants == json.end() ? nlohmann::json() : *variants,
+                    "variants", 1, manifest.variants))
+    return fail(problem);
   if (auto spirv = json.find("spirv"); spirv != json.end()) {
     const char *shape = "field \"spirv\" must hold string \"section\", "
                         "\"prefill\" and \"decode\", a list \"kernels\" of "
                         "1 to 256 {name, bindings of 1 to 64}, and "
                         "\"max_prefill_tokens\" of 1 to 65535";
-    if (!spirv->is_object())
-      return fail(shape);
     SpirvCode code;
-    for (auto [key, out] :
-         {std::pair<const char *, std::string *>{"section", &code.section},
-          {"prefill", &code.prefillSection},
-          {"decode", &code.decodeSection}}) {
-      auto found = spirv->find(key);
-      if (found == spirv->end() || !found->is_string() ||
-          found->get<std::string>().empty() ||
-          !plain(found->get<std::string>()))
-        return fail(shape);
-      *out = found->get<std::string>();
-    }
-    auto kernels = spirv->find("kernels");
-    auto tokens = spirv->find("max_prefill_tokens");
-    if (kernels == spirv->end() || !kernels->is_array() || kernels->empty() ||
-        kernels->size() > 256 || tokens == spirv->end() ||
-        !tokens->is_number_integer() || tokens->get<int64_t>() < 1 ||
-        tokens->get<int64_t>() > 65535)
+    if (!spirv->is_object() ||
+        !readSections(*spirv, {{"section", &code.section},
+                               {"prefill", &code.prefillSection},
+                               {"decode", &code.decodeSection}}) ||
+        !readTokens(*spirv, code.maxPrefillTokens))
       return fail(shape);
-    code.maxPrefillTokens = tokens->get<int64_t>();
-    for (const nlohmann::json &kernel : *kernels) {
-      if (!kernel.is_object() || !kernel.contains("name") ||
-          !kernel["name"].is_string() || !kernel.contains("bindings") ||
-          !kernel["bindings"].is_number_integer() ||
-          kernel["bindings"].get<int64_t>() < 1 ||
-          kernel["bindings"].get<int64_t>() > 64 ||
-          !plain(kernel["name"].get<std::string>()))
-        return fail(shape);
-      code.kernels.emplace_back(kernel["name"].get<std::string>(),
-                                kernel["bindings"].get<int>());
-    }
+    auto kernels = spirv->find("kernels");
+    if (!readKernels(kernels == spirv->end() ? nullptr : &*kernels, 64,
+                     code.kernels))
+      return fail(shape);
     manifest.spirv = std::move(code);
+  }
+  if (auto plan = json.find("plan"); plan != json.end()) {
+    const char *shape =
+        "field \"plan\" must hold string \"system\", \"prefill\" and "
+        "\"decode\", \"max_prefill_tokens\" of 1 to 65535, \"cpu_variants\", "
+        "a list \"cpu_kernels\" of {name, bindings of 1 to 256} (with "
+        "variants, or empty without), and \"units\", whole numbers by device";
+    PlannedCode code;
+    if (!plan->is_object() ||
+        !readSections(*plan, {{"system", &code.system},
+                              {"prefill", &code.prefillSection},
+                              {"decode", &code.decodeSection}}) ||
+        !readTokens(*plan, code.maxPrefillTokens))
+      return fail(shape);
+    auto variantList = plan->find("cpu_variants");
+    if (variantList == plan->end() ||
+        !readVariants(*variantList, "plan.cpu_variants", 0, code.cpuVariants))
+      return fail(problem.empty() ? std::string(shape) : problem);
+    auto kernels = plan->find("cpu_kernels");
+    bool noKernels = kernels != plan->end() && kernels->is_array() &&
+                     kernels->empty() && code.cpuVariants.empty();
+    if (!noKernels &&
+        (code.cpuVariants.empty() ||
+         !readKernels(kernels == plan->end() ? nullptr : &*kernels,
+                      static_cast<int>(kMaxSegmentBindings), code.cpuKernels)))
+      return fail(shape);
+    auto units = plan->find("units");
+    if (units == plan->end() || !units->is_object() || units->empty() ||
+        units->size() > 16)
+      return fail(shape);
+    for (auto it = units->begin(); it != units->end(); ++it) {
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+          it.value().get<int64_t>() > 1000000 || it.key().empty() ||
+          !plain(it.key()))
+        return fail(shape);
+      code.units.emplace_back(it.key(), it.value().get<int64_t>());
+    }
+    manifest.plan = std::move(code);
   }
   return manifest;
 }

@@ -33,6 +33,25 @@ struct SpirvCode {
   int64_t maxPrefillTokens = 0;
 };
 
+/// The model as the cost model planned it over a system's devices: the
+/// programs (abi/Program.h, as JSON) of the prefill and of one decode step,
+/// which name their devices; the code the x86 target compiled for the CPU
+/// segments (its variants and entry points); the plan's units per device.
+/// SPIR-V segments dispatch the kernel library of the "spirv" part.
+struct PlannedCode {
+  /// The system the plan was made for, for messages.
+  std::string system;
+  std::string prefillSection;
+  std::string decodeSection;
+  int64_t maxPrefillTokens = 0;
+  /// The CPU segments' code, by CPU variant (empty when no segment runs on
+  /// the CPU), and its entry points with their binding counts.
+  std::vector<CodeVariant> cpuVariants;
+  std::vector<std::pair<std::string, int>> cpuKernels;
+  /// Decoder units (embedding, attention, FFN, output) per device id.
+  std::vector<std::pair<std::string, int64_t>> units;
+};
+
 struct Manifest {
   /// The model file the code binds to (weights are viewed at fixed offsets).
   std::string weightsPath;
@@ -60,6 +79,8 @@ struct Manifest {
   std::vector<CodeVariant> variants;
   /// Present when the pack also runs on Vulkan devices.
   std::optional<SpirvCode> spirv;
+  /// Present when the pack was compiled for a system's plan.
+  std::optional<PlannedCode> plan;
 
   std::string toJson() const;
   /// Parses and validates a manifest; on failure returns nullopt and sets

@@ -24,6 +24,8 @@ struct CompileFlags {
   int64_t contextLength = 0;
   std::vector<std::string> cpuVariants = {"all"};
   bool spirv = false;
+  std::string system;
+  std::vector<std::string> deviceMemory;
   bool printPipeline = false;
   bool quiet = false;
 };
@@ -59,6 +61,18 @@ Action registerCompileCommand(CLI::App &app) {
   command->add_flag("--spirv", flags->spirv,
                     "Also pack the model as SPIR-V programs, for Vulkan "
                     "devices (hetc run --device vulkan0)");
+  command->add_option("--system", flags->system,
+                      "Also plan the model on a system (a system JSON, as "
+                      "`hetc calibrate` writes for this machine, or a catalog "
+                      "name) and pack the plan's program over its devices "
+                      "(hetc run --system)");
+  command
+      ->add_option("--device-memory", flags->deviceMemory,
+                   "With --system: cap what the plan may use of a device's "
+                   "memory, DEVICE=SIZE (e.g. vulkan0=64MiB); repeat or "
+                   "comma-separate for several")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "
@@ -94,6 +108,13 @@ Action registerCompileCommand(CLI::App &app) {
     options.contextLength = flags->contextLength;
     options.cpuVariants = flags->cpuVariants;
     options.spirv = flags->spirv;
+    options.system = flags->system;
+    options.deviceMemory = flags->deviceMemory;
+    if (!options.deviceMemory.empty() && options.system.empty()) {
+      std::cerr << "hetc compile: --device-memory caps a plan; give --system "
+                   "too\n";
+      return 2;
+    }
     options.outputPath = flags->output;
     if (options.outputPath.empty()) {
       if (options.stopAfter != pipeline::Phase::Pack) {

@@ -25,6 +25,12 @@ struct CompileOptions {
   std::vector<std::string> cpuVariants = {"all"};
   /// Also pack the model as SPIR-V programs for Vulkan devices.
   bool spirv = false;
+  /// A system (JSON file or catalog name) to plan the model on: the pack
+  /// then also holds the plan's program over the system's devices, with the
+  /// code of its CPU segments (empty: the pack runs on one device at a time).
+  std::string system;
+  /// Caps on what the plan may use of a device's memory ("vulkan0=64MiB").
+  std::vector<std::string> deviceMemory;
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };
