@@ -7,7 +7,7 @@
 #include "runtime/format/MappedFiles.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
-#include "runtime/core/SpirvSession.h"
+#include "runtime/core/ProgramSession.h"
 #include "runtime/hal/Device.h"
 
 #include <cstring>
@@ -20,7 +20,7 @@ struct hetrt_model_t {
 /// A session on the CPU or, with `spirv`, on a Vulkan device it keeps.
 struct hetrt_session_t {
   std::unique_ptr<hetrt::core::Session> session;
-  std::unique_ptr<hetrt::core::SpirvSession> spirv;
+  std::unique_ptr<hetrt::core::ProgramSession> spirv;
   std::shared_ptr<hetrt::hal::Device> device;
 
   bool prefill(const std::vector<int32_t> &ids, std::string &error) {
@@ -531,8 +531,8 @@ hetrt_status_t hetrt_session_create_on_device(const hetrt_model_t *model,
     if (device->info().kind == "cpu")
       return hetrt_session_create(model, num_threads, out_session);
     std::string error;
-    std::unique_ptr<hetrt::core::SpirvSession> spirv =
-        hetrt::core::SpirvSession::create(*model->model, *device, error);
+    std::unique_ptr<hetrt::core::ProgramSession> spirv =
+        hetrt::core::ProgramSession::create(*model->model, *device, error);
     if (!spirv)
       return fail(model->model->manifest().spirv ? HETRT_INVALID_ARGUMENT
                                                  : HETRT_UNSUPPORTED,

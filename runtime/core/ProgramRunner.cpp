@@ -34,10 +34,11 @@ constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;
 } // namespace
 
 ProgramRunner::~ProgramRunner() {
-  if (queue_) {
-    hal::Error ignored;
-    (void)queue_->finish(ignored);
-  }
+  for (RunnerDevice &device : devices_)
+    if (device.queue) {
+      hal::Error ignored;
+      (void)device.queue->finish(ignored);
+    }
 }
 
 std::unique_ptr<ProgramRunner>
@@ -46,160 +47,230 @@ ProgramRunner::create(hal::Device &device, hal::ExecutableFormat format,
                       const std::vector<hal::KernelSignature> &kernels,
                       std::vector<Entry> entries,
                       const format::GgufFile &weights, hal::Error &error) {
-  std::unique_ptr<ProgramRunner> runner(new ProgramRunner(device));
-  runner->executable_ = device.loadExecutable(format, binary, kernels, error);
-  if (!runner->executable_)
-    return nullptr;
-  runner->queue_ = device.createQueue(error);
-  if (!runner->queue_)
-    return nullptr;
-  for (size_t e = 0; e < entries.size(); ++e) {
-    Prepared prepared;
-    prepared.entry = std::move(entries[e]);
-    const hetc::abi::Program &program = prepared.entry.program;
-    std::string where = "program " + std::to_string(e);
-    if (prepared.entry.maxTokens < 1)
-      return fail(error, where + ": takes no tokens"), nullptr;
-    if (program.devices.size() != 1 || program.devices[0].target != "spirv")
-      return fail(error, where + ": runs on " +
-                             std::to_string(program.devices.size()) +
-                             " devices, not on one device through the SPIR-V "
-                             "kernel library"),
-             nullptr;
-    for (const ProgramBuffer &buffer : program.buffers) {
-      int64_t bytes = buffer.bytes.at(prepared.entry.maxTokens, 0);
-      if (bytes <= 0 || bytes > kMaxBufferBytes)
-        return fail(error, where + ": buffer \"" + buffer.name + "\" of " +
-                               std::to_string(bytes) +
-                               " bytes is outside 1 byte to 1 TiB"),
-               nullptr;
-      if (buffer.role == BufferRole::WeightFile)
-        return fail(error, where + ": buffer \"" + buffer.name +
-                               "\" maps the model file, which only code "
-                               "compiled for a CPU reads"),
-               nullptr;
-      bool shared = buffer.role == BufferRole::Weight ||
-                    buffer.role == BufferRole::KvCache;
-      if (shared) {
-        auto found = runner->shared_.find(buffer.name);
-        if (found != runner->shared_.end()) {
-          if (found->second->size() != paddedBytes(bytes))
-            return fail(error, where + ": buffer \"" + buffer.name +
-                                   "\" has another size than in an earlier "
-                                   "program"),
-                   nullptr;
-          prepared.buffers.push_back(found->second);
-          continue;
-        }
-      }
-      std::shared_ptr<hal::Buffer> allocated =
-          device.allocate(0, paddedBytes(bytes), error);
-      if (!allocated)
-        return nullptr;
-      prepared.buffers.push_back(allocated);
-      if (buffer.role == BufferRole::Logits)
-        runner->vocab_ = bytes / 4;
-      if (!shared)
-        continue;
-      runner->shared_[buffer.name] = allocated;
-      if (buffer.role == BufferRole::KvCache) {
-        if (!runner->queue_->fill(*allocated, 0, allocated->size(), 0, 4,
-                                  error))
-          return nullptr;
-        continue;
-      }
-      const format::GgufTensorInfo *tensor = weights.findTensor(buffer.weight);
-      if (!tensor)
-        return fail(error, weights.path() + ": has no tensor \"" +
-                               buffer.weight + "\", which " + where +
-                               " reads; give the model the program was "
-                               "compiled from"),
-               nullptr;
-      if (static_cast<int64_t>(tensor->sizeBytes) != bytes)
-        return fail(error, weights.path() + ": tensor \"" + buffer.weight +
-                               "\" holds " + std::to_string(tensor->sizeBytes) +
-                               " bytes, but " + where + " reads " +
-                               std::to_string(bytes) +
-                               "; give the model the program was compiled "
-                               "from"),
-               nullptr;
-      std::vector<char> staged(allocated->size(), 0);
-      std::memcpy(staged.data(), weights.tensorData(*tensor), bytes);
-      runner->staging_.push_back(std::move(staged));
-      if (!runner->queue_->write(runner->staging_.back().data(), *allocated, 0,
-                                 allocated->size(), error))
-        return nullptr;
-    }
-    for (size_t s = 0; s < program.steps.size(); ++s) {
-      const ProgramStep &step = program.steps[s];
-      std::string stepWhere = where + ", step " + std::to_string(s);
-      for (int32_t index : step.buffers)
-        if (index < 0 || static_cast<size_t>(index) >= program.buffers.size())
-          return fail(error, stepWhere + ": buffer " + std::to_string(index) +
-                                 " does not exist"),
-                 nullptr;
-      if (step.kind == StepKind::Transfer)
-        return fail(error, stepWhere + ": a transfer in a program of one "
-                                       "device"),
-               nullptr;
-      if (step.kind == StepKind::RopeTable) {
-        if (step.buffers.size() < 2 || step.buffers.size() > 3 ||
-            program.buffers[step.buffers[0]].role != BufferRole::RopeTable ||
-            program.buffers[step.buffers[1]].role != BufferRole::Positions ||
-            step.rotaryDim < 2 || step.rotaryDim % 2 != 0 ||
-            step.rotaryDim > step.headDim || !(step.ropeTheta > 0))
-          return fail(error, stepWhere + ": a RoPE table step that is not "
-                                         "(table, positions[, factors]) with "
-                                         "an even rotary size within the "
-                                         "head and a positive base"),
-                 nullptr;
-        if (step.buffers.size() == 3) {
-          const ProgramBuffer &factors = program.buffers[step.buffers[2]];
-          const format::GgufTensorInfo *tensor =
-              weights.findTensor(factors.weight);
-          if (!tensor || tensor->format != format::BlockFormat::F32 ||
-              static_cast<int64_t>(tensor->sizeBytes) < step.rotaryDim / 2 * 4)
-            return fail(error, stepWhere + ": the RoPE factors \"" +
-                                   factors.weight +
-                                   "\" are not f32 values, one per pair"),
-                   nullptr;
-          std::vector<float> values(step.rotaryDim / 2);
-          std::memcpy(values.data(), weights.tensorData(*tensor),
-                      values.size() * 4);
-          runner->factors_[factors.weight] = std::move(values);
-        }
-        prepared.params.push_back(nullptr);
-        prepared.kernels.push_back(-1);
-        continue;
-      }
-      int kernel = runner->executable_->kernelIndex(step.kernel);
-      if (kernel < 0)
-        return fail(error, stepWhere + ": the kernel library has no kernel \"" +
-                               step.kernel + "\""),
-               nullptr;
-      if (runner->executable_->kernels()[kernel].bindings !=
-          static_cast<int>(step.buffers.size()) + 1)
-        return fail(error, stepWhere + ": kernel \"" + step.kernel +
-                               "\" takes " +
-                               std::to_string(
-                                   runner->executable_->kernels()[kernel]
-                                       .bindings) +
-                               " buffers, not " +
-                               std::to_string(step.buffers.size() + 1)),
-               nullptr;
-      std::shared_ptr<hal::Buffer> params =
-          device.allocate(0, paddedBytes(step.params.size() * 4), error);
-      if (!params)
-        return nullptr;
-      prepared.params.push_back(params);
-      prepared.kernels.push_back(kernel);
-    }
-    runner->prepared_.push_back(std::move(prepared));
+  return create({{&device, format, binary, kernels}}, std::move(entries),
+                weights, error);
+}
+
+std::unique_ptr<ProgramRunner>
+ProgramRunner::create(std::vector<DeviceCode> devices,
+                      std::vector<Entry> entries,
+                      const format::GgufFile &weights, hal::Error &error) {
+  std::unique_ptr<ProgramRunner> runner(new ProgramRunner());
+  for (DeviceCode &code : devices) {
+    RunnerDevice device;
+    device.stats.name = code.device->info().name;
+    device.executable = code.device->loadExecutable(code.format, code.binary,
+                                                    code.kernels, error);
+    if (!device.executable)
+      return nullptr;
+    device.queue = code.device->createQueue(error);
+    if (!device.queue)
+      return nullptr;
+    device.event = code.device->createEvent(0, error);
+    if (!device.event)
+      return nullptr;
+    device.code = std::move(code);
+    runner->devices_.push_back(std::move(device));
   }
-  if (!runner->queue_->finish(error))
+  for (size_t e = 0; e < entries.size(); ++e)
+    if (!runner->prepare(e, std::move(entries[e]), weights, error))
+      return nullptr;
+  if (!runner->finishAll(error))
     return nullptr;
   runner->staging_.clear();
   return runner;
+}
+
+bool ProgramRunner::prepare(size_t index, Entry entry,
+                            const format::GgufFile &weights,
+                            hal::Error &error) {
+  Prepared prepared;
+  prepared.entry = std::move(entry);
+  const hetc::abi::Program &program = prepared.entry.program;
+  std::string where = "program " + std::to_string(index);
+  if (prepared.entry.maxTokens < 1)
+    return fail(error, where + ": takes no tokens");
+  // The program's devices, by name; one unnamed device is the first.
+  for (const hetc::abi::ProgramDevice &device : program.devices) {
+    int found = -1;
+    for (size_t d = 0; d < devices_.size(); ++d)
+      if (devices_[d].stats.name == device.name ||
+          (device.name.empty() && program.devices.size() == 1 && d == 0))
+        found = static_cast<int>(d);
+    if (found < 0)
+      return fail(error, where + " runs on " + device.name +
+                             ", which is not among the devices it was given",
+                  Failure::Unsupported);
+    hal::ExecutableFormat format = device.target == "x86"
+                                       ? hal::ExecutableFormat::X86SharedObject
+                                       : hal::ExecutableFormat::SpirV;
+    if (devices_[found].code.format != format)
+      return fail(error, where + ": " + devices_[found].stats.name +
+                             " runs other code than the " + device.target +
+                             " code the program dispatches");
+    prepared.devices.push_back(found);
+  }
+  for (const ProgramBuffer &buffer : program.buffers) {
+    int device = prepared.devices[buffer.device];
+    hal::Device &hal = *devices_[device].code.device;
+    hal::Queue &queue = *devices_[device].queue;
+    if (buffer.role == BufferRole::WeightFile) {
+      // Read in place: CPU segment code reads the weights at compiled offsets.
+      std::shared_ptr<hal::Buffer> &file = shared_[{device, "\n"}];
+      if (!file)
+        file = hal.importHostMemory(weights.dataSection(),
+                                    weights.dataSectionSize(), error);
+      if (!file)
+        return false;
+      prepared.buffers.push_back(file);
+      continue;
+    }
+    int64_t bytes = buffer.bytes.at(prepared.entry.maxTokens, 0);
+    if (bytes <= 0 || bytes > kMaxBufferBytes)
+      return fail(error, where + ": buffer \"" + buffer.name + "\" of " +
+                             std::to_string(bytes) +
+                             " bytes is outside 1 byte to 1 TiB");
+    bool shared = buffer.role == BufferRole::Weight ||
+                  buffer.role == BufferRole::KvCache;
+    if (shared) {
+      auto found = shared_.find({device, buffer.name});
+      if (found != shared_.end()) {
+        if (found->second->size() != paddedBytes(bytes))
+          return fail(error, where + ": buffer \"" + buffer.name +
+                                 "\" has another size than in an earlier "
+                                 "program");
+        prepared.buffers.push_back(found->second);
+        continue;
+      }
+    }
+    std::shared_ptr<hal::Buffer> allocated =
+        hal.allocate(0, paddedBytes(bytes), error);
+    if (!allocated)
+      return false;
+    prepared.buffers.push_back(allocated);
+    if (buffer.role == BufferRole::Logits)
+      vocab_ = bytes / 4;
+    if (!shared)
+      continue;
+    shared_[{device, buffer.name}] = allocated;
+    if (buffer.role == BufferRole::KvCache) {
+      if (!queue.fill(*allocated, 0, allocated->size(), 0, 4, error))
+        return false;
+      continue;
+    }
+    const format::GgufTensorInfo *tensor = weights.findTensor(buffer.weight);
+    if (!tensor)
+      return fail(error, weights.path() + ": has no tensor \"" +
+                             buffer.weight + "\", which " + where +
+                             " reads; give the model the program was "
+                             "compiled from");
+    if (static_cast<int64_t>(tensor->sizeBytes) != bytes)
+      return fail(error, weights.path() + ": tensor \"" + buffer.weight +
+                             "\" holds " + std::to_string(tensor->sizeBytes) +
+                             " bytes, but " + where + " reads " +
+                             std::to_string(bytes) +
+                             "; give the model the program was compiled "
+                             "from");
+    std::vector<char> staged(allocated->size(), 0);
+    std::memcpy(staged.data(), weights.tensorData(*tensor), bytes);
+    staging_.push_back(std::move(staged));
+    if (!queue.write(staging_.back().data(), *allocated, 0, allocated->size(),
+                     error))
+      return false;
+  }
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ProgramStep &step = program.steps[s];
+    std::string stepWhere = where + ", step " + std::to_string(s);
+    RunnerDevice &device = devices_[prepared.devices[step.device]];
+    for (size_t b = 0; b < step.buffers.size(); ++b) {
+      int32_t buffer = step.buffers[b];
+      if (buffer < 0 || static_cast<size_t>(buffer) >= program.buffers.size())
+        return fail(error, stepWhere + ": buffer " + std::to_string(buffer) +
+                               " does not exist");
+      // A transfer reads its source on another device; everything else a
+      // step touches is on its own.
+      bool source = step.kind == StepKind::Transfer && b == 0;
+      if (!source && program.buffers[buffer].device != step.device)
+        return fail(error, stepWhere + ": buffer \"" +
+                               program.buffers[buffer].name +
+                               "\" is on another device than the step");
+    }
+    prepared.params.push_back(nullptr);
+    prepared.kernels.push_back(-1);
+    if (step.kind == StepKind::Transfer) {
+      if (step.buffers.size() != 2 || step.params.size() != 1)
+        return fail(error, stepWhere + ": a transfer that is not (source, "
+                                       "target) with a size");
+      continue;
+    }
+    if (step.kind == StepKind::RopeTable) {
+      if (step.buffers.size() < 2 || step.buffers.size() > 3 ||
+          program.buffers[step.buffers[0]].role != BufferRole::RopeTable ||
+          program.buffers[step.buffers[1]].role != BufferRole::Positions ||
+          step.rotaryDim < 2 || step.rotaryDim % 2 != 0 ||
+          step.rotaryDim > step.headDim || !(step.ropeTheta > 0))
+        return fail(error, stepWhere + ": a RoPE table step that is not "
+                                       "(table, positions[, factors]) with "
+                                       "an even rotary size within the "
+                                       "head and a positive base");
+      if (step.buffers.size() == 3) {
+        const ProgramBuffer &factors = program.buffers[step.buffers[2]];
+        const format::GgufTensorInfo *tensor =
+            weights.findTensor(factors.weight);
+        if (!tensor || tensor->format != format::BlockFormat::F32 ||
+            static_cast<int64_t>(tensor->sizeBytes) < step.rotaryDim / 2 * 4)
+          return fail(error, stepWhere + ": the RoPE factors \"" +
+                                 factors.weight +
+                                 "\" are not f32 values, one per pair");
+        std::vector<float> values(step.rotaryDim / 2);
+        std::memcpy(values.data(), weights.tensorData(*tensor),
+                    values.size() * 4);
+        factors_[factors.weight] = std::move(values);
+      }
+      continue;
+    }
+    int kernel = device.executable->kernelIndex(step.kernel);
+    if (kernel < 0)
+      return fail(error, stepWhere + ": the kernel library has no kernel \"" +
+                             step.kernel + "\"");
+    bool spirv = device.code.format == hal::ExecutableFormat::SpirV;
+    // SPIR-V kernels take their parameters as one more buffer.
+    size_t bindings = step.buffers.size() + (spirv ? 1 : 0);
+    int takes = device.executable->kernels()[kernel].bindings;
+    if (takes != static_cast<int>(bindings))
+      return fail(error, stepWhere + ": kernel \"" + step.kernel +
+                             "\" takes " + std::to_string(takes) +
+                             " buffers, not " + std::to_string(bindings));
+    prepared.kernels.back() = kernel;
+    if (!spirv)
+      continue;
+    std::shared_ptr<hal::Buffer> params = device.code.device->allocate(
+        0, paddedBytes(step.params.size() * 4), error);
+    if (!params)
+      return false;
+    prepared.params.back() = params;
+  }
+  prepared_.push_back(std::move(prepared));
+  return true;
+}
+
+bool ProgramRunner::finishAll(hal::Error &error) {
+  bool ok = true;
+  for (RunnerDevice &device : devices_) {
+    hal::Error failure;
+    if (!device.queue->finish(failure) && ok) {
+      error = failure;
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {
+  std::vector<DeviceStats> out;
+  for (const RunnerDevice &device : devices_)
+    out.push_back(device.stats);
+  return out;
 }
 
 bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
@@ -216,10 +287,21 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     return fail(error, "run: position " + std::to_string(start) +
                            " is outside the 32-bit positions");
   int64_t keys = start + count;
-  auto stage = [&](const void *bytes, size_t size) -> const char * {
+  auto stage = [&](const void *bytes, size_t size) -> char * {
     staging_.emplace_back(static_cast<const char *>(bytes),
                           static_cast<const char *>(bytes) + size);
     return staging_.back().data();
+  };
+  auto queueOf = [&](int programDevice) -> RunnerDevice & {
+    return devices_[prepared.devices[programDevice]];
+  };
+  // Everything queued is waited for before returning, also on failure:
+  // the queues read the staging memory and the caller's tokens.
+  auto abandon = [&]() {
+    hal::Error ignored;
+    (void)finishAll(ignored);
+    staging_.clear();
+    return false;
   };
   std::vector<int32_t> positions(count);
   for (int64_t t = 0; t < count; ++t)
@@ -234,15 +316,48 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
       source = positions.data();
     else if (buffer.role == BufferRole::Logits)
       logitsBuffer = static_cast<int>(b);
-    if (source &&
-        !queue_->write(stage(source, count * 4), *prepared.buffers[b], 0,
-                       count * 4, error))
-      return false;
+    if (source && !queueOf(buffer.device).queue->write(
+                      stage(source, count * 4), *prepared.buffers[b], 0,
+                      count * 4, error))
+      return abandon();
   }
   if (logitsBuffer < 0)
-    return fail(error, "run: the program has no logits buffer");
+    return fail(error, "run: the program has no logits buffer"), abandon();
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ProgramStep &step = program.steps[s];
+    RunnerDevice &device = queueOf(step.device);
+    hal::Queue &queue = *device.queue;
+    if (step.kind == StepKind::Transfer) {
+      const ProgramBuffer &from = program.buffers[step.buffers[0]];
+      hal::Buffer &source = *prepared.buffers[step.buffers[0]];
+      hal::Buffer &target = *prepared.buffers[step.buffers[1]];
+      int64_t bytes = step.params[0].at(count, keys);
+      if (bytes < 0 || static_cast<uint64_t>(bytes) > source.size() ||
+          static_cast<uint64_t>(bytes) > target.size())
+        return fail(error, "run: step " + std::to_string(s) +
+                               " transfers " + std::to_string(bytes) +
+                               " bytes, more than its buffers hold"),
+               abandon();
+      RunnerDevice &sourceDevice = queueOf(from.device);
+      if (&sourceDevice == &device) {
+        if (!queue.copy(source, 0, target, 0, bytes, error))
+          return abandon();
+        continue;
+      }
+      // Read on the source's queue, then written on the target's once the
+      // read is done; each queue keeps its own order.
+      staging_.emplace_back(static_cast<size_t>(bytes));
+      char *host = staging_.back().data();
+      uint64_t ready = ++sourceDevice.eventValue;
+      if (!sourceDevice.queue->read(source, 0, host, bytes, error) ||
+          !sourceDevice.queue->signal(*sourceDevice.event, ready, error) ||
+          !queue.wait(*sourceDevice.event, ready, error) ||
+          !queue.write(host, target, 0, bytes, error))
+        return abandon();
+      sourceDevice.stats.bytesOut += static_cast<uint64_t>(bytes);
+      device.stats.bytesIn += static_cast<uint64_t>(bytes);
+      continue;
+    }
     if (step.kind == StepKind::RopeTable) {
       // The CPU's angles: f32 exponent and power, positions as f32.
       int64_t pairs = step.headDim / 2;
@@ -267,27 +382,24 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
           table[(t * pairs + j) * 2 + 1] = std::sin(angle);
         }
       }
-      if (!queue_->write(stage(table.data(), table.size() * 4),
-                         *prepared.buffers[step.buffers[0]], 0,
-                         table.size() * 4, error))
-        return false;
+      if (!queue.write(stage(table.data(), table.size() * 4),
+                       *prepared.buffers[step.buffers[0]], 0, table.size() * 4,
+                       error))
+        return abandon();
       continue;
     }
-    std::vector<int32_t> params(step.params.size());
-    for (size_t p = 0; p < params.size(); ++p) {
-      int64_t value = step.params[p].at(count, keys);
-      if (value < std::numeric_limits<int32_t>::min() ||
-          value > std::numeric_limits<int32_t>::max())
+    bool spirv = device.code.format == hal::ExecutableFormat::SpirV;
+    std::vector<int64_t> values(step.params.size());
+    for (size_t p = 0; p < values.size(); ++p) {
+      values[p] = step.params[p].at(count, keys);
+      if (values[p] < std::numeric_limits<int32_t>::min() ||
+          values[p] > std::numeric_limits<int32_t>::max())
         return fail(error, "run: step " + std::to_string(s) + " (" +
                                step.kernel + "): parameter " +
                                std::to_string(p) + " is " +
-                               std::to_string(value) + ", past 32 bits");
-      params[p] = static_cast<int32_t>(value);
+                               std::to_string(values[p]) + ", past 32 bits"),
+               abandon();
     }
-    if (!params.empty() &&
-        !queue_->write(stage(params.data(), params.size() * 4),
-                       *prepared.params[s], 0, params.size() * 4, error))
-      return false;
     uint32_t groups[3];
     for (int d = 0; d < 3; ++d) {
       int64_t value = step.grid[d].at(count, keys);
@@ -296,22 +408,39 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
                                step.kernel + ") needs " +
                                std::to_string(value) +
                                " workgroups along one axis; Vulkan devices "
-                               "promise 1 to 65535");
+                               "promise 1 to 65535"),
+               abandon();
       groups[d] = static_cast<uint32_t>(value);
     }
     std::vector<hal::Buffer *> bindings;
     for (int32_t index : step.buffers)
       bindings.push_back(prepared.buffers[index].get());
-    bindings.push_back(prepared.params[s].get());
-    if (!queue_->dispatch(*executable_, prepared.kernels[s], groups, bindings,
-                          "", error))
-      return false;
+    std::string pushConstants;
+    if (spirv) {
+      std::vector<int32_t> params(values.begin(), values.end());
+      if (!params.empty() &&
+          !queue.write(stage(params.data(), params.size() * 4),
+                       *prepared.params[s], 0, params.size() * 4, error))
+        return abandon();
+      bindings.push_back(prepared.params[s].get());
+    } else {
+      // CPU segment code takes the sizes of its dynamic dimensions.
+      pushConstants.assign(reinterpret_cast<const char *>(values.data()),
+                           values.size() * sizeof(int64_t));
+    }
+    if (!queue.dispatch(*device.executable, prepared.kernels[s], groups,
+                        bindings, pushConstants, error))
+      return abandon();
+    ++device.stats.dispatches;
   }
-  bool ok = queue_->read(*prepared.buffers[logitsBuffer], 0, logits,
-                         vocab_ * 4, error) &&
-            queue_->finish(error);
+  RunnerDevice &logitsDevice = queueOf(program.buffers[logitsBuffer].device);
+  bool ok = logitsDevice.queue->read(*prepared.buffers[logitsBuffer], 0,
+                                     logits, vocab_ * 4, error) &&
+            finishAll(error);
+  if (!ok)
+    return abandon();
   staging_.clear();
-  return ok;
+  return true;
 }
 
 } // namespace hetrt::core

@@ -1,7 +1,12 @@
-// Plays device programs (abi/Program.h) on one device of the device layer:
-// a model's prefill and decode programs share the weights (uploaded once from
-// the GGUF, by tensor name) and the KV caches (kept across steps); each
-// program has its own activation buffers, sized for the most tokens it runs.
+// Plays programs (abi/Program.h) over the devices of the device layer: a
+// model's prefill and decode programs share the weights (uploaded once from
+// the GGUF, by tensor name, to each device that reads them; code compiled
+// for a CPU segment reads the mapped file in place) and the KV caches (kept
+// across steps on the device that owns them); each program has its own
+// activation buffers, sized for the most tokens it runs. A transfer is read
+// by the source device's queue into host memory and written by the target
+// device's queue once an event says the read is done, so each queue runs
+// its own work in order and waits only where data crosses devices.
 #ifndef HETRT_CORE_PROGRAMRUNNER_H
 #define HETRT_CORE_PROGRAMRUNNER_H
 
@@ -24,11 +29,35 @@ public:
     int64_t maxTokens = 1;
   };
 
-  /// Loads `executable` (the target's kernel library, for `kernels`), checks
-  /// every entry against it (each dispatched kernel exists and takes the
-  /// buffers the step gives), allocates the buffers and uploads the weights
-  /// from `weights`. Null with `error` naming the program, the step or the
-  /// weight on failure.
+  /// A device the programs run on, with the code it runs: the SPIR-V kernel
+  /// library, or the code compiled for the CPU segments.
+  struct DeviceCode {
+    hal::Device *device = nullptr;
+    hal::ExecutableFormat format = hal::ExecutableFormat::SpirV;
+    std::string binary;
+    std::vector<hal::KernelSignature> kernels;
+  };
+
+  /// What ran on one device since the runner was made.
+  struct DeviceStats {
+    std::string name;
+    uint64_t dispatches = 0;
+    /// Bytes of activations copied into and out of the device's memory.
+    uint64_t bytesIn = 0;
+    uint64_t bytesOut = 0;
+  };
+
+  /// Loads each device's code, matches the programs' devices to `devices`
+  /// by name (a program of one unnamed device runs on the first), checks
+  /// every entry against them (each dispatched kernel exists and takes the
+  /// buffers the step gives, every buffer a step uses is on its device),
+  /// allocates the buffers and uploads the weights from `weights`. Null
+  /// with `error` naming the program, the step or the weight on failure.
+  static std::unique_ptr<ProgramRunner>
+  create(std::vector<DeviceCode> devices, std::vector<Entry> entries,
+         const format::GgufFile &weights, hal::Error &error);
+
+  /// One device running its SPIR-V kernel library.
   static std::unique_ptr<ProgramRunner>
   create(hal::Device &device, hal::ExecutableFormat format,
          const std::string &binary,
@@ -48,27 +77,42 @@ public:
 
   /// Floats of the logits run() returns.
   int64_t vocab() const { return vocab_; }
+  /// Per device, in the order create() was given them.
+  std::vector<DeviceStats> stats() const;
 
 private:
   struct Prepared {
     Entry entry;
+    /// The runner's device of each of the program's devices.
+    std::vector<int> devices;
     std::vector<std::shared_ptr<hal::Buffer>> buffers;
-    /// One parameter buffer per dispatch step (null for host steps), and the
-    /// kernel index of each.
+    /// One parameter buffer per SPIR-V dispatch step (null for other steps),
+    /// and the kernel index of each dispatch.
     std::vector<std::shared_ptr<hal::Buffer>> params;
     std::vector<int> kernels;
   };
 
-  ProgramRunner(hal::Device &device) : device_(device) {}
+  struct RunnerDevice {
+    DeviceCode code;
+    std::shared_ptr<hal::Executable> executable;
+    std::unique_ptr<hal::Queue> queue;
+    /// Signaled by the queue after each read of a transfer's source.
+    std::shared_ptr<hal::Event> event;
+    uint64_t eventValue = 0;
+    DeviceStats stats;
+  };
 
-  hal::Device &device_;
-  std::shared_ptr<hal::Executable> executable_;
-  std::unique_ptr<hal::Queue> queue_;
-  /// Weights and caches by name, shared by the entries.
-  std::map<std::string, std::shared_ptr<hal::Buffer>> shared_;
+  ProgramRunner() = default;
+  bool prepare(size_t index, Entry entry, const format::GgufFile &weights,
+               hal::Error &error);
+  bool finishAll(hal::Error &error);
+
+  std::vector<RunnerDevice> devices_;
+  /// Weights and caches by (runner device, name), shared by the entries.
+  std::map<std::pair<int, std::string>, std::shared_ptr<hal::Buffer>> shared_;
   std::vector<Prepared> prepared_;
   int64_t vocab_ = 0;
-  /// Host memory the queue reads from until the next finish().
+  /// Host memory the queues read from or write to until the next finish.
   std::vector<std::vector<char>> staging_;
   /// RoPE frequency factors, by weight name (read on the host).
   std::map<std::string, std::vector<float>> factors_;

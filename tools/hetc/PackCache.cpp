@@ -106,7 +106,7 @@ bool writableDirectory(const std::string &dir, std::string &reason) {
 /// Checks a cache entry as any pack is checked, and that it is the entry its
 /// name promises: compiled from the model with `hash`, for `context`.
 bool validatePack(const std::string &path, const std::string &hash,
-                  int64_t context, bool spirv, std::string &error) {
+                  int64_t context, const PackNeeds &needs, std::string &error) {
   std::unique_ptr<hetrt::format::PackFile> pack =
       hetrt::format::PackFile::open(path, error);
   if (!pack)
@@ -127,8 +127,12 @@ bool validatePack(const std::string &path, const std::string &hash,
             hash + ") for " + std::to_string(context);
     return false;
   }
-  if (spirv && !parsed->spirv) {
+  if (needs.spirv && !parsed->spirv) {
     error = path + ": the entry holds no SPIR-V programs";
+    return false;
+  }
+  if (!needs.system.empty() && !parsed->plan) {
+    error = path + ": the entry holds no plan";
     return false;
   }
   return true;
@@ -153,8 +157,7 @@ std::string cacheStamp() {
 
 std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error,
-                    bool spirv,
-                    const std::function<bool(std::string &)> &beforeCompiling) {
+                    const PackNeeds &needs) {
   if (isPack(model))
     return model;
   // The model's shapes are checked, and its KV cache against this machine's
@@ -195,8 +198,25 @@ std::string packFor(const std::string &model, int64_t contextLength,
   std::optional<std::string> hash = hetrt::format::hashFile(model, error);
   if (!hash)
     return {};
+  // A plan is cached by the system's content (a file may be calibrated
+  // again) and the caps; entries are of this build only, so its hash of
+  // them serves.
+  std::string planKey;
+  if (!needs.system.empty()) {
+    std::string identity = needs.system, notAFile;
+    if (std::optional<std::string> systemHash =
+            hetrt::format::hashFile(needs.system, notAFile))
+      identity = *systemHash;
+    for (const std::string &cap : needs.deviceMemory)
+      identity += "\n" + cap;
+    char text[20];
+    std::snprintf(text, sizeof(text), "-plan%016zx",
+                  std::hash<std::string>{}(identity));
+    planKey = text;
+  }
   std::string name = *hash + "-ctx" + std::to_string(contextLength) +
-                     (spirv ? "-spirv" : "") + cacheStamp() + ".hetpack";
+                     (needs.spirv ? "-spirv" : "") + planKey + cacheStamp() +
+                     ".hetpack";
   // A read-only cache (a shared install, a read-only home) still serves the
   // packs it holds; new ones go to a per-user directory under TMPDIR.
   std::string dir = cacheDirectory();
@@ -214,7 +234,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     // A cache entry is checked as any pack is; a damaged one (a full disk,
     // a crash while copying, an edit) is replaced, not failed on forever.
     std::string damage;
-    if (validatePack(entry, *hash, context, spirv, damage)) {
+    if (validatePack(entry, *hash, context, needs, damage)) {
       // Said each time: packs in a shared temporary directory may vanish,
       // and the user may have meant the configured cache to hold them.
       if (candidate == fallback)
@@ -265,7 +285,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
     dir = fallback;
   }
   std::string path = dir + "/" + name;
-  if (beforeCompiling && !beforeCompiling(error))
+  if (needs.beforeCompiling && !needs.beforeCompiling(error))
     return {};
   registerAllPasses();
   pipeline::CompileOptions options;
@@ -274,7 +294,9 @@ std::string packFor(const std::string &model, int64_t contextLength,
   options.contextLength = contextLength;
   // The cache serves this machine only.
   options.cpuVariants = {"host"};
-  options.spirv = spirv;
+  options.spirv = needs.spirv;
+  options.system = needs.system;
+  options.deviceMemory = needs.deviceMemory;
   options.progress = [&tool](const std::string &line) {
     hetc::cli::printMessage("%s: compiling: %s\n", tool.c_str(), line.c_str());
   };

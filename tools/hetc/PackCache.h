@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hetc::cli {
 
@@ -20,18 +21,26 @@ std::string cacheDirectory();
 /// entries of other builds are stale (their code may follow another ABI).
 std::string cacheStamp();
 
+/// What a pack compiled for a GGUF must hold beyond the CPU code.
+struct PackNeeds {
+  /// The model's SPIR-V programs for Vulkan devices.
+  bool spirv = false;
+  /// The plan on a system (a system JSON or a catalog name), with caps on
+  /// what it may use of devices' memories ("vulkan0=64MiB").
+  std::string system;
+  std::vector<std::string> deviceMemory;
+  /// Runs only when the model must be compiled, just before: a check that
+  /// would otherwise fail after minutes of compiling; false (with `error`)
+  /// stops there.
+  std::function<bool(std::string &)> beforeCompiling;
+};
+
 /// The pack to load for `model` (see above); empty with `error` set on
 /// failure. `contextLength` 0 keeps the model's. Progress goes to stderr,
-/// prefixed by `tool`. With `spirv`, the pack also holds the model's SPIR-V
-/// programs for Vulkan devices (a cache entry of its own). `beforeCompiling`,
-/// when given, runs only when the model must be compiled, just before: a
-/// check that would otherwise fail after minutes of compiling; false (with
-/// `error`) stops there.
+/// prefixed by `tool`. Each set of `needs` is a cache entry of its own.
 std::string packFor(const std::string &model, int64_t contextLength,
                     const std::string &tool, std::string &error,
-                    bool spirv = false,
-                    const std::function<bool(std::string &)> &beforeCompiling =
-                        {});
+                    const PackNeeds &needs = {});
 
 } // namespace hetc::cli
 

@@ -7,7 +7,7 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
-#include "runtime/core/SpirvSession.h"
+#include "runtime/core/ProgramSession.h"
 #include "runtime/hal/Device.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/InputFile.h"
@@ -50,10 +50,12 @@ struct RunFlags {
   std::string logitsOut;
   std::string promptFile;
   std::string device;
+  std::string system;
+  std::vector<std::string> deviceMemory;
 };
 
 /// The calls generation makes, on the CPU's Session or a Vulkan device's
-/// SpirvSession.
+/// ProgramSession.
 struct Generator {
   std::function<bool(const std::vector<int32_t> &, std::string &)> prefill;
   std::function<bool(int32_t, std::string &)> decode;
@@ -64,7 +66,7 @@ struct Generator {
   int threads = 0;
 };
 
-/// A Generator over `session` (a Session or a SpirvSession).
+/// A Generator over `session` (a Session or a ProgramSession).
 template <typename SessionT> Generator generatorOf(SessionT *session) {
   Generator generator;
   generator.prefill = [session](const std::vector<int32_t> &tokens,
@@ -234,6 +236,17 @@ Action registerRunCommand(CLI::App &app) {
                       "Run on this device: cpu0 (the default), or a Vulkan "
                       "device such as vulkan0 (`hetrt-run --list-devices` "
                       "lists them)");
+  command->add_option("--system", flags->system,
+                      "Run the cost model's plan of the model on this system "
+                      "(a system JSON, as `hetc calibrate` writes for this "
+                      "machine), over the devices it places work on");
+  command
+      ->add_option("--device-memory", flags->deviceMemory,
+                   "With --system: cap what the plan may use of a device's "
+                   "memory, DEVICE=SIZE (e.g. vulkan0=64MiB); repeat or "
+                   "comma-separate for several")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -274,23 +287,39 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
+    bool planned = !flags->system.empty();
+    if (planned && !flags->device.empty()) {
+      std::cerr << "hetc run: --device and --system exclude each other: the "
+                   "plan chooses the devices\n";
+      return 2;
+    }
+    if (!flags->deviceMemory.empty() && !planned) {
+      std::cerr << "hetc run: --device-memory caps a plan; give --system "
+                   "too\n";
+      return 2;
+    }
     // The device is found before any compiling: a wrong name fails at once.
     std::shared_ptr<hetrt::hal::Device> device;
-    bool onCpu = flags->device.empty() || flags->device == "cpu0";
-    if (!onCpu && !(device = findDevice(flags->device, error))) {
+    bool onCpu = !planned && (flags->device.empty() || flags->device == "cpu0");
+    if (!onCpu && !planned &&
+        !(device = findDevice(flags->device, error))) {
       std::cerr << "hetc run: " << error << "\n";
       return 2;
     }
     // A cached pack skips the check: the prompt is checked against the
     // loaded model below either way.
     int promptCode = 0;
-    std::string packPath = packFor(
-        flags->model, flags->contextLength, "hetc run", error,
-        /*spirv=*/!onCpu, [&](std::string &why) {
-          promptCode = checkPromptBeforeCompiling(
-              flags->model, flags->contextLength, promptText, why);
-          return promptCode == 0;
-        });
+    PackNeeds needs;
+    needs.spirv = !onCpu && !planned;
+    needs.system = flags->system;
+    needs.deviceMemory = flags->deviceMemory;
+    needs.beforeCompiling = [&](std::string &why) {
+      promptCode = checkPromptBeforeCompiling(
+          flags->model, flags->contextLength, promptText, why);
+      return promptCode == 0;
+    };
+    std::string packPath =
+        packFor(flags->model, flags->contextLength, "hetc run", error, needs);
     if (packPath.empty()) {
       std::cerr << "hetc run: " << error << "\n";
       return promptCode ? promptCode : 1;
@@ -352,7 +381,7 @@ Action registerRunCommand(CLI::App &app) {
     hetrt::core::Sampler sampler(params);
     Generator session;
     std::unique_ptr<hetrt::core::Session> cpuSession;
-    std::unique_ptr<hetrt::core::SpirvSession> spirvSession;
+    std::unique_ptr<hetrt::core::ProgramSession> spirvSession;
     if (onCpu) {
       cpuSession = hetrt::core::Session::create(*model, flags->threads, error);
       if (!cpuSession) {
@@ -364,7 +393,9 @@ Action registerRunCommand(CLI::App &app) {
       session.threads = cpuSession->numThreads();
     } else {
       spirvSession =
-          hetrt::core::SpirvSession::create(*model, *device, error);
+          planned ? hetrt::core::ProgramSession::createPlanned(
+                        *model, hetrt::hal::enumerateDevices(), error)
+                  : hetrt::core::ProgramSession::create(*model, *device, error);
       if (!spirvSession) {
         std::cerr << "hetc run: " << error << "\n";
         return 1;
@@ -457,6 +488,26 @@ Action registerRunCommand(CLI::App &app) {
           {"threads", session.threads},
           {"stop_reason", stopReason},
       };
+      if (spirvSession) {
+        // What each device ran: the plan's units, its dispatches, and the
+        // activations copied in and out of its memory.
+        nlohmann::json devices = nlohmann::json::array();
+        for (const hetrt::core::ProgramRunner::DeviceStats &stats :
+             spirvSession->deviceStats()) {
+          nlohmann::json entry = {{"name", stats.name},
+                                  {"dispatches", stats.dispatches},
+                                  {"bytes_in", stats.bytesIn},
+                                  {"bytes_out", stats.bytesOut}};
+          if (manifest.plan)
+            for (const auto &[id, units] : manifest.plan->units)
+              if (id == stats.name)
+                entry["units"] = units;
+          devices.push_back(entry);
+        }
+        result["devices"] = devices;
+        if (planned && manifest.plan)
+          result["system"] = manifest.plan->system;
+      }
       // Generated bytes need not be valid UTF-8; invalid ones become U+FFFD.
       std::cout << result.dump(-1, ' ', false,
                                nlohmann::json::error_handler_t::replace)

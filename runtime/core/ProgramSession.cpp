@@ -1,0 +1,235 @@
+#include "runtime/core/ProgramSession.h"
+
+#include "runtime/backends/cpu/CpuCode.h"
+#include "runtime/core/CpuFeatures.h"
+#include "runtime/format/ProgramJson.h"
+
+#include <algorithm>
+
+namespace hetrt::core {
+
+namespace {
+
+/// The program JSON of pack section `name`; nothing with `error` naming the
+/// pack and `recompile` when the section is missing or malformed.
+std::optional<hetc::abi::Program> readProgram(const format::PackFile &pack,
+                                              const std::string &name,
+                                              const std::string &recompile,
+                                              std::string &error) {
+  const std::string_view *text = pack.section(name);
+  if (!text) {
+    error = pack.path() + ": the manifest names section \"" + name +
+            "\", which the pack does not hold (compile the model again with `" +
+            recompile + "`)";
+    return std::nullopt;
+  }
+  return format::programFromJson(std::string(*text),
+                                 pack.path() + ": " + name, error);
+}
+
+/// The kernel library's code for `device`, from the pack's "spirv" part.
+bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
+               hal::Device &device, const std::string &recompile,
+               ProgramRunner::DeviceCode &out, std::string &error) {
+  if (!device.runs(hal::ExecutableFormat::SpirV)) {
+    error = device.info().name + " does not run SPIR-V; give --device a "
+            "Vulkan device (hetrt-run --list-devices lists them)";
+    return false;
+  }
+  const std::string_view *binary = pack.section(code.section);
+  if (!binary) {
+    error = pack.path() + ": the manifest names section \"" + code.section +
+            "\", which the pack does not hold (compile the model again with `" +
+            recompile + "`)";
+    return false;
+  }
+  out.device = &device;
+  out.format = hal::ExecutableFormat::SpirV;
+  out.binary = std::string(*binary);
+  for (const auto &[name, bindings] : code.kernels)
+    out.kernels.push_back({name, bindings, 0});
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
+                                                       hal::Device &device,
+                                                       std::string &error) {
+  const format::Manifest &manifest = model.manifest();
+  const format::PackFile &pack = model.pack();
+  if (!manifest.spirv) {
+    error = pack.path() + ": the pack holds no SPIR-V programs for " +
+            device.info().name +
+            "; compile it with `hetc compile --spirv` (hetc run MODEL.gguf "
+            "--device " + device.info().name + " does so itself)";
+    return nullptr;
+  }
+  const format::SpirvCode &code = *manifest.spirv;
+  const std::string recompile = "hetc compile --spirv";
+  ProgramRunner::DeviceCode library;
+  std::optional<hetc::abi::Program> prefill =
+      readProgram(pack, code.prefillSection, recompile, error);
+  if (!prefill)
+    return nullptr;
+  std::optional<hetc::abi::Program> decode =
+      readProgram(pack, code.decodeSection, recompile, error);
+  if (!decode || !spirvCode(pack, code, device, recompile, library, error))
+    return nullptr;
+  return start(model, {std::move(library)}, std::move(*prefill),
+               std::move(*decode), code.maxPrefillTokens, recompile, error);
+}
+
+std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
+    const Model &model, const std::vector<std::shared_ptr<hal::Device>> &devices,
+    std::string &error) {
+  const format::Manifest &manifest = model.manifest();
+  const format::PackFile &pack = model.pack();
+  const std::string recompile = "hetc compile --system SYSTEM";
+  if (!manifest.plan) {
+    error = pack.path() + ": the pack holds no plan; compile it with `" +
+            recompile + "` (hetc run MODEL.gguf --system SYSTEM does so itself)";
+    return nullptr;
+  }
+  const format::PlannedCode &plan = *manifest.plan;
+  std::optional<hetc::abi::Program> prefill =
+      readProgram(pack, plan.prefillSection, recompile, error);
+  if (!prefill)
+    return nullptr;
+  std::optional<hetc::abi::Program> decode =
+      readProgram(pack, plan.decodeSection, recompile, error);
+  if (!decode)
+    return nullptr;
+  std::vector<ProgramRunner::DeviceCode> codes;
+  for (const hetc::abi::ProgramDevice &wanted : prefill->devices) {
+    auto device = std::find_if(devices.begin(), devices.end(),
+                               [&](const std::shared_ptr<hal::Device> &d) {
+                                 return d->info().name == wanted.name;
+                               });
+    if (device == devices.end()) {
+      std::string names;
+      for (const std::shared_ptr<hal::Device> &d : devices)
+        names += (names.empty() ? "" : ", ") + d->info().name;
+      error = pack.path() + ": the plan for " + plan.system + " runs on " +
+              wanted.name + ", which this machine does not have (it has " +
+              names + "); compile the model for this machine's system (`hetc "
+              "calibrate` describes it)";
+      return nullptr;
+    }
+    ProgramRunner::DeviceCode code;
+    if (wanted.target == "spirv") {
+      if (!manifest.spirv) {
+        error = pack.path() + ": the plan runs SPIR-V on " + wanted.name +
+                ", but the pack holds no SPIR-V kernel library (compile the "
+                "model again with `" + recompile + "`)";
+        return nullptr;
+      }
+      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error))
+        return nullptr;
+    } else {
+      const format::CodeVariant *chosen = nullptr;
+      for (const format::CodeVariant &variant : plan.cpuVariants)
+        if (hostSupports(variant.requires_)) {
+          chosen = &variant;
+          break;
+        }
+      const std::string_view *binary =
+          chosen ? pack.section(chosen->section) : nullptr;
+      if (!binary) {
+        error = pack.path() + ": no variant of the plan's CPU code runs on " +
+                "this CPU, or its section is missing (compile the model on, "
+                "or for, this machine)";
+        return nullptr;
+      }
+      // The code reads the weights at the offsets of the file it was
+      // compiled for.
+      std::string origin = pack.path() + ": the plan's CPU code of variant \"" +
+                           chosen->name + "\"";
+      Failure failure = Failure::InvalidInput;
+      std::unique_ptr<cpu::CodeImage> image = cpu::CodeImage::load(
+          *binary, origin, chosen->requires_, error, failure);
+      if (!image ||
+          !cpu::checkModelHash(image->record(), origin, manifest.weightsHash,
+                               error))
+        return nullptr;
+      code.device = device->get();
+      code.format = hal::ExecutableFormat::X86SharedObject;
+      code.binary = std::string(*binary);
+      for (const auto &[name, bindings] : plan.cpuKernels)
+        code.kernels.push_back({name, bindings, 0});
+    }
+    codes.push_back(std::move(code));
+  }
+  return start(model, std::move(codes), std::move(*prefill), std::move(*decode),
+               plan.maxPrefillTokens, recompile, error);
+}
+
+std::unique_ptr<ProgramSession> ProgramSession::start(
+    const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
+    hetc::abi::Program prefill, hetc::abi::Program decode,
+    int64_t maxPrefillTokens, const std::string &recompile,
+    std::string &error) {
+  const format::Manifest &manifest = model.manifest();
+  const format::PackFile &pack = model.pack();
+  std::unique_ptr<ProgramSession> session(new ProgramSession());
+  session->context_ = manifest.contextLength;
+  session->maxPrefillTokens_ = maxPrefillTokens;
+  for (const ProgramRunner::DeviceCode &code : devices)
+    session->deviceName_ += (session->deviceName_.empty() ? "" : "+") +
+                            code.device->info().name;
+  hal::Error halError;
+  session->runner_ = ProgramRunner::create(
+      std::move(devices),
+      {{std::move(prefill), maxPrefillTokens}, {std::move(decode), 1}},
+      model.weights(), halError);
+  if (!session->runner_) {
+    error = pack.path() + " on " + session->deviceName_ + ": " +
+            halError.message;
+    return nullptr;
+  }
+  if (session->runner_->vocab() != manifest.vocabSize) {
+    error = pack.path() + ": the programs compute " +
+            std::to_string(session->runner_->vocab()) +
+            " logits, but the model has " +
+            std::to_string(manifest.vocabSize) +
+            " tokens (compile the model again with `" + recompile + "`)";
+    return nullptr;
+  }
+  session->logits_.assign(manifest.vocabSize, 0.0f);
+  return session;
+}
+
+bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
+                        std::string &error) {
+  if (position_ + count > context_) {
+    error = "the context holds " + std::to_string(context_) +
+            " tokens; this step would pass it";
+    return false;
+  }
+  hal::Error halError;
+  if (!runner_->run(program, tokens, count, position_, logits_.data(),
+                    halError)) {
+    error = deviceName_ + ": " + halError.message;
+    return false;
+  }
+  position_ += count;
+  return true;
+}
+
+bool ProgramSession::prefill(const std::vector<int32_t> &tokens,
+                           std::string &error) {
+  for (size_t done = 0; done < tokens.size();) {
+    int64_t count = std::min<int64_t>(maxPrefillTokens_,
+                                      static_cast<int64_t>(tokens.size() - done));
+    if (!step(0, tokens.data() + done, count, error))
+      return false;
+    done += static_cast<size_t>(count);
+  }
+  return true;
+}
+
+bool ProgramSession::decode(int32_t token, std::string &error) {
+  return step(1, &token, 1, error);
+}
+
+} // namespace hetrt::core

@@ -1,0 +1,73 @@
+// Generation through programs played by a ProgramRunner, with the calls of
+// the CPU's Session (a prefill of the prompt, then one decode step per
+// token): a model's SPIR-V programs (the pack's "spirv" part) on one Vulkan
+// device, or the plan's programs (its "plan" part) over the devices of the
+// system it was planned for.
+#ifndef HETRT_CORE_PROGRAMSESSION_H
+#define HETRT_CORE_PROGRAMSESSION_H
+
+#include "runtime/core/Model.h"
+#include "runtime/core/ProgramRunner.h"
+#include "runtime/hal/Device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hetrt::core {
+
+class ProgramSession {
+public:
+  /// Null with `error` naming the pack and the fix when the pack holds no
+  /// SPIR-V programs, or they do not load on `device`.
+  static std::unique_ptr<ProgramSession> create(const Model &model,
+                                                hal::Device &device,
+                                                std::string &error);
+  /// The plan's programs over the devices they name, found among
+  /// `devices` (this machine's); null with `error` naming the pack, the
+  /// device and the fix when the pack holds no plan, a device is missing,
+  /// or the code does not load.
+  static std::unique_ptr<ProgramSession>
+  createPlanned(const Model &model,
+                const std::vector<std::shared_ptr<hal::Device>> &devices,
+                std::string &error);
+
+  /// Runs `tokens` from the current position (in chunks of the program's
+  /// largest step), leaving the logits of the last.
+  bool prefill(const std::vector<int32_t> &tokens, std::string &error);
+  /// Runs one token at the next position.
+  bool decode(int32_t token, std::string &error);
+  /// Forgets every token: the next prefill starts at position 0.
+  void reset() { position_ = 0; }
+
+  const float *logits() const { return logits_.data(); }
+  int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
+  /// The devices it runs on, joined by '+' ("vulkan0", "vulkan0+cpu0").
+  const std::string &deviceName() const { return deviceName_; }
+  /// What ran on each device so far.
+  std::vector<ProgramRunner::DeviceStats> deviceStats() const {
+    return runner_->stats();
+  }
+
+private:
+  ProgramSession() = default;
+  /// Finishes create(): runs `prefill` and `decode` with `devices`.
+  static std::unique_ptr<ProgramSession>
+  start(const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
+        hetc::abi::Program prefill, hetc::abi::Program decode,
+        int64_t maxPrefillTokens, const std::string &recompile,
+        std::string &error);
+  bool step(size_t program, const int32_t *tokens, int64_t count,
+            std::string &error);
+
+  std::unique_ptr<ProgramRunner> runner_;
+  std::vector<float> logits_;
+  int64_t position_ = 0;
+  int64_t context_ = 0;
+  int64_t maxPrefillTokens_ = 1;
+  std::string deviceName_;
+};
+
+} // namespace hetrt::core
+
+#endif // HETRT_CORE_PROGRAMSESSION_H
