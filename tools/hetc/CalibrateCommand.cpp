@@ -2,6 +2,7 @@
 // and caches (hwloc), memory size and read bandwidth, the dispatch cost of a
 // kernel, and, per weight format, the rates hetc's own generated code reaches
 // in decode and prefill — and writes a system JSON for `hetc plan`.
+#include "CalibrateVulkan.h"
 #include "Commands.h"
 #include "Flags.h"
 
@@ -51,6 +52,7 @@ struct CalibrateFlags {
   // ask for them with --formats.
   std::vector<std::string> formats = {"f32", "f16", "bf16", "q8_0", "q4_0"};
   bool quiet = false;
+  bool cpuOnly = false;
 };
 
 struct Topology {
@@ -330,6 +332,8 @@ Action registerCalibrateCommand(CLI::App &app) {
   command->add_option("--price", flags->pricePerHour,
                       "Price of the machine in USD per hour")
       ->check(finiteRange(0, 1e6));
+  command->add_flag("--cpu-only", flags->cpuOnly,
+                    "Describe the CPU alone, not the Vulkan devices beside it");
   command->add_flag("-q,--quiet", flags->quiet, "No progress output");
   return [command, flags]() -> int {
     if (!*command)
@@ -605,6 +609,28 @@ Action registerCalibrateCommand(CLI::App &app) {
         {"devices", {{{"id", "cpu0"},
                       {"device", nlohmann::json::parse(hardware::deviceToJson(device, -1))}}}},
         {"links", nlohmann::json::array()}};
+    // Every other device of the runtime's device layer, by the name the
+    // runtime gives it, so a plan's devices are the ones hetc run finds.
+    std::vector<VulkanCalibration> accelerators;
+    if (!flags->cpuOnly) {
+      std::vector<std::string> unavailable;
+      for (const std::shared_ptr<hetrt::hal::Device> &other :
+           hetrt::hal::enumerateDevices(&unavailable)) {
+        if (other->info().kind != "vulkan")
+          continue;
+        progress("measuring " + other->info().name + " (" +
+                 other->info().description + ")");
+        std::optional<VulkanCalibration> measured =
+            calibrateVulkanDevice(*other, "cpu0.dram", error);
+        if (!measured) {
+          std::cerr << "hetc calibrate: " << error << "\n";
+          return 1;
+        }
+        system["devices"].push_back(measured->device);
+        system["links"].push_back(measured->link);
+        accelerators.push_back(std::move(*measured));
+      }
+    }
     // Written beside the target and renamed over it, so a failure leaves an
     // earlier calibration as it was.
     if (!hetrt::format::writeFileAtomically(flags->output, system.dump(2) + "\n",
@@ -624,6 +650,12 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const auto &[name, rate] : calibration.decodeGBPerS)
         std::printf("%-8s %16.2f %16.3f\n", name.c_str(), rate,
                     calibration.prefillTflops[name]);
+      for (const VulkanCalibration &measured : accelerators)
+        std::printf("%s: memory %.1f GB/s, host link %.2f GB/s, dispatch "
+                    "%.1f us, f32 matmul %.3f TFLOPS\n",
+                    measured.device["id"].get<std::string>().c_str(),
+                    measured.memoryGBPerS, measured.linkGBPerS,
+                    measured.dispatchUs, measured.f32Tflops);
       std::printf("wrote %s in %.0f s\n", flags->output.c_str(),
                   seconds(started));
     }
