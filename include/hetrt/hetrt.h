@@ -23,7 +23,7 @@ extern "C" {
 /* 2: hetrt_model_is_end_of_generation; device enumeration.
  * 3: buffers, queues and events of the device layer;
  *    hetrt_model_max_text_bytes. */
-#define HETRT_API_VERSION 4
+#define HETRT_API_VERSION 5
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -216,6 +216,29 @@ HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_create_on_device(const hetrt_model_t *model,
                                int32_t device_index, int32_t num_threads,
                                hetrt_session_t **out_session);
+/* As hetrt_session_create, over the devices of the plan the pack was
+ * compiled for (hetc compile --system): the session plays the plan's
+ * programs, moving activations between the devices' memories. A pack
+ * without a plan fails with HETRT_UNSUPPORTED, one whose plan names a device
+ * this machine lacks with HETRT_UNAVAILABLE; both name the fix. The session
+ * keeps its devices. Since API version 5. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_create_planned(const hetrt_model_t *model,
+                             hetrt_session_t **out_session);
+/* What one device of a session has run since it was created. */
+typedef struct hetrt_device_stats_t {
+  const char *device_name; /* valid while the session lives */
+  uint64_t dispatches;     /* kernels and segment code run on it */
+  uint64_t bytes_in;       /* activations copied into its memory */
+  uint64_t bytes_out;      /* and out of it */
+} hetrt_device_stats_t;
+/* The number of devices a session runs on (1 for a session on one device). */
+HETRT_API size_t hetrt_session_device_count(const hetrt_session_t *session);
+/* Device index's statistics (index < hetrt_session_device_count); a CPU
+ * session reports no dispatches of the device layer. Since API version 5. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_device_stats(const hetrt_session_t *session, size_t index,
+                           hetrt_device_stats_t *out_stats);
 HETRT_API void hetrt_session_release(hetrt_session_t *session);
 
 /* Runs count ids from the current position. *out_logits points at the last

@@ -22,6 +22,8 @@ struct hetrt_session_t {
   std::unique_ptr<hetrt::core::Session> session;
   std::unique_ptr<hetrt::core::ProgramSession> spirv;
   std::shared_ptr<hetrt::hal::Device> device;
+  /// The devices' names, which hetrt_device_stats_t points into: made once.
+  std::vector<std::string> deviceNames;
 
   bool prefill(const std::vector<int32_t> &ids, std::string &error) {
     return spirv ? spirv->prefill(ids, error) : session->prefill(ids, error);
@@ -506,7 +508,7 @@ hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                                      failure);
     if (!session)
       return fail(statusOf(failure), error);
-    *out_session = new hetrt_session_t{std::move(session), nullptr, nullptr};
+    *out_session = new hetrt_session_t{std::move(session), nullptr, nullptr, {}};
     return HETRT_OK;
   });
 }
@@ -538,9 +540,71 @@ hetrt_status_t hetrt_session_create_on_device(const hetrt_model_t *model,
                                                  : HETRT_UNSUPPORTED,
                   error);
     *out_session =
-        new hetrt_session_t{nullptr, std::move(spirv), std::move(device)};
+        new hetrt_session_t{nullptr, std::move(spirv), std::move(device), {}};
     return HETRT_OK;
   });
+}
+
+hetrt_status_t hetrt_session_create_planned(const hetrt_model_t *model,
+                                            hetrt_session_t **out_session) {
+  if (!out_session)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create_planned: out_session is NULL");
+  *out_session = nullptr;
+  if (!model)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_create_planned: needs a model");
+  return guarded([&] {
+    const hetrt::format::Manifest &manifest = model->model->manifest();
+    if (!manifest.plan)
+      return fail(HETRT_UNSUPPORTED,
+                  model->model->pack().path() +
+                      ": the pack holds no plan; compile it with `hetc "
+                      "compile --system SYSTEM`");
+    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+        hetrt::hal::enumerateDevices();
+    std::string error;
+    std::unique_ptr<hetrt::core::ProgramSession> planned =
+        hetrt::core::ProgramSession::createPlanned(*model->model, devices,
+                                                   error);
+    if (!planned)
+      return fail(error.find("which this machine does not have") !=
+                          std::string::npos
+                      ? HETRT_UNAVAILABLE
+                      : HETRT_INVALID_ARGUMENT,
+                  error);
+    *out_session =
+        new hetrt_session_t{nullptr, std::move(planned), nullptr, {}};
+    return HETRT_OK;
+  });
+}
+
+size_t hetrt_session_device_count(const hetrt_session_t *session) {
+  if (!session)
+    return 0;
+  return session->spirv ? session->spirv->deviceStats().size() : 1;
+}
+
+hetrt_status_t hetrt_session_device_stats(const hetrt_session_t *session,
+                                          size_t index,
+                                          hetrt_device_stats_t *out_stats) {
+  if (!session || !out_stats ||
+      index >= hetrt_session_device_count(session))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_device_stats: needs a session, an index below "
+                "hetrt_session_device_count and out_stats");
+  std::vector<hetrt::core::ProgramRunner::DeviceStats> stats =
+      session->spirv ? session->spirv->deviceStats()
+                     : std::vector<hetrt::core::ProgramRunner::DeviceStats>{
+                           {"cpu0", 0, 0, 0}};
+  auto *mutableSession = const_cast<hetrt_session_t *>(session);
+  if (mutableSession->deviceNames.empty())
+    for (const hetrt::core::ProgramRunner::DeviceStats &device : stats)
+      mutableSession->deviceNames.push_back(device.name);
+  *out_stats = {mutableSession->deviceNames[index].c_str(),
+                stats[index].dispatches, stats[index].bytesIn,
+                stats[index].bytesOut};
+  return HETRT_OK;
 }
 
 void hetrt_session_release(hetrt_session_t *session) { delete session; }

@@ -42,6 +42,7 @@ struct RunnerFlags {
   bool ignoreEos = false;
   bool listDevices = false;
   std::string device = "cpu0";
+  bool planned = false;
 };
 
 
@@ -133,7 +134,7 @@ std::string detokenize(hetrt_model_t *model, const std::vector<int32_t> &ids,
 
 int run(const RunnerFlags &flags) {
   // A device that does not exist is a usage error, found before any work.
-  int32_t device = deviceIndex(flags.device);
+  int32_t device = flags.planned ? 0 : deviceIndex(flags.device);
   if (device < 0)
     return kExitUsage;
   std::string prompt;
@@ -189,9 +190,12 @@ int run(const RunnerFlags &flags) {
                  static_cast<long long>(room), static_cast<long long>(steps));
 
   Handle<hetrt_session_t, hetrt_session_release> session;
-  if (!report(hetrt_session_create_on_device(model.get, device, flags.threads,
-                                             &session.get),
-              "hetrt_session_create_on_device"))
+  if (flags.planned
+          ? !report(hetrt_session_create_planned(model.get, &session.get),
+                    "hetrt_session_create_planned")
+          : !report(hetrt_session_create_on_device(model.get, device,
+                                                   flags.threads, &session.get),
+                    "hetrt_session_create_on_device"))
     return failed();
   uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
                                   : std::random_device{}();
@@ -279,6 +283,19 @@ int run(const RunnerFlags &flags) {
         {"prefill_tokens_per_s", prefillRate},
         {"decode_tokens_per_s", decodeRate},
     };
+    // What each device ran, and the activations moved between them.
+    nlohmann::json devices = nlohmann::json::array();
+    for (size_t i = 0; i < hetrt_session_device_count(session.get); ++i) {
+      hetrt_device_stats_t stats;
+      if (!report(hetrt_session_device_stats(session.get, i, &stats),
+                  "hetrt_session_device_stats"))
+        return failed();
+      devices.push_back({{"name", stats.device_name},
+                         {"dispatches", stats.dispatches},
+                         {"bytes_in", stats.bytes_in},
+                         {"bytes_out", stats.bytes_out}});
+    }
+    result["devices"] = devices;
     std::cout << result.dump(2, ' ', false,
                              nlohmann::json::error_handler_t::replace)
               << "\n";
@@ -362,6 +379,10 @@ static int runRunner(int argc, char **argv) {
                  "such as vulkan0 (the pack needs `hetc compile --spirv`); "
                  "--list-devices lists them")
       ->capture_default_str();
+  app.add_flag("--planned", flags.planned,
+               "Run the plan the pack was compiled for (hetc compile "
+               "--system) over the devices it names")
+      ->excludes("--device");
   app.add_option("-t,--threads", flags.threads,
                  "Kernel threads (0: one per core)")
       ->check(threadCount());
