@@ -196,6 +196,21 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   return true;
 }
 
+/// The system a model is planned on when no other is given: the catalog's
+/// CPU-only host, on which the plan is one CPU segment per step.
+constexpr const char *kSingleCpuSystem = "cpu-only-host";
+
+/// The one-device case of the plan: the model planned on a CPU-only system
+/// and outlined, its one segment per step inlined again for the CPU
+/// target's whole-model entry points.
+void addSingleCpuPlan(mlir::OpPassManager &pm) {
+  het::HetPartitionPassOptions partition;
+  partition.system = kSingleCpuSystem;
+  pm.addPass(het::createHetPartitionPass(partition));
+  pm.addPass(het::createHetOutlinePass());
+  pm.addPass(het::createHetInlineSegmentsPass());
+}
+
 } // namespace
 
 std::optional<std::string> printPipeline(std::string &error) {
@@ -205,6 +220,7 @@ std::optional<std::string> printPipeline(std::string &error) {
   het::DeviceAttr device = target::x86::hostDevice(&context);
   const target::Target *target = target::findTarget(device, error);
   mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
+  addSingleCpuPlan(pm);
   if (!target || !target->buildPipeline(pm, device, Phase::LLVM, error))
     return std::nullopt;
   std::string text;
@@ -246,7 +262,8 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (options.stopAfter == Phase::Import)
     return writeText(options.outputPath, printModule, error);
 
-  // One device, this host's CPU, until the plan places segments on others.
+  // The pack's main code runs on this host's CPU: the one-device case of
+  // the plan (another system's plan is packed beside it).
   het::DeviceAttr device = target::x86::hostDevice(&context);
   const target::Target *target = target::findTarget(device, error);
   if (!target)
@@ -254,6 +271,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (options.stopAfter != Phase::Pack) {
     progress("lowering llm → linalg → loops → LLVM");
     mlir::PassManager pm(&context);
+    addSingleCpuPlan(pm);
     if (!target->buildPipeline(pm, device, options.stopAfter, error))
       return false;
     if (mlir::failed(pm.run(*module))) {
@@ -303,6 +321,14 @@ bool compileModel(const CompileOptions &options, std::string &error) {
     }
   }
 
+  progress("planning the model on one CPU");
+  mlir::PassManager plan(&context);
+  addSingleCpuPlan(plan);
+  if (mlir::failed(plan.run(*module))) {
+    error = options.modelPath + ": planning on " + kSingleCpuSystem +
+            " failed (see the diagnostics above)";
+    return false;
+  }
   target::CompileRequest request;
   request.cpuVariants = options.cpuVariants;
   request.progress = progress;

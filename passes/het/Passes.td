@@ -114,6 +114,24 @@ def HetLowerToProgramPass : Pass<"het-lower-to-program", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def HetInlineSegmentsPass : Pass<"het-inline-segments", "mlir::ModuleOp"> {
+  let summary = "Inlines the segments of a plan that runs on one CPU, "
+                "leaving the module as the import wrote it";
+  let description = [{
+    The one-segment case of a plan: when every segment of every function
+    runs on the same CPU device and nothing moves between memories, the
+    segments' bodies take their places, and the plan's annotations
+    (`het.placement`, `het.memory_space`, `het.kv_cache`, the
+    `het.kv_tiers` declarations and `het.plan`) are dropped. The module is
+    then the model as `hetc import` wrote it, which the CPU target compiles
+    into whole-model entry points; `hetc compile` without `--system` plans
+    the model on a CPU-only system and takes this path.
+
+    Fails, naming the devices, when the plan uses more than one device or a
+    device that is not a CPU, or moves a value with `het.transfer`.
+  }];
+}
+
 def HetVerifyPartitionedPass
     : Pass<"het-verify-partitioned", "mlir::ModuleOp"> {
   let summary = "Checks that every llm op is placed and every cross-device use "
