@@ -51,6 +51,15 @@ spirvpack="$asan/stories260K-spirv.hetpack"
 if "$asan/bin/hetrt-run" --list-devices | grep -q '^vulkan0 '; then
   "$asan/bin/hetrt-run" "$spirvpack" --device vulkan0 -p "Once upon a time" -n 48 \
     --temp 0 --json > /dev/null
+  # A plan split between vulkan0 and cpu0: CPU segment code on the CPU
+  # device, transfers between the devices (ProgramRunner, C API 5).
+  planpack="$asan/stories260K-plan.hetpack"
+  "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" \
+    -o "$planpack" --cpu-variants host -q \
+    --system "$repo/test/tools/hetc/Inputs/host-vulkan.json" \
+    --device-memory vulkan0=800KB
+  "$asan/bin/hetrt-run" "$planpack" --planned -p "Once upon a time" -n 48 \
+    --temp 0 --json > /dev/null
 else
   echo "sanitize: no Vulkan device; the SPIR-V programs are not run" >&2
 fi
@@ -65,6 +74,11 @@ rm -rf "$corpus" && mkdir -p "$corpus/gguf" "$corpus/pack"
 cp "$repo/../shared/models/stories260K.gguf" "$corpus/gguf/"
 cp "$pack" "$corpus/pack/"
 packtool="$repo/test/tools/hetc/Inputs/hetpack.py"
+if [ -n "${planpack:-}" ]; then
+  cp "$planpack" "$corpus/pack/"
+  python3 "$packtool" extract "$planpack" program/plan/prefill.json \
+    "$corpus/pack/plan-prefill.json"
+fi
 python3 "$packtool" extract "$pack" manifest.json "$corpus/pack/manifest.json"
 for section in $(python3 "$packtool" list "$pack" | awk '$1 ~ /^code\// {print $1}'); do
   python3 "$packtool" extract "$pack" "$section" "$corpus/pack/${section#code/}"

@@ -51,6 +51,38 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 /// activations are sized for it, and longer prompts run in chunks.
 constexpr int64_t kSpirvPrefillChunk = 512;
 
+/// Adds the programs `build` makes of the module's prefill and decode to
+/// `pack` as "program/<kind>/prefill.json" and ".../decode.json", naming
+/// the sections in `prefillSection` and `decodeSection`. False with `error`
+/// when a function is missing or cannot be built (the diagnostic names the
+/// op).
+bool packPrograms(
+    mlir::ModuleOp module, const std::string &kind,
+    llvm::function_ref<mlir::FailureOr<abi::Program>(mlir::func::FuncOp)> build,
+    hetrt::format::PackWriter &pack, std::string &prefillSection,
+    std::string &decodeSection, std::string &error) {
+  for (auto [name, section] :
+       {std::pair<const char *, std::string *>{"prefill", &prefillSection},
+        {"decode", &decodeSection}}) {
+    auto function = module.lookupSymbol<mlir::func::FuncOp>(name);
+    if (!function) {
+      error = std::string("the module has no @") + name + " to build a " +
+              kind + " program of";
+      return false;
+    }
+    mlir::FailureOr<abi::Program> program = build(function);
+    if (mlir::failed(program)) {
+      error = "the " + kind + " program cannot be built (the diagnostic "
+              "above names the op)";
+      return false;
+    }
+    *section = "program/" + kind + "/" + name + ".json";
+    std::string json = hetrt::format::programToJson(*program);
+    pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
+  }
+  return true;
+}
+
 /// Adds the model as SPIR-V programs to `pack` and `manifest`: the kernel
 /// library's module and the programs of the imported module's prefill and
 /// decode (built before the CPU lowering changes the module).
@@ -59,28 +91,14 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
                hetrt::format::Manifest &manifest, std::string &error) {
   hetrt::format::SpirvCode code;
   code.section = "code/spirv/kernels.spv";
-  code.prefillSection = "program/spirv/prefill.json";
-  code.decodeSection = "program/spirv/decode.json";
   code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
-  for (auto [name, section] :
-       {std::pair<const char *, const std::string *>{"prefill",
-                                                      &code.prefillSection},
-        {"decode", &code.decodeSection}}) {
-    auto function = module.lookupSymbol<mlir::func::FuncOp>(name);
-    if (!function) {
-      error = std::string("the module has no @") + name + " to build a "
-              "SPIR-V program of";
-      return false;
-    }
-    mlir::FailureOr<abi::Program> program = spirv::buildProgram(function);
-    if (mlir::failed(program)) {
-      error = "the SPIR-V target cannot run this model yet (the diagnostic "
-              "above names the op)";
-      return false;
-    }
-    std::string json = hetrt::format::programToJson(*program);
-    pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
-  }
+  if (!packPrograms(
+          module, "spirv",
+          [](mlir::func::FuncOp function) {
+            return spirv::buildProgram(function);
+          },
+          pack, code.prefillSection, code.decodeSection, error))
+    return false;
   mlir::OwningOpRef<mlir::ModuleOp> library =
       target::spirv::parseKernelLibrary(module.getContext());
   std::vector<target::spirv::SpirvExecutable> executables;
@@ -137,25 +155,12 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     builder.clone(*weight);
 
   hetrt::format::PlannedCode code;
-  code.prefillSection = "program/plan/prefill.json";
-  code.decodeSection = "program/plan/decode.json";
   code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
-  for (auto [name, section] :
-       {std::pair<const char *, const std::string *>{"prefill",
-                                                      &code.prefillSection},
-        {"decode", &code.decodeSection}}) {
-    auto function = module->lookupSymbol<mlir::func::FuncOp>(name);
-    if (!function) {
-      error = std::string("the module has no @") + name + " to plan";
-      return false;
-    }
+  auto build = [&](mlir::func::FuncOp function) {
     mlir::FailureOr<abi::Program> program =
         spirv::buildPlannedProgram(function, *segments);
-    if (mlir::failed(program)) {
-      error = "the plan cannot run as a program (the diagnostic above names "
-              "the op)";
-      return false;
-    }
+    if (mlir::failed(program))
+      return program;
     for (const abi::ProgramDevice &device : program->devices)
       usesSpirv = usesSpirv || device.target == "spirv";
     for (const abi::ProgramStep &step : program->steps)
@@ -163,9 +168,11 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
           program->devices[step.device].target == "x86")
         code.cpuKernels.emplace_back(step.kernel,
                                      static_cast<int>(step.buffers.size()));
-    std::string json = hetrt::format::programToJson(*program);
-    pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
-  }
+    return program;
+  };
+  if (!packPrograms(*module, "plan", build, pack, code.prefillSection,
+                    code.decodeSection, error))
+    return false;
   auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
   if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
     code.system = system.str();

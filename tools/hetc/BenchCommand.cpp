@@ -7,6 +7,7 @@
 #include "runtime/core/Bandwidth.h"
 #include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
+#include "runtime/core/ProgramSession.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 
@@ -40,6 +41,9 @@ struct BenchFlags {
   int repeats = 2;
   bool json = false;
   bool profile = false;
+  std::string device;
+  std::string system;
+  std::vector<std::string> deviceMemory;
 };
 
 /// Weight bytes one decode step reads: every tensor once, but only one row of
@@ -171,6 +175,99 @@ bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
   return true;
 }
 
+/// The best of `repeats` prefills of `prompt` and decodes of `decodeTokens`
+/// greedy tokens after it (after one untimed round), as tokens/s.
+template <typename SessionT>
+bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
+                 int64_t decodeTokens, int repeats, double &prefillRate,
+                 double &decodeRate, std::string &error) {
+  prefillRate = decodeRate = 0;
+  for (int r = -1; r < repeats; ++r) {
+    session.reset();
+    auto start = std::chrono::steady_clock::now();
+    if (!session.prefill(prompt, error))
+      return false;
+    if (r >= 0)
+      prefillRate = std::max(prefillRate, prompt.size() / seconds(start));
+    // Decode continues the prompt, greedily.
+    int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
+    start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < decodeTokens; ++i) {
+      if (!session.decode(token, error))
+        return false;
+      token = hetrt::core::argmax(session.logits(), session.vocabSize());
+    }
+    if (r >= 0)
+      decodeRate = std::max(decodeRate, decodeTokens / seconds(start));
+  }
+  return true;
+}
+
+/// `hetc bench --device` or `--system`: the model's programs on one device
+/// or over the plan's devices, with what each device ran per decode step.
+int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
+                 const std::vector<int32_t> &prompt) {
+  std::string error;
+  std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+      hetrt::hal::enumerateDevices();
+  std::unique_ptr<hetrt::core::ProgramSession> session;
+  if (!flags.system.empty()) {
+    session = hetrt::core::ProgramSession::createPlanned(model, devices, error);
+  } else {
+    auto found = std::find_if(devices.begin(), devices.end(),
+                              [&](const std::shared_ptr<hetrt::hal::Device> &d) {
+                                return d->info().name == flags.device;
+                              });
+    if (found == devices.end()) {
+      std::cerr << "hetc bench: --device " << flags.device
+                << ": this machine has no such device (`hetrt-run "
+                   "--list-devices` lists them)\n";
+      return 2;
+    }
+    session = hetrt::core::ProgramSession::create(model, **found, error);
+  }
+  double prefillRate = 0, decodeRate = 0;
+  if (!session || !timeSession(*session, prompt, flags.decodeTokens,
+                               flags.repeats, prefillRate, decodeRate, error)) {
+    std::cerr << "hetc bench: " << error << "\n";
+    return 1;
+  }
+  // Per decode step: each round ran a prefill and the decode steps; the
+  // device counters ran since the session began.
+  int64_t rounds = flags.repeats + 1;
+  nlohmann::json devicesJson = nlohmann::json::array();
+  for (const hetrt::core::ProgramRunner::DeviceStats &stats :
+       session->deviceStats())
+    devicesJson.push_back({{"name", stats.name},
+                           {"dispatches", stats.dispatches},
+                           {"bytes_in", stats.bytesIn},
+                           {"bytes_out", stats.bytesOut}});
+  if (flags.json) {
+    nlohmann::json report = {{"model", flags.model},
+                             {"device", session->deviceName()},
+                             {"prompt_tokens", flags.promptTokens},
+                             {"decode_tokens", flags.decodeTokens},
+                             {"rounds", rounds},
+                             {"prefill_tokens_per_s", prefillRate},
+                             {"decode_tokens_per_s", decodeRate},
+                             {"devices", devicesJson}};
+    std::cout << report.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-16s %14s %14s\n", "device", "prefill tok/s", "decode tok/s");
+  std::printf("%-16s %14.1f %14.1f\n", session->deviceName().c_str(),
+              prefillRate, decodeRate);
+  for (const hetrt::core::ProgramRunner::DeviceStats &stats :
+       session->deviceStats())
+    std::printf("%s: %llu dispatches, %.1f KiB in and %.1f KiB out over %lld "
+                "rounds\n",
+                stats.name.c_str(),
+                static_cast<unsigned long long>(stats.dispatches),
+                stats.bytesIn / 1024.0, stats.bytesOut / 1024.0,
+                static_cast<long long>(rounds));
+  return 0;
+}
+
 } // namespace
 
 Action registerBenchCommand(CLI::App &app) {
@@ -198,6 +295,14 @@ Action registerBenchCommand(CLI::App &app) {
   command->add_option("--repeats", flags->repeats,
                       "Runs per measurement; the best is reported")
       ->check(wholeRange(1, 1000));
+  command->add_option("--device", flags->device,
+                      "Measure the model's SPIR-V programs on this device "
+                      "(vulkan0) instead of the CPU code");
+  command->add_option("--system", flags->system,
+                      "Measure the plan on this system (a system JSON) over "
+                      "the devices it places work on")
+      ->excludes("--device");
+  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
   command->add_flag("--json", flags->json, "Print the results as JSON");
   command->add_flag("--profile", flags->profile,
                     "After the measurements, time each kernel over the decode "
@@ -207,7 +312,18 @@ Action registerBenchCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
-    std::string packPath = packFor(flags->model, 0, "hetc bench", error);
+    if (!flags->deviceMemory.empty() && flags->system.empty()) {
+      std::cerr << "hetc bench: --device-memory caps a plan; give --system "
+                   "too\n";
+      return 2;
+    }
+    bool onProgram = !flags->system.empty() ||
+                     (!flags->device.empty() && flags->device != "cpu0");
+    PackNeeds needs;
+    needs.spirv = onProgram && flags->system.empty();
+    needs.system = flags->system;
+    needs.deviceMemory = flags->deviceMemory;
+    std::string packPath = packFor(flags->model, 0, "hetc bench", error, needs);
     if (packPath.empty()) {
       std::cerr << "hetc bench: " << error << "\n";
       return 1;
@@ -253,6 +369,8 @@ Action registerBenchCommand(CLI::App &app) {
     std::vector<int32_t> prompt(static_cast<size_t>(flags->promptTokens));
     for (size_t i = 0; i < prompt.size(); ++i)
       prompt[i] = static_cast<int32_t>(3 + (i * 7919) % (manifest.vocabSize - 3));
+    if (onProgram)
+      return benchProgram(*flags, *model, prompt);
 
     nlohmann::json results = nlohmann::json::array();
     if (!flags->json)
@@ -280,28 +398,10 @@ Action registerBenchCommand(CLI::App &app) {
       // One untimed round first, so no row pays for first touches of the
       // weights, the code and the KV cache.
       double prefillRate = 0, decodeRate = 0;
-      for (int r = -1; r < flags->repeats; ++r) {
-        session.reset();
-        auto start = std::chrono::steady_clock::now();
-        if (!session.prefill(prompt, error)) {
-          std::cerr << "hetc bench: " << error << "\n";
-          return 1;
-        }
-        if (r >= 0)
-          prefillRate = std::max(prefillRate, prompt.size() / seconds(start));
-        // Decode continues the prompt, greedily.
-        int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
-        start = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < flags->decodeTokens; ++i) {
-          if (!session.decode(token, error)) {
-            std::cerr << "hetc bench: " << error << "\n";
-            return 1;
-          }
-          token = hetrt::core::argmax(session.logits(), session.vocabSize());
-        }
-        if (r >= 0)
-          decodeRate =
-              std::max(decodeRate, flags->decodeTokens / seconds(start));
+      if (!timeSession(session, prompt, flags->decodeTokens, flags->repeats,
+                       prefillRate, decodeRate, error)) {
+        std::cerr << "hetc bench: " << error << "\n";
+        return 1;
       }
       double roofline = bandwidth / static_cast<double>(bytesPerToken);
       results.push_back({{"threads", threads},

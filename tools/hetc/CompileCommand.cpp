@@ -66,13 +66,7 @@ Action registerCompileCommand(CLI::App &app) {
                       "`hetc calibrate` writes for this machine, or a catalog "
                       "name) and pack the plan's program over its devices "
                       "(hetc run --system)");
-  command
-      ->add_option("--device-memory", flags->deviceMemory,
-                   "With --system: cap what the plan may use of a device's "
-                   "memory, DEVICE=SIZE (e.g. vulkan0=64MiB); repeat or "
-                   "comma-separate for several")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "

@@ -201,6 +201,17 @@ void addModelArgument(CLI::App *command, std::string &model,
   });
 }
 
+void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
+                           const std::string &scope) {
+  command
+      .add_option("--device-memory", caps,
+                  scope + "Cap what the plan may use of a device's memory, "
+                          "DEVICE=SIZE (e.g. vulkan0=64MiB); repeat or "
+                          "comma-separate for several")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 std::string misreadShortOption(const std::string &argument) {
   double value = 0;
   bool nonFinite = false;

@@ -46,6 +46,12 @@ CLI::Validator wholeRange(int64_t low, int64_t high);
 void addModelArgument(CLI::App *command, std::string &model,
                       const std::string &description);
 
+/// --device-memory DEVICE=SIZE, repeatable or comma-separated, into `caps`;
+/// `scope` says what it caps ("" for hetc plan, "With --system: " where a
+/// plan is optional).
+void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
+                           const std::string &scope);
+
 /// The message for an argument CLI11 would misread: a single dash before
 /// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when
 /// `argument` is not one.

@@ -42,12 +42,7 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
                      "Prompt length of the prefill")
       ->check(wholeRange(1, INT32_MAX))
       ->capture_default_str();
-  command
-      .add_option("--device-memory", flags.deviceMemory,
-                  "Cap what the plan may use of a device's memory, DEVICE=SIZE "
-                  "(e.g. gpu0=8GiB); repeat or comma-separate for several")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  addDeviceMemoryOption(command, flags.deviceMemory, "");
 }
 
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,

@@ -240,13 +240,7 @@ Action registerRunCommand(CLI::App &app) {
                       "Run the cost model's plan of the model on this system "
                       "(a system JSON, as `hetc calibrate` writes for this "
                       "machine), over the devices it places work on");
-  command
-      ->add_option("--device-memory", flags->deviceMemory,
-                   "With --system: cap what the plan may use of a device's "
-                   "memory, DEVICE=SIZE (e.g. vulkan0=64MiB); repeat or "
-                   "comma-separate for several")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());

@@ -293,7 +293,8 @@ public:
                           " dynamic sizes (int64 push constants), not " +
                           std::to_string(pushConstants.size()) + " bytes");
     std::vector<int64_t> dynamic(segment.dynamicSizes);
-    std::memcpy(dynamic.data(), pushConstants.data(), pushConstants.size());
+    if (!dynamic.empty())
+      std::memcpy(dynamic.data(), pushConstants.data(), pushConstants.size());
     // One memref descriptor per buffer: allocated and aligned pointers,
     // offset, sizes, row-major strides.
     auto descriptors =
@@ -493,7 +494,7 @@ public:
       const char *signature = image->data(
           format::kSegmentSignaturePrefix + kernel.entryPoint, size);
       std::vector<int64_t> values(size / 8);
-      if (signature)
+      if (signature && !values.empty())
         std::memcpy(values.data(), signature, values.size() * 8);
       std::string why = "is missing";
       if (!segment.entry || !signature || size % 8 != 0 ||
