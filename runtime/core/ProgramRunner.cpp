@@ -132,6 +132,15 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
                              " bytes is outside 1 byte to 1 TiB");
     bool shared = buffer.role == BufferRole::Weight ||
                   buffer.role == BufferRole::KvCache;
+    if (buffer.role == BufferRole::KvCache) {
+      // The steps of one sequence read one cache: it may not move.
+      auto [home, added] = cacheDevices_.emplace(buffer.name, device);
+      if (!added && home->second != device)
+        return fail(error, where + " keeps KV cache \"" + buffer.name +
+                               "\" on " + devices_[device].stats.name +
+                               ", but an earlier program keeps it on " +
+                               devices_[home->second].stats.name);
+    }
     if (shared) {
       auto found = shared_.find({device, buffer.name});
       if (found != shared_.end()) {

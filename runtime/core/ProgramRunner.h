@@ -111,6 +111,8 @@ private:
   /// Weights and caches by (runner device, name), shared by the entries.
   std::map<std::pair<int, std::string>, std::shared_ptr<hal::Buffer>> shared_;
   std::vector<Prepared> prepared_;
+  /// The runner device of each KV cache, by name.
+  std::map<std::string, int> cacheDevices_;
   int64_t vocab_ = 0;
   /// Host memory the queues read from or write to until the next finish.
   std::vector<std::vector<char>> staging_;

@@ -4,6 +4,8 @@
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
+#include "runtime/core/ProgramRunner.h"
+#include "runtime/format/Gguf.h"
 #include "runtime/hal/Device.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -184,5 +186,61 @@ TEST_F(CpuSegmentTest, RefusesKernelsTheCodeDoesNotExport) {
       hetrt::hal::ExecutableFormat::X86SharedObject, code->substr(0, 200),
       {{"prefill_seg0", 3, 8}}, error));
   EXPECT_NE(error.message.find("cpu0: the segment code"), std::string::npos)
+      << error.message;
+}
+
+// A program whose step runs the segment code on cpu0: the runner maps the
+// model file for it, binds its buffers and passes the step's token count as
+// the dynamic sizes; a program naming a device it was not given is refused.
+TEST_F(CpuSegmentTest, TheProgramRunnerDispatchesSegmentCode) {
+  using hetc::abi::BufferRole;
+  using hetc::abi::ProgramValue;
+  std::string message;
+  std::unique_ptr<hetrt::format::GgufFile> file = hetrt::format::GgufFile::open(
+      std::string(HETC_SHARED_DIR) + "/models/stories260K.gguf", message);
+  ASSERT_TRUE(file) << message;
+  hetc::abi::Program program;
+  program.devices = {{"cpu0", "x86"}};
+  program.buffers = {
+      {"model-file", BufferRole::WeightFile, ProgramValue::fixed(0), ""},
+      // A cache, so the runner clears it: the segment's input is zeros.
+      {"kv.0", BufferRole::KvCache, ProgramValue::fixed(16), ""},
+      {"logits", BufferRole::Logits, ProgramValue::fixed(16), ""}};
+  hetc::abi::ProgramStep step;
+  step.kernel = "prefill_seg0";
+  step.buffers = {0, 1, 2};
+  step.params = {ProgramValue::tokens(), ProgramValue::tokens()};
+  program.steps = {step};
+  auto runnerFor = [&](const hetc::abi::Program &entry, Error &error) {
+    return hetrt::core::ProgramRunner::create(
+        {{device.get(), hetrt::hal::ExecutableFormat::X86SharedObject, *code,
+          {{"prefill_seg0", 3, 0}}}},
+        {{entry, 1}}, *file, error);
+  };
+  Error error;
+  std::unique_ptr<hetrt::core::ProgramRunner> runner = runnerFor(program, error);
+  ASSERT_TRUE(runner) << error.message;
+  EXPECT_EQ(runner->vocab(), 4);
+  // The input is zeros, and so is its norm: the sum is zero.
+  float logits[4] = {1, 1, 1, 1};
+  const int32_t token = 5;
+  ASSERT_TRUE(runner->run(0, &token, 1, 0, logits, error)) << error.message;
+  for (float value : logits)
+    EXPECT_EQ(value, 0.0f);
+  EXPECT_EQ(runner->stats().at(0).dispatches, 1u);
+
+  hetc::abi::Program elsewhere = program;
+  elsewhere.devices = {{"cpu7", "x86"}};
+  EXPECT_FALSE(runnerFor(elsewhere, error));
+  EXPECT_NE(error.message.find("program 0 runs on cpu7, which is not among "
+                               "the devices it was given"),
+            std::string::npos)
+      << error.message;
+  hetc::abi::Program spirv = program;
+  spirv.devices = {{"cpu0", "spirv"}};
+  EXPECT_FALSE(runnerFor(spirv, error));
+  EXPECT_NE(error.message.find("cpu0 runs other code than the spirv code the "
+                               "program dispatches"),
+            std::string::npos)
       << error.message;
 }
