@@ -386,10 +386,21 @@ private:
                   cast<RankedTensorType>(matmul.getWeight().getType());
               int out = activation(matmul.getResult());
               ProgramValue rows = rowsOf(type);
+              int64_t outputs = weightType.getDimSize(0);
               std::vector<ProgramValue> params = {
                   rows, ProgramValue::fixed(weightType.getDimSize(1)),
-                  ProgramValue::fixed(weightType.getDimSize(0)),
-                  ProgramValue::fixed(0)};
+                  ProgramValue::fixed(outputs), ProgramValue::fixed(0)};
+              // A step's many rows (a prefill) go through 16x16 tiles of
+              // the output staged in workgroup memory.
+              if (*format == "f32" && type.isDynamicDim(0)) {
+                ProgramValue rowTiles = rows;
+                rowTiles.divisor = 16;
+                dispatch("matmul_tiled_f32",
+                         {buf(matmul.getInput()), *w, out}, params,
+                         {ProgramValue::fixed((outputs + 15) / 16), rowTiles,
+                          ProgramValue::fixed(1)});
+                return success();
+              }
               std::string kernel = matmulKernel(*format, params);
               dispatch(kernel, {buf(matmul.getInput()), *w, out},
                        params,

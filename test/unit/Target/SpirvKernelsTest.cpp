@@ -39,6 +39,7 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
                                                   {"matmul_k_quant", 4},
                                                   {"matmul_q4_0", 4},
                                                   {"matmul_q8_0", 4},
+                                                  {"matmul_tiled_f32", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"rope_f32", 4},
                                                   {"silu_mul_f32", 4}}));
@@ -238,6 +239,25 @@ TEST(SpirvKernels, MatmulF32MatchesTheCpu) {
                 std::vector<double>(expected.end() - m, expected.end()),
                 std::vector<double>(scale.end() - m, scale.end()), 1e-5,
                 "matmul_f32 of the last row");
+  });
+}
+
+TEST(SpirvKernels, TiledMatmulMatchesTheCpuOnRaggedTiles) {
+  // Sizes that fill no 16x16 tile or 16-wide slice of K exactly, and rows
+  // read from past the start of x (x_row).
+  constexpr int n = 37, k = 70, m = 45, skipped = 2;
+  std::vector<float> x = randomValues((n + skipped) * k, 7),
+                     w = randomValues(m * k, 8);
+  std::vector<float> rows(x.begin() + skipped * k, x.end());
+  std::vector<double> expected, scale;
+  referenceMatmul(rows, w, n, k, m, expected, scale);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(w);
+    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{n, k, m, skipped});
+    expectClose(runner.run("matmul_tiled_f32", {(m + 15) / 16, (n + 15) / 16, 1},
+                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
+                expected, scale, 1e-5, "matmul_tiled_f32");
   });
 }
 

@@ -150,6 +150,92 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // As @matmul_f32 for many rows at once (a prefill): each workgroup of
+    // 16x16 threads computes a 16x16 tile of y, staging 16-wide slices of
+    // x's rows and w's rows through workgroup memory, so each value read
+    // from global memory serves 16 products instead of one. Thread (tx, ty)
+    // loads x[n0 + ty, k0 + tx] and w[m0 + ty, k0 + tx] and computes
+    // y[n0 + ty, m0 + tx]; the sum over k runs in order, 16 at a time.
+    // params: [N, K, M, x_row]; grid: (ceil(M / 16), ceil(N / 16), 1).
+    gpu.func @matmul_tiled_f32(%x: memref<?xf32>, %w: memref<?xf32>,
+                               %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [16, 16, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %xs = memref.alloc() : memref<256xf32, 3>
+      %ws = memref.alloc() : memref<256xf32, 3>
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %n_i32 = memref.load %params[%c0] : memref<?xi32>
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %n_size = arith.index_cast %n_i32 : i32 to index
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %m0 = arith.muli %bx, %c16 : index
+      %n0 = arith.muli %by, %c16 : index
+      %n = arith.addi %n0, %ty : index
+      %m_load = arith.addi %m0, %ty : index
+      %m_out = arith.addi %m0, %tx : index
+      %n_ok = arith.cmpi ult, %n, %n_size : index
+      %m_load_ok = arith.cmpi ult, %m_load, %m_size : index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %w_base = arith.muli %m_load, %k_size : index
+      %ty16 = arith.muli %ty, %c16 : index
+      %tx16 = arith.muli %tx, %c16 : index
+      %slot = arith.addi %ty16, %tx : index
+      %sum = scf.for %k0 = %c0 to %k_size step %c16 iter_args(%acc = %zero) -> f32 {
+        %k = arith.addi %k0, %tx : index
+        %k_ok = arith.cmpi ult, %k, %k_size : index
+        %x_ok = arith.andi %n_ok, %k_ok : i1
+        %xv = scf.if %x_ok -> f32 {
+          %xi = arith.addi %x_base, %k : index
+          %v = memref.load %x[%xi] : memref<?xf32>
+          scf.yield %v : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        memref.store %xv, %xs[%slot] : memref<256xf32, 3>
+        %w_ok = arith.andi %m_load_ok, %k_ok : i1
+        %wv = scf.if %w_ok -> f32 {
+          %wi = arith.addi %w_base, %k : index
+          %v = memref.load %w[%wi] : memref<?xf32>
+          scf.yield %v : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        memref.store %wv, %ws[%slot] : memref<256xf32, 3>
+        gpu.barrier
+        %part = scf.for %kk = %c0 to %c16 step %c1 iter_args(%a = %acc) -> f32 {
+          %xi = arith.addi %ty16, %kk : index
+          %wi = arith.addi %tx16, %kk : index
+          %xv2 = memref.load %xs[%xi] : memref<256xf32, 3>
+          %wv2 = memref.load %ws[%wi] : memref<256xf32, 3>
+          %next = math.fma %xv2, %wv2, %a : f32
+          scf.yield %next : f32
+        }
+        gpu.barrier
+        scf.yield %part : f32
+      }
+      %m_out_ok = arith.cmpi ult, %m_out, %m_size : index
+      %store_ok = arith.andi %n_ok, %m_out_ok : i1
+      scf.if %store_ok {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m_out : index
+        memref.store %sum, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
     // As @matmul_f32 with w in Q8_0: blocks of 34 bytes, an f16 scale then
     // 32 signed bytes, value = scale * byte. Each thread takes whole blocks
     // of the row, so the scale is widened once per 32 products.
