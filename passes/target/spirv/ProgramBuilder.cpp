@@ -251,7 +251,8 @@ private:
            : format == "bf16" ? 2
            : format == "q4_0" ? 3
            : format == "q4_k" ? 4
-                              : 5;
+           : format == "q6_k" ? 5
+                              : 6;
   }
 
   /// The matmul kernel of a weight format and its parameters past
@@ -392,11 +393,16 @@ private:
                   ProgramValue::fixed(outputs), ProgramValue::fixed(0)};
               // A step's many rows (a prefill) go through 16x16 tiles of
               // the output staged in workgroup memory.
-              if (*format == "f32" && type.isDynamicDim(0)) {
+              if (type.isDynamicDim(0)) {
                 ProgramValue rowTiles = rows;
                 rowTiles.divisor = 16;
-                dispatch("matmul_tiled_f32",
-                         {buf(matmul.getInput()), *w, out}, params,
+                std::string kernel = "matmul_tiled_f32";
+                if (*format != "f32") {
+                  kernel = "matmul_tiled_bytes";
+                  params.push_back(
+                      ProgramValue::fixed(byteFormatCode(*format)));
+                }
+                dispatch(kernel, {buf(matmul.getInput()), *w, out}, params,
                          {ProgramValue::fixed((outputs + 15) / 16), rowTiles,
                           ProgramValue::fixed(1)});
                 return success();

@@ -39,6 +39,7 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
                                                   {"matmul_k_quant", 4},
                                                   {"matmul_q4_0", 4},
                                                   {"matmul_q8_0", 4},
+                                                  {"matmul_tiled_bytes", 4},
                                                   {"matmul_tiled_f32", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"rope_f32", 4},
@@ -557,6 +558,35 @@ TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
                              {bx.get(), bw.get(), by.get(), params.get()},
                              n * m),
                   expected, scale, 1e-5, c.kernel);
+    });
+  }
+}
+
+TEST(SpirvKernels, TiledMatmulsOfEveryByteFormatMatchTheCpu) {
+  using hetrt::format::BlockFormat;
+  // Rows and outputs that fill no 16x16 tile; K = 512 holds whole blocks of
+  // every format, the K-quants' 256 included.
+  constexpr int n = 21, k = 512, m = 19;
+  std::vector<float> x = randomValues(n * k, 17), original = randomValues(m * k, 18);
+  for (auto [format, code] : {std::pair{BlockFormat::F16, 1},
+                              {BlockFormat::BF16, 2},
+                              {BlockFormat::Q4_0, 3},
+                              {BlockFormat::Q4_K, 4},
+                              {BlockFormat::Q6_K, 5},
+                              {BlockFormat::Q8_0, 6}}) {
+    SCOPED_TRACE("format " + std::to_string(code));
+    EncodedWeights w = encodeWeights(format, original, m, k);
+    std::vector<double> expected, scale;
+    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto params = runner.upload(std::vector<int32_t>{n, k, m, 0, code});
+      expectClose(runner.run("matmul_tiled_bytes",
+                             {(m + 15) / 16, (n + 15) / 16, 1},
+                             {bx.get(), bw.get(), by.get(), params.get()},
+                             n * m),
+                  expected, scale, 1e-5, "matmul_tiled_bytes");
     });
   }
 }

@@ -236,6 +236,89 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // As @matmul_tiled_f32 with w in a byte format, each element dequantized
+    // as its tile is staged (@weight_element).
+    // params: [N, K, M, x_row, format: 1 f16, 2 bf16, 3 q4_0, 4 q4_k, 5 q6_k,
+    // 6 q8_0]; grid: (ceil(M / 16), ceil(N / 16), 1).
+    gpu.func @matmul_tiled_bytes(%x: memref<?xf32>, %w: memref<?xi8>,
+                                 %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [16, 16, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %xs = memref.alloc() : memref<256xf32, 3>
+      %ws = memref.alloc() : memref<256xf32, 3>
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %n_i32 = memref.load %params[%c0] : memref<?xi32>
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %n_size = arith.index_cast %n_i32 : i32 to index
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %c4 = arith.constant 4 : index
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %m0 = arith.muli %bx, %c16 : index
+      %n0 = arith.muli %by, %c16 : index
+      %n = arith.addi %n0, %ty : index
+      %m_load = arith.addi %m0, %ty : index
+      %m_out = arith.addi %m0, %tx : index
+      %n_ok = arith.cmpi ult, %n, %n_size : index
+      %m_load_ok = arith.cmpi ult, %m_load, %m_size : index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %ty16 = arith.muli %ty, %c16 : index
+      %tx16 = arith.muli %tx, %c16 : index
+      %slot = arith.addi %ty16, %tx : index
+      %sum = scf.for %k0 = %c0 to %k_size step %c16 iter_args(%acc = %zero) -> f32 {
+        %k = arith.addi %k0, %tx : index
+        %k_ok = arith.cmpi ult, %k, %k_size : index
+        %x_ok = arith.andi %n_ok, %k_ok : i1
+        %xv = scf.if %x_ok -> f32 {
+          %xi = arith.addi %x_base, %k : index
+          %v = memref.load %x[%xi] : memref<?xf32>
+          scf.yield %v : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        memref.store %xv, %xs[%slot] : memref<256xf32, 3>
+        %w_ok = arith.andi %m_load_ok, %k_ok : i1
+        %wv = scf.if %w_ok -> f32 {
+          %v = func.call @weight_element(%w, %m_load, %k, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
+          scf.yield %v : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        memref.store %wv, %ws[%slot] : memref<256xf32, 3>
+        gpu.barrier
+        %part = scf.for %kk = %c0 to %c16 step %c1 iter_args(%a = %acc) -> f32 {
+          %xi = arith.addi %ty16, %kk : index
+          %wi = arith.addi %tx16, %kk : index
+          %xv2 = memref.load %xs[%xi] : memref<256xf32, 3>
+          %wv2 = memref.load %ws[%wi] : memref<256xf32, 3>
+          %next = math.fma %xv2, %wv2, %a : f32
+          scf.yield %next : f32
+        }
+        gpu.barrier
+        scf.yield %part : f32
+      }
+      %m_out_ok = arith.cmpi ult, %m_out, %m_size : index
+      %store_ok = arith.andi %n_ok, %m_out_ok : i1
+      scf.if %store_ok {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m_out : index
+        memref.store %sum, %y[%yi] : memref<?xf32>
+      }
+      gpu.return
+    }
+
     // As @matmul_f32 with w in Q8_0: blocks of 34 bytes, an f16 scale then
     // 32 signed bytes, value = scale * byte. Each thread takes whole blocks
     // of the row, so the scale is widened once per 32 products.
@@ -1072,6 +1155,89 @@ module attributes {gpu.container_module} {
       %scale = arith.sitofp %scale8 : i8 to f32
       %scaled = arith.mulf %d, %scale : f32
       %value = arith.mulf %scaled, %q : f32
+      return %value : f32
+    }
+
+    // Element k of row `row` of a weight in a byte format (as
+    // @matmul_tiled_bytes numbers them) with rows of `cols` elements.
+    func.func private @weight_element(%w: memref<?xi8>, %row: index, %k: index, %cols: index, %format: i32) -> f32 {
+      %c2 = arith.constant 2 : index
+      %c16 = arith.constant 16 : index
+      %c18 = arith.constant 18 : index
+      %c32 = arith.constant 32 : index
+      %c34 = arith.constant 34 : index
+      %c144 = arith.constant 144 : index
+      %c210 = arith.constant 210 : index
+      %c256 = arith.constant 256 : index
+      %c16_i32 = arith.constant 16 : i32
+      %f16 = arith.constant 1 : i32
+      %bf16 = arith.constant 2 : i32
+      %q4_0 = arith.constant 3 : i32
+      %q4_k = arith.constant 4 : i32
+      %q6_k = arith.constant 5 : i32
+      %is_f16 = arith.cmpi eq, %format, %f16 : i32
+      %is_bf16 = arith.cmpi eq, %format, %bf16 : i32
+      %is_q4_0 = arith.cmpi eq, %format, %q4_0 : i32
+      %is_q4_k = arith.cmpi eq, %format, %q4_k : i32
+      %is_q6_k = arith.cmpi eq, %format, %q6_k : i32
+      %is_half = arith.ori %is_f16, %is_bf16 : i1
+      %is_k = arith.ori %is_q4_k, %is_q6_k : i1
+      %value = scf.if %is_half -> f32 {
+        %row_elements = arith.muli %row, %cols : index
+        %element = arith.addi %row_elements, %k : index
+        %at = arith.muli %element, %c2 : index
+        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %v = scf.if %is_f16 -> f32 {
+          %h = func.call @f16_bits_to_f32(%bits) : (i32) -> f32
+          scf.yield %h : f32
+        } else {
+          %wide = arith.shli %bits, %c16_i32 : i32
+          %b = arith.bitcast %wide : i32 to f32
+          scf.yield %b : f32
+        }
+        scf.yield %v : f32
+      } else {
+        %v = scf.if %is_k -> f32 {
+          // Super-blocks of 256 elements: 144 bytes (Q4_K) or 210 (Q6_K).
+          %block_bytes = arith.select %is_q4_k, %c144, %c210 : index
+          %blocks = arith.divui %cols, %c256 : index
+          %row_blocks = arith.muli %row, %blocks : index
+          %block = arith.divui %k, %c256 : index
+          %index = arith.addi %row_blocks, %block : index
+          %at = arith.muli %index, %block_bytes : index
+          %e = arith.remui %k, %c256 : index
+          %q = func.call @k_quant_element(%w, %at, %e, %is_q4_k) : (memref<?xi8>, index, index, i1) -> f32
+          scf.yield %q : f32
+        } else {
+          // Blocks of 32: an f16 scale, then 16 bytes of nibbles (Q4_0; the
+          // low nibbles are elements 0-15) or 32 signed bytes (Q8_0).
+          %block_bytes = arith.select %is_q4_0, %c18, %c34 : index
+          %blocks = arith.divui %cols, %c32 : index
+          %row_blocks = arith.muli %row, %blocks : index
+          %block = arith.divui %k, %c32 : index
+          %index = arith.addi %row_blocks, %block : index
+          %at = arith.muli %index, %block_bytes : index
+          %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+          %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+          %quants = arith.addi %at, %c2 : index
+          %e = arith.remui %k, %c32 : index
+          %q = scf.if %is_q4_0 -> f32 {
+            %j = arith.remui %e, %c16 : index
+            %high = arith.divui %e, %c16 : index
+            %qi = arith.addi %quants, %j : index
+            %n = func.call @nibble(%w, %qi, %high) : (memref<?xi8>, index, index) -> f32
+            scf.yield %n : f32
+          } else {
+            %qi = arith.addi %quants, %e : index
+            %byte = memref.load %w[%qi] : memref<?xi8>
+            %b = arith.sitofp %byte : i8 to f32
+            scf.yield %b : f32
+          }
+          %scaled = arith.mulf %scale, %q : f32
+          scf.yield %scaled : f32
+        }
+        scf.yield %v : f32
+      }
       return %value : f32
     }
 
