@@ -33,6 +33,9 @@ namespace hetc::spirv {
 
 namespace {
 
+/// Keys one workgroup of a split decode attention takes.
+constexpr int64_t kKeysPerSplit = 256;
+
 int64_t floatBits(float value) {
   int32_t bits;
   std::memcpy(&bits, &value, 4);
@@ -187,6 +190,22 @@ private:
         ++it;
       }
     }
+  }
+
+  /// A scratch buffer of at least `bytes` on the current device, which a
+  /// step fills and the next reads (one per device, grown to the largest
+  /// use: steps on one device run in order).
+  int scratch(int64_t bytes) {
+    auto found = scratch_.find(device_);
+    if (found == scratch_.end()) {
+      int buffer = addBuffer("scratch." + std::to_string(scratch_.size()),
+                             BufferRole::Activation, ProgramValue::fixed(bytes));
+      scratch_[device_] = buffer;
+      return buffer;
+    }
+    ProgramValue &size = program_.buffers[found->second].bytes;
+    size.constant = std::max(size.constant, bytes);
+    return found->second;
   }
 
   /// The buffer of `value` on the current device. In a planned program the
@@ -469,19 +488,45 @@ private:
                       : static_cast<float>(
                             1.0 / std::sqrt(double(attention.getHeadDim())));
               int out = activation(attention.getResult());
-              dispatch("attention_f32",
-                       {buf(attention.getQuery()),
-                        buf(attention.getCache()),
-                        buf(attention.getPositions()), out},
-                       {ProgramValue::fixed(attention.getNumHeads()),
-                        ProgramValue::fixed(cache.getKvHeads()),
-                        ProgramValue::fixed(attention.getHeadDim()),
-                        ProgramValue::fixed(cache.getCapacity()),
-                        ProgramValue::keys(),
-                        ProgramValue::fixed(floatBits(scale)),
-                        ProgramValue::fixed(attention.getCausal() ? 1 : 0)},
-                       {rowsOf(type),
-                        ProgramValue::fixed(attention.getNumHeads()),
+              int64_t heads = attention.getNumHeads();
+              int64_t headDim = attention.getHeadDim();
+              std::vector<ProgramValue> params = {
+                  ProgramValue::fixed(heads),
+                  ProgramValue::fixed(cache.getKvHeads()),
+                  ProgramValue::fixed(headDim),
+                  ProgramValue::fixed(cache.getCapacity()),
+                  ProgramValue::keys(),
+                  ProgramValue::fixed(floatBits(scale)),
+                  ProgramValue::fixed(attention.getCausal() ? 1 : 0)};
+              std::vector<int32_t> operands = {
+                  buf(attention.getQuery()), buf(attention.getCache()),
+                  buf(attention.getPositions())};
+              // A decode step has one workgroup per head: over a long
+              // context its keys are split over workgroups of
+              // kKeysPerSplit keys, whose records a second kernel merges.
+              if (type.isDynamicDim(0) ||
+                  cache.getCapacity() <= kKeysPerSplit) {
+                params.push_back(ProgramValue::fixed(0));
+                operands.push_back(out);
+                dispatch("attention_f32", operands, params,
+                         {rowsOf(type), ProgramValue::fixed(heads),
+                          ProgramValue::fixed(1)});
+                return success();
+              }
+              ProgramValue splits = ProgramValue::keys();
+              splits.divisor = kKeysPerSplit;
+              int64_t records = type.getDimSize(0) * heads *
+                                ((cache.getCapacity() + kKeysPerSplit - 1) /
+                                 kKeysPerSplit);
+              int partial = scratch(records * (headDim + 2) * 4);
+              params.push_back(ProgramValue::fixed(kKeysPerSplit));
+              operands.push_back(partial);
+              dispatch("attention_f32", operands, params,
+                       {rowsOf(type), ProgramValue::fixed(heads), splits});
+              dispatch("attention_combine_f32", {partial, out},
+                       {ProgramValue::fixed(heads),
+                        ProgramValue::fixed(headDim), splits},
+                       {rowsOf(type), ProgramValue::fixed(heads),
                         ProgramValue::fixed(1)});
               return success();
             })
@@ -913,6 +958,8 @@ private:
   /// Activation buffers in use, and free ones.
   std::vector<int> live_, free_;
   int segmentsBuilt_ = 0;
+  /// The scratch buffer of each device.
+  std::map<int, int> scratch_;
   int activations_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>, int>
       ropeTables_;

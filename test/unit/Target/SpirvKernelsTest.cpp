@@ -28,6 +28,7 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
   for (const SpirvKernel &kernel : compiled.kernels)
     bindings[kernel.entryPoint] = kernel.bindings;
   EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
+                                                  {"attention_combine_f32", 3},
                                                   {"attention_f32", 5},
                                                   {"get_rows_bytes", 4},
                                                   {"get_rows_f32", 4},
@@ -490,13 +491,56 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
         auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
         auto params = runner.upload(std::vector<int32_t>{
             heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            causal ? 1 : 0});
+            causal ? 1 : 0, 0});
         expectClose(runner.run("attention_f32",
                                {static_cast<uint32_t>(tokens), heads, 1},
                                {bq.get(), bc.get(), bp.get(), bo.get(),
                                 params.get()},
                                q.size(), 3),
                     expected, scale, 1e-5, "attention_f32");
+      });
+    }
+  }
+}
+
+TEST(SpirvKernels, DecodeAttentionSplitOverTheContextMatchesTheCpu) {
+  // One token over 150 keys in splits of 64 (three, the last partial) and
+  // of 128 (two), merged by the combine kernel; and a position before most
+  // keys, so the later splits hold no key at all.
+  constexpr int heads = 4, kvHeads = 2, context = 200, keyCount = 150,
+                dim = 40;
+  float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (int position : {149, 20}) {
+    for (int perSplit : {64, 128}) {
+      SCOPED_TRACE("position " + std::to_string(position) + ", splits of " +
+                   std::to_string(perSplit));
+      std::vector<int32_t> positions = {position};
+      std::vector<float> q = randomValues(heads * dim, 19);
+      for (float &value : q)
+        value *= 4.0f;
+      std::vector<float> cache = randomValues(2 * context * kvHeads * dim, 20);
+      std::vector<double> expected, scale;
+      referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
+                         keyCount, /*causal=*/true, expected, scale);
+      const int splits = (keyCount + perSplit - 1) / perSplit;
+      onEveryDevice([&](KernelRunner &runner) {
+        auto bq = runner.upload(q), bc = runner.upload(cache);
+        auto bp = runner.upload(positions);
+        auto partial = runner.upload(
+            std::vector<float>(heads * splits * (dim + 2), 0.0f));
+        auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
+        auto params = runner.upload(std::vector<int32_t>{
+            heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
+            1, perSplit});
+        runner.run("attention_f32",
+                   {1, heads, static_cast<uint32_t>(splits)},
+                   {bq.get(), bc.get(), bp.get(), partial.get(), params.get()},
+                   1, 3);
+        auto combine = runner.upload(std::vector<int32_t>{heads, dim, splits});
+        expectClose(runner.run("attention_combine_f32", {1, heads, 1},
+                               {partial.get(), bo.get(), combine.get()},
+                               q.size(), 1),
+                    expected, scale, 1e-5, "split attention");
       });
     }
   }

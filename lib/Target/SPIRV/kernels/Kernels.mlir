@@ -552,8 +552,14 @@ module attributes {gpu.container_module} {
     // runs in fixed workgroup memory and the score matrix is never stored.
     // Keys past key_count, and with causal masking past the token's own
     // position, are left out. head_dim is at most 256.
+    // A decode step's one token splits its keys over workgroups instead
+    // (keys_per_split > 0, workgroup z taking keys [z * keys_per_split, ...)):
+    // each writes its unnormalized accumulator, maximum and sum as a record
+    // of head_dim + 2 floats to `out`, at ((token * heads + head) * splits +
+    // z), and @attention_combine_f32 merges them.
     // params: [heads, kv_heads, head_dim, context, key_count, scale as f32
-    // bits, causal]; grid: (tokens, heads, 1).
+    // bits, causal, keys_per_split (0: one workgroup takes every key)];
+    // grid: (tokens, heads, splits).
     gpu.func @attention_f32(%q: memref<?xf32>, %cache: memref<?xf32>,
                             %positions: memref<?xi32>, %out: memref<?xf32>,
                             %params: memref<?xi32>) kernel
@@ -582,6 +588,12 @@ module attributes {gpu.container_module} {
       %key_count_i32 = memref.load %params[%c4] : memref<?xi32>
       %scale_bits = memref.load %params[%c5] : memref<?xi32>
       %causal_i32 = memref.load %params[%c6] : memref<?xi32>
+      %c7 = arith.constant 7 : index
+      %per_split_i32 = memref.load %params[%c7] : memref<?xi32>
+      %per_split = arith.index_cast %per_split_i32 : i32 to index
+      %split = gpu.block_id z
+      %splits = gpu.grid_dim z
+      %is_split = arith.cmpi ne, %per_split_i32, %c0_i32 : i32
       %scale = arith.bitcast %scale_bits : i32 to f32
       %heads = arith.index_cast %heads_i32 : i32 to index
       %kv_heads = arith.index_cast %kv_heads_i32 : i32 to index
@@ -601,11 +613,17 @@ module attributes {gpu.container_module} {
       %position = arith.index_cast %position_i32 : i32 to index
       %own_count = arith.addi %position, %c1 : index
       %causal_count = arith.minui %own_count, %key_count : index
-      %limit = arith.select %causal, %causal_count, %key_count : index
+      %all = arith.select %causal, %causal_count, %key_count : index
+      %split_start = arith.muli %split, %per_split : index
+      %first = arith.minui %split_start, %all : index
+      %split_end = arith.addi %first, %per_split : index
+      %split_limit = arith.minui %split_end, %all : index
+      %start = arith.select %is_split, %first, %c0 : index
+      %limit = arith.select %is_split, %split_limit, %all : index
       scf.for %d = %tid to %dim step %c64 {
         memref.store %zero, %acc[%d] : memref<256xf32, 3>
       }
-      %state:2 = scf.for %chunk = %c0 to %limit step %c64
+      %state:2 = scf.for %chunk = %start to %limit step %c64
           iter_args(%running_max = %lowest, %running_sum = %zero) -> (f32, f32) {
         %key = arith.addi %chunk, %tid : index
         %valid = arith.cmpi ult, %key, %limit : index
@@ -659,10 +677,96 @@ module attributes {gpu.container_module} {
         gpu.barrier
         scf.yield %new_max, %new_sum : f32, f32
       }
+      scf.if %is_split {
+        %record_dim = arith.addi %dim, %c2 : index
+        %q_splits = arith.muli %q_row, %splits : index
+        %record = arith.addi %q_splits, %split : index
+        %record_base = arith.muli %record, %record_dim : index
+        scf.for %d = %tid to %dim step %c64 {
+          %a = memref.load %acc[%d] : memref<256xf32, 3>
+          %oi = arith.addi %record_base, %d : index
+          memref.store %a, %out[%oi] : memref<?xf32>
+        }
+        %is_first = arith.cmpi eq, %tid, %c0 : index
+        scf.if %is_first {
+          %max_at = arith.addi %record_base, %dim : index
+          %sum_at = arith.addi %max_at, %c1 : index
+          memref.store %state#0, %out[%max_at] : memref<?xf32>
+          memref.store %state#1, %out[%sum_at] : memref<?xf32>
+        }
+      } else {
+        scf.for %d = %tid to %dim step %c64 {
+          %a = memref.load %acc[%d] : memref<256xf32, 3>
+          %normalized = arith.divf %a, %state#1 : f32
+          %oi = arith.addi %q_base, %d : index
+          memref.store %normalized, %out[%oi] : memref<?xf32>
+        }
+      }
+      gpu.return
+    }
+
+    // Merges the records @attention_f32 wrote for a token's keys split over
+    // workgroups: each split's accumulator and sum are rescaled to the
+    // largest maximum, summed, and the accumulator divided by the sum.
+    // params: [heads, head_dim, splits]; grid: (tokens, heads, 1).
+    gpu.func @attention_combine_f32(%partial: memref<?xf32>, %out: memref<?xf32>,
+                                    %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %lowest = arith.constant -1.0e30 : f32
+      %token = gpu.block_id x
+      %head = gpu.block_id y
+      %tid = gpu.thread_id x
+      %heads_i32 = memref.load %params[%c0] : memref<?xi32>
+      %dim_i32 = memref.load %params[%c1] : memref<?xi32>
+      %splits_i32 = memref.load %params[%c2] : memref<?xi32>
+      %heads = arith.index_cast %heads_i32 : i32 to index
+      %dim = arith.index_cast %dim_i32 : i32 to index
+      %splits = arith.index_cast %splits_i32 : i32 to index
+      %record_dim = arith.addi %dim, %c2 : index
+      %token_heads = arith.muli %token, %heads : index
+      %q_row = arith.addi %token_heads, %head : index
+      %first_record = arith.muli %q_row, %splits : index
+      %out_base = arith.muli %q_row, %dim : index
+      %largest = scf.for %s = %c0 to %splits step %c1 iter_args(%m = %lowest) -> f32 {
+        %record = arith.addi %first_record, %s : index
+        %base = arith.muli %record, %record_dim : index
+        %at = arith.addi %base, %dim : index
+        %split_max = memref.load %partial[%at] : memref<?xf32>
+        %next = arith.maximumf %m, %split_max : f32
+        scf.yield %next : f32
+      }
+      %total = scf.for %s = %c0 to %splits step %c1 iter_args(%sum = %zero) -> f32 {
+        %record = arith.addi %first_record, %s : index
+        %base = arith.muli %record, %record_dim : index
+        %max_at = arith.addi %base, %dim : index
+        %sum_at = arith.addi %max_at, %c1 : index
+        %split_max = memref.load %partial[%max_at] : memref<?xf32>
+        %split_sum = memref.load %partial[%sum_at] : memref<?xf32>
+        %shift = arith.subf %split_max, %largest : f32
+        %factor = math.exp %shift : f32
+        %next = math.fma %split_sum, %factor, %sum : f32
+        scf.yield %next : f32
+      }
       scf.for %d = %tid to %dim step %c64 {
-        %a = memref.load %acc[%d] : memref<256xf32, 3>
-        %normalized = arith.divf %a, %state#1 : f32
-        %oi = arith.addi %q_base, %d : index
+        %value = scf.for %s = %c0 to %splits step %c1 iter_args(%sum = %zero) -> f32 {
+          %record = arith.addi %first_record, %s : index
+          %base = arith.muli %record, %record_dim : index
+          %max_at = arith.addi %base, %dim : index
+          %split_max = memref.load %partial[%max_at] : memref<?xf32>
+          %shift = arith.subf %split_max, %largest : f32
+          %factor = math.exp %shift : f32
+          %ai = arith.addi %base, %d : index
+          %a = memref.load %partial[%ai] : memref<?xf32>
+          %next = math.fma %a, %factor, %sum : f32
+          scf.yield %next : f32
+        }
+        %normalized = arith.divf %value, %total : f32
+        %oi = arith.addi %out_base, %d : index
         memref.store %normalized, %out[%oi] : memref<?xf32>
       }
       gpu.return
