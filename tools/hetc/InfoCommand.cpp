@@ -184,6 +184,21 @@ Action registerInfoCommand(CLI::App &app) {
                   flags->model.c_str(),
                   static_cast<long long>(packed->manifest().contextLength),
                   variants.c_str(), packed->code().variantName().c_str());
+      const hetrt::format::Manifest &manifest = packed->manifest();
+      if (manifest.spirv)
+        std::printf("  SPIR-V         programs of %zu kernels, for Vulkan "
+                    "devices (hetc run --device vulkan0)\n",
+                    manifest.spirv->kernels.size());
+      if (manifest.plan) {
+        std::string units;
+        for (const auto &[device, count] : manifest.plan->units)
+          units += (units.empty() ? "" : ", ") + device + " " +
+                   std::to_string(count);
+        std::printf("  plan           on %s: units %s; %zu CPU segment entry "
+                    "points (hetc run --system)\n",
+                    manifest.plan->system.c_str(), units.c_str(),
+                    manifest.plan->cpuKernels.size());
+      }
     }
     return 0;
   };
