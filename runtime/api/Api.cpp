@@ -533,12 +533,12 @@ hetrt_status_t hetrt_session_create_on_device(const hetrt_model_t *model,
     if (device->info().kind == "cpu")
       return hetrt_session_create(model, num_threads, out_session);
     std::string error;
+    hetrt::core::Failure failure = hetrt::core::Failure::InvalidInput;
     std::unique_ptr<hetrt::core::ProgramSession> spirv =
-        hetrt::core::ProgramSession::create(*model->model, *device, error);
+        hetrt::core::ProgramSession::create(*model->model, *device, error,
+                                            failure);
     if (!spirv)
-      return fail(model->model->manifest().spirv ? HETRT_INVALID_ARGUMENT
-                                                 : HETRT_UNSUPPORTED,
-                  error);
+      return fail(statusOf(failure), error);
     *out_session =
         new hetrt_session_t{nullptr, std::move(spirv), std::move(device), {}};
     return HETRT_OK;
@@ -555,24 +555,15 @@ hetrt_status_t hetrt_session_create_planned(const hetrt_model_t *model,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_create_planned: needs a model");
   return guarded([&] {
-    const hetrt::format::Manifest &manifest = model->model->manifest();
-    if (!manifest.plan)
-      return fail(HETRT_UNSUPPORTED,
-                  model->model->pack().path() +
-                      ": the pack holds no plan; compile it with `hetc "
-                      "compile --system SYSTEM`");
     std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
         hetrt::hal::enumerateDevices();
     std::string error;
+    hetrt::core::Failure failure = hetrt::core::Failure::InvalidInput;
     std::unique_ptr<hetrt::core::ProgramSession> planned =
         hetrt::core::ProgramSession::createPlanned(*model->model, devices,
-                                                   error);
+                                                   error, failure);
     if (!planned)
-      return fail(error.find("which this machine does not have") !=
-                          std::string::npos
-                      ? HETRT_UNAVAILABLE
-                      : HETRT_INVALID_ARGUMENT,
-                  error);
+      return fail(statusOf(failure), error);
     *out_session =
         new hetrt_session_t{nullptr, std::move(planned), nullptr, {}};
     return HETRT_OK;

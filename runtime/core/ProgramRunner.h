@@ -79,6 +79,10 @@ public:
   int64_t vocab() const { return vocab_; }
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
+  /// The code loaded on device `index` (create()'s order).
+  const hal::Executable &executable(size_t index) const {
+    return *devices_.at(index).executable;
+  }
 
 private:
   struct Prepared {

@@ -1,6 +1,7 @@
 #include "runtime/core/ProgramSession.h"
 
 #include "runtime/backends/cpu/CpuCode.h"
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/core/CpuFeatures.h"
 #include "runtime/format/ProgramJson.h"
 
@@ -55,10 +56,13 @@ bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
 
 std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
                                                        hal::Device &device,
-                                                       std::string &error) {
+                                                       std::string &error,
+                                                       Failure &failure) {
   const format::Manifest &manifest = model.manifest();
   const format::PackFile &pack = model.pack();
+  failure = Failure::InvalidInput;
   if (!manifest.spirv) {
+    failure = Failure::Unsupported;
     error = pack.path() + ": the pack holds no SPIR-V programs for " +
             device.info().name +
             "; compile it with `hetc compile --spirv` (hetc run MODEL.gguf "
@@ -74,19 +78,27 @@ std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
     return nullptr;
   std::optional<hetc::abi::Program> decode =
       readProgram(pack, code.decodeSection, recompile, error);
-  if (!decode || !spirvCode(pack, code, device, recompile, library, error))
+  if (!decode)
     return nullptr;
+  if (!spirvCode(pack, code, device, recompile, library, error)) {
+    failure = device.runs(hal::ExecutableFormat::SpirV) ? Failure::InvalidInput
+                                                        : Failure::Unsupported;
+    return nullptr;
+  }
   return start(model, {std::move(library)}, std::move(*prefill),
-               std::move(*decode), code.maxPrefillTokens, recompile, error);
+               std::move(*decode), code.maxPrefillTokens, recompile, error,
+               failure);
 }
 
 std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     const Model &model, const std::vector<std::shared_ptr<hal::Device>> &devices,
-    std::string &error) {
+    std::string &error, Failure &failure) {
   const format::Manifest &manifest = model.manifest();
   const format::PackFile &pack = model.pack();
   const std::string recompile = "hetc compile --system SYSTEM";
+  failure = Failure::InvalidInput;
   if (!manifest.plan) {
+    failure = Failure::Unsupported;
     error = pack.path() + ": the pack holds no plan; compile it with `" +
             recompile + "` (hetc run MODEL.gguf --system SYSTEM does so itself)";
     return nullptr;
@@ -114,6 +126,7 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
               wanted.name + ", which this machine does not have (it has " +
               names + "); compile the model for this machine's system (`hetc "
               "calibrate` describes it)";
+      failure = Failure::Unavailable;
       return nullptr;
     }
     ProgramRunner::DeviceCode code;
@@ -124,8 +137,12 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
                 "model again with `" + recompile + "`)";
         return nullptr;
       }
-      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error))
+      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error)) {
+        failure = (*device)->runs(hal::ExecutableFormat::SpirV)
+                      ? Failure::InvalidInput
+                      : Failure::Unsupported;
         return nullptr;
+      }
     } else {
       const format::CodeVariant *chosen = nullptr;
       for (const format::CodeVariant &variant : plan.cpuVariants)
@@ -139,19 +156,9 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
         error = pack.path() + ": no variant of the plan's CPU code runs on " +
                 "this CPU, or its section is missing (compile the model on, "
                 "or for, this machine)";
+        failure = chosen ? Failure::InvalidInput : Failure::Unsupported;
         return nullptr;
       }
-      // The code reads the weights at the offsets of the file it was
-      // compiled for.
-      std::string origin = pack.path() + ": the plan's CPU code of variant \"" +
-                           chosen->name + "\"";
-      Failure failure = Failure::InvalidInput;
-      std::unique_ptr<cpu::CodeImage> image = cpu::CodeImage::load(
-          *binary, origin, chosen->requires_, error, failure);
-      if (!image ||
-          !cpu::checkModelHash(image->record(), origin, manifest.weightsHash,
-                               error))
-        return nullptr;
       code.device = device->get();
       code.format = hal::ExecutableFormat::X86SharedObject;
       code.binary = std::string(*binary);
@@ -161,14 +168,14 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     codes.push_back(std::move(code));
   }
   return start(model, std::move(codes), std::move(*prefill), std::move(*decode),
-               plan.maxPrefillTokens, recompile, error);
+               plan.maxPrefillTokens, recompile, error, failure);
 }
 
 std::unique_ptr<ProgramSession> ProgramSession::start(
     const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
     hetc::abi::Program prefill, hetc::abi::Program decode,
     int64_t maxPrefillTokens, const std::string &recompile,
-    std::string &error) {
+    std::string &error, Failure &failure) {
   const format::Manifest &manifest = model.manifest();
   const format::PackFile &pack = model.pack();
   std::unique_ptr<ProgramSession> session(new ProgramSession());
@@ -185,7 +192,18 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   if (!session->runner_) {
     error = pack.path() + " on " + session->deviceName_ + ": " +
             halError.message;
+    failure = halError.kind;
     return nullptr;
+  }
+  // CPU segment code reads the weights at the offsets of the file it was
+  // compiled for: its record must name this model file.
+  for (size_t d = 0; d < session->runner_->stats().size(); ++d) {
+    const auto *record =
+        cpu::segmentCodeRecord(session->runner_->executable(d));
+    if (record && !cpu::checkModelHash(*record,
+                                       pack.path() + ": the plan's CPU code",
+                                       manifest.weightsHash, error))
+      return nullptr;
   }
   if (session->runner_->vocab() != manifest.vocabSize) {
     error = pack.path() + ": the programs compute " +

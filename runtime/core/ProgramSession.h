@@ -20,17 +20,20 @@ class ProgramSession {
 public:
   /// Null with `error` naming the pack and the fix when the pack holds no
   /// SPIR-V programs, or they do not load on `device`.
+  /// `failure` is Unsupported when the pack holds no SPIR-V programs or
+  /// the device runs no SPIR-V.
   static std::unique_ptr<ProgramSession> create(const Model &model,
                                                 hal::Device &device,
-                                                std::string &error);
+                                                std::string &error,
+                                                Failure &failure);
   /// The plan's programs over the devices they name, found among
   /// `devices` (this machine's); null with `error` naming the pack, the
-  /// device and the fix when the pack holds no plan, a device is missing,
-  /// or the code does not load.
+  /// device and the fix, and `failure` its kind (Unsupported: no plan;
+  /// Unavailable: a device is missing), when the plan cannot run here.
   static std::unique_ptr<ProgramSession>
   createPlanned(const Model &model,
                 const std::vector<std::shared_ptr<hal::Device>> &devices,
-                std::string &error);
+                std::string &error, Failure &failure);
 
   /// Runs `tokens` from the current position (in chunks of the program's
   /// largest step), leaving the logits of the last.
@@ -56,7 +59,7 @@ private:
   start(const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
         hetc::abi::Program prefill, hetc::abi::Program decode,
         int64_t maxPrefillTokens, const std::string &recompile,
-        std::string &error);
+        std::string &error, Failure &failure);
   bool step(size_t program, const int32_t *tokens, int64_t count,
             std::string &error);
 

@@ -211,8 +211,10 @@ int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
   std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
       hetrt::hal::enumerateDevices();
   std::unique_ptr<hetrt::core::ProgramSession> session;
+  hetrt::core::Failure failure;
   if (!flags.system.empty()) {
-    session = hetrt::core::ProgramSession::createPlanned(model, devices, error);
+    session = hetrt::core::ProgramSession::createPlanned(model, devices, error,
+                                                         failure);
   } else {
     auto found = std::find_if(devices.begin(), devices.end(),
                               [&](const std::shared_ptr<hetrt::hal::Device> &d) {
@@ -224,7 +226,8 @@ int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
                    "--list-devices` lists them)\n";
       return 2;
     }
-    session = hetrt::core::ProgramSession::create(model, **found, error);
+    session =
+        hetrt::core::ProgramSession::create(model, **found, error, failure);
   }
   double prefillRate = 0, decodeRate = 0;
   if (!session || !timeSession(*session, prompt, flags.decodeTokens,

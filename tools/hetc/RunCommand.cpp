@@ -375,7 +375,7 @@ Action registerRunCommand(CLI::App &app) {
     hetrt::core::Sampler sampler(params);
     Generator session;
     std::unique_ptr<hetrt::core::Session> cpuSession;
-    std::unique_ptr<hetrt::core::ProgramSession> spirvSession;
+    std::unique_ptr<hetrt::core::ProgramSession> programSession;
     if (onCpu) {
       cpuSession = hetrt::core::Session::create(*model, flags->threads, error);
       if (!cpuSession) {
@@ -386,16 +386,18 @@ Action registerRunCommand(CLI::App &app) {
       session.runsOn = model->code().variantName() + " code";
       session.threads = cpuSession->numThreads();
     } else {
-      spirvSession =
+      hetrt::core::Failure failure;
+      programSession =
           planned ? hetrt::core::ProgramSession::createPlanned(
-                        *model, hetrt::hal::enumerateDevices(), error)
-                  : hetrt::core::ProgramSession::create(*model, *device, error);
-      if (!spirvSession) {
+                        *model, hetrt::hal::enumerateDevices(), error, failure)
+                  : hetrt::core::ProgramSession::create(*model, *device, error,
+                                                        failure);
+      if (!programSession) {
         std::cerr << "hetc run: " << error << "\n";
         return 1;
       }
-      session = generatorOf(spirvSession.get());
-      session.runsOn = spirvSession->deviceName();
+      session = generatorOf(programSession.get());
+      session.runsOn = programSession->deviceName();
     }
 
     std::vector<float> logitRows;
@@ -482,12 +484,12 @@ Action registerRunCommand(CLI::App &app) {
           {"threads", session.threads},
           {"stop_reason", stopReason},
       };
-      if (spirvSession) {
+      if (programSession) {
         // What each device ran: the plan's units, its dispatches, and the
         // activations copied in and out of its memory.
         nlohmann::json devices = nlohmann::json::array();
         for (const hetrt::core::ProgramRunner::DeviceStats &stats :
-             spirvSession->deviceStats()) {
+             programSession->deviceStats()) {
           nlohmann::json entry = {{"name", stats.name},
                                   {"dispatches", stats.dispatches},
                                   {"bytes_in", stats.bytesIn},

@@ -535,4 +535,10 @@ std::shared_ptr<hal::Device> createCpuDevice() {
   return std::make_shared<CpuDevice>();
 }
 
+const std::array<int64_t, format::kCodeRecordLength> *
+segmentCodeRecord(const hal::Executable &executable) {
+  auto *code = dynamic_cast<const CpuExecutable *>(&executable);
+  return code ? &code->image().record() : nullptr;
+}
+
 } // namespace hetrt::cpu

@@ -4,7 +4,11 @@
 #ifndef HETRT_BACKENDS_CPU_CPUDEVICE_H
 #define HETRT_BACKENDS_CPU_CPUDEVICE_H
 
+#include "abi/CodeRecord.h"
 #include "runtime/hal/Device.h"
+
+#include <array>
+#include <cstdint>
 
 #include <memory>
 
@@ -14,6 +18,11 @@ namespace hetrt::cpu {
 /// space ("host") of the machine's physical memory; it runs x86 segment code
 /// (hal::ExecutableFormat::X86SharedObject).
 std::shared_ptr<hal::Device> createCpuDevice();
+
+/// The record (abi/CodeRecord.h) of segment code `executable` holds, when
+/// the CPU device loaded it; null for any other executable.
+const std::array<int64_t, format::kCodeRecordLength> *
+segmentCodeRecord(const hal::Executable &executable);
 
 } // namespace hetrt::cpu
 
