@@ -22,8 +22,13 @@ extern "C" {
 
 /* 2: hetrt_model_is_end_of_generation; device enumeration.
  * 3: buffers, queues and events of the device layer;
- *    hetrt_model_max_text_bytes. */
-#define HETRT_API_VERSION 5
+ *    hetrt_model_max_text_bytes.
+ * 5: planned sessions and their device statistics.
+ * 6: the SPIR-V devices run (hetrt_device_spirv_info); the code and plan
+ *    units of a session's devices (hetrt_device_stats_t gains code and
+ *    units); hetrt_session_info; hetrt_model_token_piece;
+ *    hetrt_model_describe. */
+#define HETRT_API_VERSION 6
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -86,6 +91,23 @@ hetrt_device_info(int32_t device_index, hetrt_device_info_t *out_info);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_device_memory_info(int32_t device_index, int32_t memory_index,
                          hetrt_memory_info_t *out_info);
+
+/* The SPIR-V a device runs, so code can be chosen for it: the highest
+ * version as major * 100 + minor (105: SPIR-V 1.5; 0: it runs none), the
+ * threads of a subgroup (0: unknown), and the SPIR-V capabilities its
+ * shaders may declare, by name ("Shader", "GroupNonUniformArithmetic"), for
+ * hetrt_device_spirv_capability. Names stay valid for the life of the
+ * process. Since API version 6. */
+typedef struct hetrt_spirv_info_t {
+  int32_t version;
+  uint32_t subgroup_size;
+  int32_t capability_count;
+} hetrt_spirv_info_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_spirv_info(int32_t device_index, hetrt_spirv_info_t *out_info);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_spirv_capability(int32_t device_index, int32_t capability_index,
+                              const char **out_name);
 
 /* The device layer: buffers in a device's memory spaces, in-order queues and
  * timeline events. Work is submitted to a queue and runs in order; the
@@ -177,6 +199,22 @@ HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_max_text_bytes(const hetrt_model_t *model, uint64_t max_tokens,
                            uint64_t *out_bytes);
 
+/* What a model is and where it comes from; the strings are the model's and
+ * valid until it is released. Since API version 6. */
+typedef struct hetrt_model_description_t {
+  const char *architecture;  /* "llama" */
+  const char *weights_path;  /* the model file the pack reads */
+  const char *pack_path;
+  const char *cpu_code;      /* the pack's CPU code variant this CPU runs */
+  const char *plan_system;   /* the system of the pack's plan; "": none */
+  int32_t vocab_size;
+  int32_t context_length;
+  int has_spirv;             /* 1 when it runs on Vulkan devices */
+} hetrt_model_description_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_describe(const hetrt_model_t *model,
+                     hetrt_model_description_t *out_description);
+
 /* Whether id ends a generation (EOS, end-of-turn and the like, as the
  * model's tokenizer marks them): *out_is_end is 1 or 0. An id outside the
  * vocabulary is HETRT_INVALID_ARGUMENT. */
@@ -201,6 +239,14 @@ HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_detokenize(const hetrt_model_t *model, const int32_t *ids,
                        size_t count, char *out_text, size_t capacity,
                        size_t *out_length);
+
+/* The text of one id as it continues a sequence (its piece: a leading
+ * space stays), for printing tokens as they come; a piece may end inside a
+ * UTF-8 character that the next completes. As hetrt_model_detokenize for
+ * capacity and errors. Since API version 6. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_token_piece(const hetrt_model_t *model, int32_t id, char *out_text,
+                        size_t capacity, size_t *out_length);
 
 /* A session: one sequence's KV cache and num_threads kernel threads (0: one
  * per core). The model must outlive it. Not thread-safe. */
@@ -231,7 +277,21 @@ typedef struct hetrt_device_stats_t {
   uint64_t dispatches;     /* kernels and segment code run on it */
   uint64_t bytes_in;       /* activations copied into its memory */
   uint64_t bytes_out;      /* and out of it */
+  const char *code;        /* the code it runs: "x86 avx512", "spirv
+                              subgroup" (since 6; valid as device_name) */
+  int64_t units;           /* decoder units the plan puts on it; 0 outside
+                              a plan (since 6) */
 } hetrt_device_stats_t;
+/* What a session runs on; the strings are valid while it lives. Since API
+ * version 6. */
+typedef struct hetrt_session_info_t {
+  const char *devices;  /* its devices joined by '+': "vulkan0+cpu0" */
+  const char *system;   /* the plan's system; "" outside a plan */
+  int32_t num_threads;  /* kernel threads of a CPU session; 0 otherwise */
+} hetrt_session_info_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_info(const hetrt_session_t *session,
+                   hetrt_session_info_t *out_info);
 /* The number of devices a session runs on (1 for a session on one device). */
 HETRT_API size_t hetrt_session_device_count(const hetrt_session_t *session);
 /* Device index's statistics (index < hetrt_session_device_count); a CPU

@@ -90,7 +90,6 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
                hetrt::format::PackWriter &pack,
                hetrt::format::Manifest &manifest, std::string &error) {
   hetrt::format::SpirvCode code;
-  code.section = "code/spirv/kernels.spv";
   code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
   if (!packPrograms(
           module, "spirv",
@@ -99,22 +98,35 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
           },
           pack, code.prefillSection, code.decodeSection, error))
     return false;
-  mlir::OwningOpRef<mlir::ModuleOp> library =
-      target::spirv::parseKernelLibrary(module.getContext());
-  std::vector<target::spirv::SpirvExecutable> executables;
-  if (!library ||
-      !target::spirv::compileToSpirv(*library, executables, error))
-    return false;
-  if (executables.size() != 1) {
-    error = "the SPIR-V kernel library compiled into " +
-            std::to_string(executables.size()) + " modules, not one";
-    return false;
+  // Every variant of the library, best first: the runtime runs the first one
+  // the device's SPIR-V capabilities allow.
+  for (llvm::StringRef variant : target::spirv::kernelLibraryVariants()) {
+    target::spirv::SpirvExecutable executable;
+    if (!target::spirv::compileKernelLibrary(module.getContext(), variant,
+                                             executable, error))
+      return false;
+    std::vector<std::pair<std::string, int>> kernels;
+    for (const target::spirv::SpirvKernel &kernel : executable.kernels)
+      kernels.emplace_back(kernel.entryPoint, kernel.bindings);
+    if (code.libraries.empty()) {
+      code.kernels = std::move(kernels);
+    } else if (kernels != code.kernels) {
+      error = "the SPIR-V kernel library's " + variant.str() +
+              " variant has other kernels or bindings than its " +
+              code.libraries.front().variant + " variant";
+      return false;
+    }
+    hetrt::format::SpirvLibrary library;
+    library.variant = variant.str();
+    library.section = "code/spirv/kernels-" + variant.str() + ".spv";
+    library.version = executable.requirements.version;
+    library.capabilities = executable.requirements.capabilities;
+    library.extensions = executable.requirements.extensions;
+    pack.addSection(library.section,
+                    std::vector<char>(executable.binary.begin(),
+                                      executable.binary.end()));
+    code.libraries.push_back(std::move(library));
   }
-  for (const target::spirv::SpirvKernel &kernel : executables[0].kernels)
-    code.kernels.emplace_back(kernel.entryPoint, kernel.bindings);
-  pack.addSection(code.section,
-                  std::vector<char>(executables[0].binary.begin(),
-                                    executables[0].binary.end()));
   manifest.spirv = std::move(code);
   return true;
 }

@@ -22,8 +22,41 @@ struct hetrt_session_t {
   std::unique_ptr<hetrt::core::Session> session;
   std::unique_ptr<hetrt::core::ProgramSession> spirv;
   std::shared_ptr<hetrt::hal::Device> device;
-  /// The devices' names, which hetrt_device_stats_t points into: made once.
+  /// What hetrt_session_info and hetrt_device_stats_t point into, made at
+  /// creation (describe()).
   std::vector<std::string> deviceNames;
+  std::vector<std::string> deviceCodes;
+  std::vector<int64_t> deviceUnits;
+  std::string devices;
+  std::string system;
+  int32_t threads = 0;
+
+  /// Fills the description of a session of `model` that was just created.
+  void describe(const hetrt::core::Model &model) {
+    const hetrt::format::Manifest &manifest = model.manifest();
+    if (spirv) {
+      for (const hetrt::core::ProgramRunner::DeviceStats &stats :
+           spirv->deviceStats()) {
+        deviceNames.push_back(stats.name);
+        deviceCodes.push_back(stats.code);
+        int64_t units = 0;
+        if (manifest.plan && !device)
+          for (const auto &[id, count] : manifest.plan->units)
+            if (id == stats.name)
+              units = count;
+        deviceUnits.push_back(units);
+      }
+      devices = spirv->deviceName();
+      if (manifest.plan && !device)
+        system = manifest.plan->system;
+    } else {
+      deviceNames = {"cpu0"};
+      deviceCodes = {"x86 " + model.code().variantName()};
+      deviceUnits = {0};
+      devices = "cpu0";
+      threads = static_cast<int32_t>(session->numThreads());
+    }
+  }
 
   bool prefill(const std::vector<int32_t> &ids, std::string &error) {
     return spirv ? spirv->prefill(ids, error) : session->prefill(ids, error);
@@ -161,6 +194,55 @@ hetrt_status_t hetrt_device_memory_info(int32_t device_index,
     const hetrt::hal::MemorySpaceInfo &memory = info.memories[memory_index];
     *out_info = {memory.name.c_str(), memory.capacityBytes,
                  memory.hostVisible ? 1 : 0};
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_device_spirv_info(int32_t device_index,
+                                       hetrt_spirv_info_t *out_info) {
+  if (!out_info)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_device_spirv_info: NULL argument");
+  *out_info = {};
+  return guarded([&] {
+    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+        hetrt::hal::enumerateDevices();
+    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_spirv_info: device " +
+                      std::to_string(device_index) + " is outside [0, " +
+                      std::to_string(devices.size()) + ")");
+    const hetrt::hal::SpirvSupport &spirv = devices[device_index]->info().spirv;
+    *out_info = {spirv.version, spirv.subgroupSize,
+                 static_cast<int32_t>(spirv.capabilities.size())};
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_device_spirv_capability(int32_t device_index,
+                                             int32_t capability_index,
+                                             const char **out_name) {
+  if (!out_name)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_device_spirv_capability: NULL argument");
+  *out_name = nullptr;
+  return guarded([&] {
+    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+        hetrt::hal::enumerateDevices();
+    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_spirv_capability: device " +
+                      std::to_string(device_index) + " is outside [0, " +
+                      std::to_string(devices.size()) + ")");
+    const std::vector<std::string> &names =
+        devices[device_index]->info().spirv.capabilities;
+    if (capability_index < 0 ||
+        static_cast<size_t>(capability_index) >= names.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_spirv_capability: capability " +
+                      std::to_string(capability_index) + " is outside [0, " +
+                      std::to_string(names.size()) + ")");
+    *out_name = names[capability_index].c_str();
     return HETRT_OK;
   });
 }
@@ -490,6 +572,55 @@ hetrt_status_t hetrt_model_detokenize(const hetrt_model_t *model,
   });
 }
 
+hetrt_status_t hetrt_model_token_piece(const hetrt_model_t *model, int32_t id,
+                                       char *out_text, size_t capacity,
+                                       size_t *out_length) {
+  if (!out_length)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_token_piece: out_length is NULL");
+  *out_length = 0;
+  if (!model || (!out_text && capacity))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_token_piece: NULL argument");
+  return guarded([&] {
+    const hetrt::tokenizer::Tokenizer &tokenizer = model->model->tokenizer();
+    if (id < 0 || id >= tokenizer.vocabSize())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_model_token_piece: id " + std::to_string(id) +
+                      " is outside the vocabulary");
+    std::string piece = tokenizer.decodeToken(id);
+    *out_length = piece.size();
+    if (piece.size() > capacity)
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_model_token_piece: " + std::to_string(piece.size()) +
+                      " bytes do not fit in a capacity of " +
+                      std::to_string(capacity));
+    std::memcpy(out_text, piece.data(), piece.size());
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_model_describe(const hetrt_model_t *model,
+                                    hetrt_model_description_t *out) {
+  if (!out)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_describe: NULL argument");
+  *out = {};
+  if (!model)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_describe: NULL model");
+  const hetrt::core::Model &loaded = *model->model;
+  const hetrt::format::Manifest &manifest = loaded.manifest();
+  // The model owns these strings for its life.
+  *out = {manifest.architecture.c_str(),
+          loaded.weights().path().c_str(),
+          loaded.pack().path().c_str(),
+          loaded.code().variantName().c_str(),
+          manifest.plan ? manifest.plan->system.c_str() : "",
+          static_cast<int32_t>(manifest.vocabSize),
+          static_cast<int32_t>(manifest.contextLength),
+          manifest.spirv ? 1 : 0};
+  return HETRT_OK;
+}
+
 hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                                     int32_t num_threads,
                                     hetrt_session_t **out_session) {
@@ -508,7 +639,9 @@ hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                                      failure);
     if (!session)
       return fail(statusOf(failure), error);
-    *out_session = new hetrt_session_t{std::move(session), nullptr, nullptr, {}};
+    *out_session = new hetrt_session_t();
+    (*out_session)->session = std::move(session);
+    (*out_session)->describe(*model->model);
     return HETRT_OK;
   });
 }
@@ -539,8 +672,10 @@ hetrt_status_t hetrt_session_create_on_device(const hetrt_model_t *model,
                                             failure);
     if (!spirv)
       return fail(statusOf(failure), error);
-    *out_session =
-        new hetrt_session_t{nullptr, std::move(spirv), std::move(device), {}};
+    *out_session = new hetrt_session_t();
+    (*out_session)->spirv = std::move(spirv);
+    (*out_session)->device = std::move(device);
+    (*out_session)->describe(*model->model);
     return HETRT_OK;
   });
 }
@@ -564,8 +699,9 @@ hetrt_status_t hetrt_session_create_planned(const hetrt_model_t *model,
                                                    error, failure);
     if (!planned)
       return fail(statusOf(failure), error);
-    *out_session =
-        new hetrt_session_t{nullptr, std::move(planned), nullptr, {}};
+    *out_session = new hetrt_session_t();
+    (*out_session)->spirv = std::move(planned);
+    (*out_session)->describe(*model->model);
     return HETRT_OK;
   });
 }
@@ -584,17 +720,29 @@ hetrt_status_t hetrt_session_device_stats(const hetrt_session_t *session,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_device_stats: needs a session, an index below "
                 "hetrt_session_device_count and out_stats");
-  std::vector<hetrt::core::ProgramRunner::DeviceStats> stats =
-      session->spirv ? session->spirv->deviceStats()
-                     : std::vector<hetrt::core::ProgramRunner::DeviceStats>{
-                           {"cpu0", 0, 0, 0}};
-  auto *mutableSession = const_cast<hetrt_session_t *>(session);
-  if (mutableSession->deviceNames.empty())
-    for (const hetrt::core::ProgramRunner::DeviceStats &device : stats)
-      mutableSession->deviceNames.push_back(device.name);
-  *out_stats = {mutableSession->deviceNames[index].c_str(),
-                stats[index].dispatches, stats[index].bytesIn,
-                stats[index].bytesOut};
+  uint64_t dispatches = 0, bytesIn = 0, bytesOut = 0;
+  if (session->spirv) {
+    hetrt::core::ProgramRunner::DeviceStats stats =
+        session->spirv->deviceStats().at(index);
+    dispatches = stats.dispatches;
+    bytesIn = stats.bytesIn;
+    bytesOut = stats.bytesOut;
+  }
+  *out_stats = {session->deviceNames[index].c_str(), dispatches, bytesIn,
+                bytesOut, session->deviceCodes[index].c_str(),
+                session->deviceUnits[index]};
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_info(const hetrt_session_t *session,
+                                  hetrt_session_info_t *out_info) {
+  if (!out_info)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_info: NULL argument");
+  *out_info = {};
+  if (!session)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_info: NULL session");
+  *out_info = {session->devices.c_str(), session->system.c_str(),
+               session->threads};
   return HETRT_OK;
 }
 

@@ -47,7 +47,7 @@ ProgramRunner::create(hal::Device &device, hal::ExecutableFormat format,
                       const std::vector<hal::KernelSignature> &kernels,
                       std::vector<Entry> entries,
                       const format::GgufFile &weights, hal::Error &error) {
-  return create({{&device, format, binary, kernels}}, std::move(entries),
+  return create({{&device, format, binary, kernels, std::string()}}, std::move(entries),
                 weights, error);
 }
 
@@ -59,6 +59,7 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
   for (DeviceCode &code : devices) {
     RunnerDevice device;
     device.stats.name = code.device->info().name;
+    device.stats.code = code.description;
     device.executable = code.device->loadExecutable(code.format, code.binary,
                                                     code.kernels, error);
     if (!device.executable)

@@ -36,11 +36,15 @@ public:
     hal::ExecutableFormat format = hal::ExecutableFormat::SpirV;
     std::string binary;
     std::vector<hal::KernelSignature> kernels;
+    /// The code in words, for reports ("spirv subgroup", "x86 avx512").
+    std::string description;
   };
 
   /// What ran on one device since the runner was made.
   struct DeviceStats {
     std::string name;
+    /// DeviceCode::description of the code it runs.
+    std::string code;
     uint64_t dispatches = 0;
     /// Bytes of activations copied into and out of the device's memory.
     uint64_t bytesIn = 0;

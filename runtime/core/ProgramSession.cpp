@@ -6,6 +6,7 @@
 #include "runtime/format/ProgramJson.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hetrt::core {
 
@@ -28,18 +29,41 @@ std::optional<hetc::abi::Program> readProgram(const format::PackFile &pack,
                                  pack.path() + ": " + name, error);
 }
 
-/// The kernel library's code for `device`, from the pack's "spirv" part.
+/// "1.3" → 103; -1 for a malformed version.
+int spirvVersionNumber(const std::string &version) {
+  unsigned major = 0, minor = 0;
+  char rest = 0;
+  if (std::sscanf(version.c_str(), "%u.%u%c", &major, &minor, &rest) != 2 ||
+      minor > 99 || major > 99)
+    return -1;
+  return static_cast<int>(major * 100 + minor);
+}
+
+/// The kernel library's code for `device`, from the pack's "spirv" part: the
+/// best variant the device supports.
 bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
                hal::Device &device, const std::string &recompile,
-               ProgramRunner::DeviceCode &out, std::string &error) {
+               ProgramRunner::DeviceCode &out, std::string &error,
+               Failure &failure) {
+  failure = Failure::Unsupported;
   if (!device.runs(hal::ExecutableFormat::SpirV)) {
     error = device.info().name + " does not run SPIR-V; give --device a "
             "Vulkan device (hetrt-run --list-devices lists them)";
     return false;
   }
-  const std::string_view *binary = pack.section(code.section);
+  std::string why;
+  const format::SpirvLibrary *library =
+      chooseSpirvLibrary(code, device.info().spirv, why);
+  if (!library) {
+    error = device.info().name + " (" + device.info().description +
+            ") runs no variant of the pack's SPIR-V kernel library: " + why;
+    return false;
+  }
+  failure = Failure::InvalidInput;
+  const std::string_view *binary = pack.section(library->section);
   if (!binary) {
-    error = pack.path() + ": the manifest names section \"" + code.section +
+    error = pack.path() + ": the manifest names section \"" +
+            library->section +
             "\", which the pack does not hold (compile the model again with `" +
             recompile + "`)";
     return false;
@@ -47,12 +71,42 @@ bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
   out.device = &device;
   out.format = hal::ExecutableFormat::SpirV;
   out.binary = std::string(*binary);
+  out.description = "spirv " + library->variant;
   for (const auto &[name, bindings] : code.kernels)
     out.kernels.push_back({name, bindings, 0});
   return true;
 }
 
 } // namespace
+
+const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
+                                               const hal::SpirvSupport &device,
+                                               std::string &why) {
+  why.clear();
+  auto has = [](const std::vector<std::string> &names,
+                const std::string &name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (const format::SpirvLibrary &library : code.libraries) {
+    std::string missing;
+    int version = spirvVersionNumber(library.version);
+    if (version < 0 || version > device.version)
+      missing = "SPIR-V " + library.version;
+    for (const std::string &capability : library.capabilities)
+      if (!has(device.capabilities, capability))
+        missing += (missing.empty() ? "" : ", ") + capability;
+    for (const std::string &extension : library.extensions)
+      if (!has(device.extensions, extension))
+        missing += (missing.empty() ? "" : ", ") + extension;
+    if (missing.empty())
+      return &library;
+    why += (why.empty() ? "" : "; ") + std::string("variant ") +
+           library.variant + " needs " + missing;
+  }
+  if (code.libraries.empty())
+    why = "the pack lists no variant";
+  return nullptr;
+}
 
 std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
                                                        hal::Device &device,
@@ -80,11 +134,8 @@ std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
       readProgram(pack, code.decodeSection, recompile, error);
   if (!decode)
     return nullptr;
-  if (!spirvCode(pack, code, device, recompile, library, error)) {
-    failure = device.runs(hal::ExecutableFormat::SpirV) ? Failure::InvalidInput
-                                                        : Failure::Unsupported;
+  if (!spirvCode(pack, code, device, recompile, library, error, failure))
     return nullptr;
-  }
   return start(model, {std::move(library)}, std::move(*prefill),
                std::move(*decode), code.maxPrefillTokens, recompile, error,
                failure);
@@ -137,12 +188,9 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
                 "model again with `" + recompile + "`)";
         return nullptr;
       }
-      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error)) {
-        failure = (*device)->runs(hal::ExecutableFormat::SpirV)
-                      ? Failure::InvalidInput
-                      : Failure::Unsupported;
+      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error,
+                     failure))
         return nullptr;
-      }
     } else {
       const format::CodeVariant *chosen = nullptr;
       for (const format::CodeVariant &variant : plan.cpuVariants)
@@ -161,6 +209,7 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       }
       code.device = device->get();
       code.format = hal::ExecutableFormat::X86SharedObject;
+      code.description = "x86 " + chosen->name;
       code.binary = std::string(*binary);
       for (const auto &[name, bindings] : plan.cpuKernels)
         code.kernels.push_back({name, bindings, 0});

@@ -16,6 +16,13 @@
 
 namespace hetrt::core {
 
+/// The first of `code`'s kernel library variants (best first) whose SPIR-V
+/// version, capabilities and extensions `device` has; null, with `why`
+/// naming what the device lacks for each variant, when there is none.
+const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
+                                               const hal::SpirvSupport &device,
+                                               std::string &why);
+
 class ProgramSession {
 public:
   /// Null with `error` naming the pack and the fix when the pack holds no

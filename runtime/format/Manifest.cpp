@@ -22,7 +22,7 @@
 namespace hetrt::format {
 
 namespace {
-constexpr int kManifestVersion = 1;
+constexpr int kManifestVersion = 2;
 } // namespace
 
 std::string Manifest::toJson() const {
@@ -58,7 +58,14 @@ std::string Manifest::toJson() const {
       {"variants", variantList},
   };
   if (spirv) {
-    json["spirv"] = {{"section", spirv->section},
+    nlohmann::json libraries = nlohmann::json::array();
+    for (const SpirvLibrary &library : spirv->libraries)
+      libraries.push_back({{"variant", library.variant},
+                           {"section", library.section},
+                           {"spirv_version", library.version},
+                           {"capabilities", library.capabilities},
+                           {"extensions", library.extensions}});
+    json["spirv"] = {{"libraries", libraries},
                      {"kernels", kernelsJson(spirv->kernels)},
                      {"prefill", spirv->prefillSection},
                      {"decode", spirv->decodeSection},
@@ -308,17 +315,54 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                     "variants", 1, manifest.variants))
     return fail(problem);
   if (auto spirv = json.find("spirv"); spirv != json.end()) {
-    const char *shape = "field \"spirv\" must hold string \"section\", "
-                        "\"prefill\" and \"decode\", a list \"kernels\" of "
-                        "1 to 256 {name, bindings of 1 to 64}, and "
-                        "\"max_prefill_tokens\" of 1 to 65535";
+    const char *shape =
+        "field \"spirv\" must hold a list \"libraries\" of 1 to 8 {string "
+        "\"variant\", \"section\" and \"spirv_version\" (as 1.3), lists "
+        "\"capabilities\" and \"extensions\" of strings} with distinct "
+        "variants and sections, string \"prefill\" and \"decode\", a list "
+        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64}, and "
+        "\"max_prefill_tokens\" of 1 to 65535";
     SpirvCode code;
     if (!spirv->is_object() ||
-        !readSections(*spirv, {{"section", &code.section},
-                               {"prefill", &code.prefillSection},
+        !readSections(*spirv, {{"prefill", &code.prefillSection},
                                {"decode", &code.decodeSection}}) ||
         !readTokens(*spirv, code.maxPrefillTokens))
       return fail(shape);
+    auto libraries = spirv->find("libraries");
+    if (libraries == spirv->end() || !libraries->is_array() ||
+        libraries->empty() || libraries->size() > 8)
+      return fail(shape);
+    for (const nlohmann::json &entry : *libraries) {
+      SpirvLibrary library;
+      if (!entry.is_object() ||
+          !readSections(entry, {{"variant", &library.variant},
+                                {"section", &library.section},
+                                {"spirv_version", &library.version}}))
+        return fail(shape);
+      unsigned major = 0, minor = 0;
+      char rest = 0;
+      if (std::sscanf(library.version.c_str(), "%u.%u%c", &major, &minor,
+                      &rest) != 2)
+        return fail(shape);
+      for (auto [key, out] :
+           {std::pair{"capabilities", &library.capabilities},
+            std::pair{"extensions", &library.extensions}}) {
+        auto names = entry.find(key);
+        if (names == entry.end() || !names->is_array() || names->size() > 256)
+          return fail(shape);
+        for (const nlohmann::json &name : *names) {
+          if (!name.is_string() || name.get<std::string>().empty() ||
+              !plain(name.get<std::string>()))
+            return fail(shape);
+          out->push_back(name.get<std::string>());
+        }
+      }
+      for (const SpirvLibrary &earlier : code.libraries)
+        if (earlier.variant == library.variant ||
+            earlier.section == library.section)
+          return fail(shape);
+      code.libraries.push_back(std::move(library));
+    }
     auto kernels = spirv->find("kernels");
     if (!readKernels(kernels == spirv->end() ? nullptr : &*kernels, 64,
                      code.kernels))

@@ -21,11 +21,24 @@ struct CodeVariant {
   std::vector<std::string> requires_;
 };
 
+/// One compiled variant of the SPIR-V kernel library and what it needs of a
+/// device, by SPIR-V names.
+struct SpirvLibrary {
+  /// "subgroup", "portable".
+  std::string variant;
+  std::string section;
+  /// SPIR-V version, "1.3".
+  std::string version;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> extensions;
+};
+
 /// The model as a program of SPIR-V kernels, for Vulkan devices: the kernel
-/// library's module, its kernels with their binding counts, and the programs
+/// library's variants (best first; a device runs the first it supports), the
+/// kernels every variant holds with their binding counts, and the programs
 /// (abi/Program.h, as JSON) of the prefill and of one decode step.
 struct SpirvCode {
-  std::string section;
+  std::vector<SpirvLibrary> libraries;
   std::vector<std::pair<std::string, int>> kernels;
   std::string prefillSection;
   std::string decodeSection;

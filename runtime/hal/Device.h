@@ -37,6 +37,19 @@ struct MemorySpaceInfo {
   bool hostVisible = false;
 };
 
+/// The SPIR-V a device runs (Vulkan devices; empty elsewhere), so code can
+/// be chosen by what it requires: the highest version, as major * 100 +
+/// minor (105: SPIR-V 1.5), and the capabilities and extensions its shaders
+/// may declare, by their SPIR-V names ("Shader", "GroupNonUniformArithmetic",
+/// "SPV_KHR_storage_buffer_storage_class").
+struct SpirvSupport {
+  int version = 0;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> extensions;
+  /// Threads of a subgroup (0: unknown).
+  uint32_t subgroupSize = 0;
+};
+
 struct DeviceInfo {
   /// "cpu0", "vulkan0": what --device names.
   std::string name;
@@ -45,6 +58,7 @@ struct DeviceInfo {
   /// The hardware in words ("AMD EPYC 9654, 2 threads").
   std::string description;
   std::vector<MemorySpaceInfo> memories;
+  SpirvSupport spirv;
 };
 
 class Device;

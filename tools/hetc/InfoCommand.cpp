@@ -185,10 +185,15 @@ Action registerInfoCommand(CLI::App &app) {
                   static_cast<long long>(packed->manifest().contextLength),
                   variants.c_str(), packed->code().variantName().c_str());
       const hetrt::format::Manifest &manifest = packed->manifest();
-      if (manifest.spirv)
-        std::printf("  SPIR-V         programs of %zu kernels, for Vulkan "
-                    "devices (hetc run --device vulkan0)\n",
-                    manifest.spirv->kernels.size());
+      if (manifest.spirv) {
+        std::string libraries;
+        for (const hetrt::format::SpirvLibrary &library :
+             manifest.spirv->libraries)
+          libraries += (libraries.empty() ? "" : ", ") + library.variant;
+        std::printf("  SPIR-V         programs of %zu kernels in variants %s, "
+                    "for Vulkan devices (hetc run --device vulkan0)\n",
+                    manifest.spirv->kernels.size(), libraries.c_str());
+      }
       if (manifest.plan) {
         std::string units;
         for (const auto &[device, count] : manifest.plan->units)

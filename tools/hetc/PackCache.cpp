@@ -209,7 +209,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
       identity = *systemHash;
     for (const std::string &cap : needs.deviceMemory)
       identity += "\n" + cap;
-    char text[20];
+    char text[24];
     std::snprintf(text, sizeof(text), "-plan%016zx",
                   std::hash<std::string>{}(identity));
     planKey = text;

@@ -291,6 +291,8 @@ int run(const RunnerFlags &flags) {
                   "hetrt_session_device_stats"))
         return failed();
       devices.push_back({{"name", stats.device_name},
+                         {"code", stats.code},
+                         {"units", stats.units},
                          {"dispatches", stats.dispatches},
                          {"bytes_in", stats.bytes_in},
                          {"bytes_out", stats.bytes_out}});
@@ -331,6 +333,23 @@ int listDevices() {
                   static_cast<double>(memory.capacity_bytes) / (1ull << 30),
                   memory.host_visible ? ", host-visible" : "");
     }
+    hetrt_spirv_info_t spirv;
+    if (!report(hetrt_device_spirv_info(d, &spirv), "hetrt_device_spirv_info"))
+      return failed();
+    if (spirv.version == 0)
+      continue;
+    std::string capabilities;
+    for (int32_t c = 0; c < spirv.capability_count; ++c) {
+      const char *name = nullptr;
+      if (!report(hetrt_device_spirv_capability(d, c, &name),
+                  "hetrt_device_spirv_capability"))
+        return failed();
+      capabilities += std::string(c ? " " : "") + name;
+    }
+    std::printf("  SPIR-V %d.%d, subgroups of %u: %s\n",
+                static_cast<int>(spirv.version / 100),
+                static_cast<int>(spirv.version % 100), spirv.subgroup_size,
+                capabilities.c_str());
   }
   return 0;
 }

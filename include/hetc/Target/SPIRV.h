@@ -20,11 +20,22 @@ namespace hetc::target::spirv {
 /// dispatched by entry point.
 using SpirvKernel = KernelInfo;
 
-/// One SPIR-V module: its binary (little-endian words) and its kernels.
+/// What a SPIR-V module needs of a device, as its spirv.module declares
+/// after deduction: the SPIR-V version ("1.3"), capabilities and extensions
+/// by their SPIR-V names.
+struct SpirvRequirements {
+  std::string version;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> extensions;
+};
+
+/// One SPIR-V module: its binary (little-endian words), its kernels and
+/// what it requires.
 struct SpirvExecutable {
   std::string name;
   std::string binary;
   std::vector<SpirvKernel> kernels;
+  SpirvRequirements requirements;
 };
 
 /// Gives `module` hetc's default Vulkan 1.2 environment
@@ -60,6 +71,16 @@ llvm::StringRef kernelLibrarySource();
 /// math, memref, scf and func dialects); null, with diagnostics emitted,
 /// when it does not parse.
 mlir::OwningOpRef<mlir::ModuleOp> parseKernelLibrary(mlir::MLIRContext *context);
+
+/// The kernel library's variants, best first: "subgroup" (reductions in
+/// subgroup arithmetic) and "portable" (trees through workgroup memory, for
+/// every Vulkan device); see hetc-spirv-specialize-kernels.
+llvm::ArrayRef<llvm::StringRef> kernelLibraryVariants();
+
+/// The kernel library specialized to `variant`, compiled and serialized into
+/// `executable`. Returns false with `error` on failure.
+bool compileKernelLibrary(mlir::MLIRContext *context, llvm::StringRef variant,
+                          SpirvExecutable &executable, std::string &error);
 
 /// Registers the "hetc-lower-gpu-to-spirv" pipeline with hetc-opt.
 void registerSpirvPipeline();

@@ -28,9 +28,7 @@ void attachDefaultTargetEnv(ModuleOp module) {
 }
 
 void buildSpirvPipeline(OpPassManager &pm) {
-  // Helpers that take buffers are inlined first: a buffer passed to a
-  // function would need the VariablePointers capability.
-  pm.nest<mlir::gpu::GPUModuleOp>().addPass(mlir::createInlinerPass());
+  // The conversion inlines the kernels' helpers first.
   pm.addPass(hetc::spirv::createHetcSpirvConvertKernelsPass());
   OpPassManager &spirvModule = pm.nest<mlir::spirv::ModuleOp>();
   spirvModule.addPass(mlir::spirv::createSPIRVLowerABIAttributesPass());
@@ -66,6 +64,19 @@ bool serializeSpirvModules(ModuleOp module,
     }
     executable.binary.assign(reinterpret_cast<const char *>(words.data()),
                              words.size() * sizeof(uint32_t));
+    if (std::optional<mlir::spirv::VerCapExtAttr> triple =
+            spirvModule.getVceTriple()) {
+      SpirvRequirements &needs = executable.requirements;
+      // "v1.3" → "1.3".
+      needs.version =
+          mlir::spirv::stringifyVersion(triple->getVersion()).drop_front().str();
+      for (mlir::spirv::Capability capability : triple->getCapabilities())
+        needs.capabilities.push_back(
+            mlir::spirv::stringifyCapability(capability).str());
+      for (mlir::spirv::Extension extension : triple->getExtensions())
+        needs.extensions.push_back(
+            mlir::spirv::stringifyExtension(extension).str());
+    }
     // Entry points and their interface: after the ABI lowering, storage
     // buffers are global variables with set and binding decorations, and
     // the workgroup size is the entry point's LocalSize execution mode.

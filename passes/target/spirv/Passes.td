@@ -15,7 +15,12 @@ def HetcSpirvConvertKernelsPass
     the gpu, arith, scf, memref, func and vector dialects.
 
     Each gpu.module is cloned and converted beside the original, which stays
-    for the host side's `gpu.launch_func` ops. Memref memory spaces are
+    for the host side's `gpu.launch_func` ops. The clone's helper functions
+    are inlined into its kernels first and erased, so every kernel is one
+    SPIR-V function: buffers are never function arguments (they would need
+    the VariablePointers capability), and each entry point lists the
+    builtins its helpers read. A helper without a body, or one that keeps
+    calling after 16 rounds (recursion), is an error. Memref memory spaces are
     mapped to Vulkan storage classes first (0: StorageBuffer, 3: Workgroup),
     and the conversion follows the module's `spirv.target_env` (or the
     default one): an op the environment cannot express is an error naming it.
@@ -31,6 +36,38 @@ def HetcSpirvConvertKernelsPass
         %e = spirv.GL.Exp %v : f32
     ```
   }];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+}
+
+def HetcSpirvSpecializeKernelsPass
+    : Pass<"hetc-spirv-specialize-kernels", "mlir::ModuleOp"> {
+  let summary = "Choose a kernel library variant: tree reductions through "
+                "workgroup memory, or subgroup operations";
+  let description = [{
+    A gpu.module's helper `@X_subgroup` is `@X` written with subgroup
+    operations (`gpu.subgroup_reduce` and the subgroup ids). With
+    `variant=portable` the `_subgroup` helpers are erased, and the module
+    runs on every Vulkan device; with `variant=subgroup` each replaces its
+    `@X` (the calls stay as they are) and the gpu.module's SPIR-V
+    environment gains the GroupNonUniform and GroupNonUniformArithmetic
+    capabilities, which the runtime checks against the device before it
+    runs the variant.
+
+    A `_subgroup` helper without its `@X`, or one called by name, is an
+    error: callers name `@X` and the variant chooses the body.
+
+    ```mlir
+    func.func private @workgroup_sum(%v: f32, %tid: index) -> f32 {...}
+    func.func private @workgroup_sum_subgroup(%v: f32, %tid: index) -> f32 {
+      %r = gpu.subgroup_reduce add %v : (f32) -> f32
+      ...
+    // variant=subgroup keeps one @workgroup_sum, with the subgroup body
+    ```
+  }];
+  let options = [
+    Option<"variant", "variant", "std::string", /*default=*/"\"portable\"",
+           "portable (tree reductions) or subgroup (subgroup arithmetic)">,
+  ];
   let dependentDialects = ["mlir::spirv::SPIRVDialect"];
 }
 

@@ -31,6 +31,8 @@ using hal::failWith;
   X(vkDestroyInstance)                                                         \
   X(vkEnumeratePhysicalDevices)                                                \
   X(vkGetPhysicalDeviceProperties)                                             \
+  X(vkGetPhysicalDeviceProperties2)                                            \
+  X(vkGetPhysicalDeviceFeatures2)                                              \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
   X(vkCreateDevice)                                                            \
@@ -875,6 +877,82 @@ int pickType(const VkPhysicalDeviceMemoryProperties &memory,
   return fallback;
 }
 
+/// The features a device offers, queried once: the ones hetc's shaders may
+/// use are enabled at device creation and listed as SPIR-V capabilities.
+struct Features {
+  VkPhysicalDeviceFeatures2 core = {};
+  VkPhysicalDeviceVulkan11Features v11 = {};
+  VkPhysicalDeviceVulkan12Features v12 = {};
+  VkPhysicalDeviceSubgroupProperties subgroup = {};
+
+  Features(const Instance &instance, VkPhysicalDevice physical) {
+    v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    v11.pNext = &v12;
+    core.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    core.pNext = &v11;
+    instance.vkGetPhysicalDeviceFeatures2(physical, &core);
+    // Bounds checks on every access cost real GPUs speed, and the runtime
+    // checks every dispatch's buffers itself.
+    core.features.robustBufferAccess = VK_FALSE;
+    subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceProperties2 properties = {};
+    properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    properties.pNext = &subgroup;
+    instance.vkGetPhysicalDeviceProperties2(physical, &properties);
+  }
+  Features(const Features &) = delete;
+  Features &operator=(const Features &) = delete;
+};
+
+/// The SPIR-V a device with `features` runs, for an instance of Vulkan 1.2
+/// (SPIR-V 1.5): capabilities from its enabled features and subgroup
+/// operations in compute shaders; extensions that SPIR-V 1.5 made core.
+hal::SpirvSupport spirvSupportOf(const Features &features) {
+  hal::SpirvSupport support;
+  support.version = 105;
+  std::vector<std::string> &names = support.capabilities;
+  names = {"Shader", "Matrix"};
+  auto add = [&](VkBool32 enabled, const char *name) {
+    if (enabled)
+      names.push_back(name);
+  };
+  const VkPhysicalDeviceFeatures &core = features.core.features;
+  add(core.shaderInt16, "Int16");
+  add(core.shaderInt64, "Int64");
+  add(core.shaderFloat64, "Float64");
+  add(features.v12.shaderInt8, "Int8");
+  add(features.v12.shaderFloat16, "Float16");
+  add(features.v12.storageBuffer8BitAccess, "StorageBuffer8BitAccess");
+  add(features.v12.uniformAndStorageBuffer8BitAccess,
+      "UniformAndStorageBuffer8BitAccess");
+  add(features.v11.storageBuffer16BitAccess, "StorageBuffer16BitAccess");
+  add(features.v11.uniformAndStorageBuffer16BitAccess, "StorageUniform16");
+  add(features.v11.variablePointersStorageBuffer,
+      "VariablePointersStorageBuffer");
+  add(features.v11.variablePointers, "VariablePointers");
+  const VkPhysicalDeviceSubgroupProperties &subgroup = features.subgroup;
+  if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) {
+    support.subgroupSize = subgroup.subgroupSize;
+    VkSubgroupFeatureFlags ops = subgroup.supportedOperations;
+    add(ops & VK_SUBGROUP_FEATURE_BASIC_BIT, "GroupNonUniform");
+    add(ops & VK_SUBGROUP_FEATURE_VOTE_BIT, "GroupNonUniformVote");
+    add(ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "GroupNonUniformArithmetic");
+    add(ops & VK_SUBGROUP_FEATURE_BALLOT_BIT, "GroupNonUniformBallot");
+    add(ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "GroupNonUniformShuffle");
+    add(ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT,
+        "GroupNonUniformShuffleRelative");
+    add(ops & VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "GroupNonUniformClustered");
+    add(ops & VK_SUBGROUP_FEATURE_QUAD_BIT, "GroupNonUniformQuad");
+  }
+  support.extensions = {
+      "SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage",
+      "SPV_KHR_variable_pointers",            "SPV_KHR_8bit_storage",
+      "SPV_KHR_shader_float_controls",        "SPV_KHR_vulkan_memory_model",
+      "SPV_KHR_physical_storage_buffer",      "SPV_EXT_descriptor_indexing"};
+  return support;
+}
+
 std::shared_ptr<hal::Device> openDevice(const std::shared_ptr<Instance> &instance,
                                         VkPhysicalDevice physical, int index,
                                         std::string &why) {
@@ -913,8 +991,10 @@ std::shared_ptr<hal::Device> openDevice(const std::shared_ptr<Instance> &instanc
   queueInfo.queueFamilyIndex = context->queueFamily;
   queueInfo.queueCount = 1;
   queueInfo.pQueuePriorities = &priority;
+  Features features(*instance, physical);
   VkDeviceCreateInfo deviceInfo = {};
   deviceInfo.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  deviceInfo.pNext = &features.core;
   deviceInfo.queueCreateInfoCount = 1;
   deviceInfo.pQueueCreateInfos = &queueInfo;
   VkResult result =
@@ -953,6 +1033,7 @@ std::shared_ptr<hal::Device> openDevice(const std::shared_ptr<Instance> &instanc
   hal::DeviceInfo info;
   info.name = "vulkan" + std::to_string(index);
   info.kind = "vulkan";
+  info.spirv = spirvSupportOf(features);
   info.description =
       name + ", Vulkan " +
       std::to_string(VK_API_VERSION_MAJOR(properties.apiVersion)) + "." +

@@ -157,6 +157,63 @@ TEST(PackTest, ManifestSizesAreBounded) {
   }
 }
 
+/// A manifest with the SPIR-V part: two library variants.
+Manifest spirvManifest() {
+  Manifest manifest = sampleManifest();
+  SpirvCode code;
+  code.libraries = {{"subgroup", "code/spirv/kernels-subgroup.spv", "1.3",
+                     {"Shader", "GroupNonUniformArithmetic"},
+                     {"SPV_KHR_storage_buffer_storage_class"}},
+                    {"portable", "code/spirv/kernels-portable.spv", "1.0",
+                     {"Shader"},
+                     {"SPV_KHR_storage_buffer_storage_class"}}};
+  code.kernels = {{"add_f32", 4}};
+  code.prefillSection = "program/spirv/prefill.json";
+  code.decodeSection = "program/spirv/decode.json";
+  code.maxPrefillTokens = 64;
+  manifest.spirv = code;
+  return manifest;
+}
+
+TEST(PackTest, SpirvLibrariesRoundTripWithTheirRequirements) {
+  std::string error;
+  std::optional<Manifest> parsed =
+      Manifest::fromJson(spirvManifest().toJson(), "test.hetpack", error);
+  ASSERT_TRUE(parsed) << error;
+  ASSERT_TRUE(parsed->spirv);
+  ASSERT_EQ(parsed->spirv->libraries.size(), 2u);
+  const SpirvLibrary &best = parsed->spirv->libraries[0];
+  EXPECT_EQ(best.variant, "subgroup");
+  EXPECT_EQ(best.section, "code/spirv/kernels-subgroup.spv");
+  EXPECT_EQ(best.version, "1.3");
+  EXPECT_EQ(best.capabilities,
+            (std::vector<std::string>{"Shader", "GroupNonUniformArithmetic"}));
+  EXPECT_EQ(parsed->spirv->libraries[1].variant, "portable");
+}
+
+TEST(PackTest, MalformedSpirvLibrariesAreRefused) {
+  auto edited = [](auto edit) {
+    Manifest manifest = spirvManifest();
+    edit(*manifest.spirv);
+    return manifest.toJson();
+  };
+  std::vector<std::string> cases = {
+      edited([](SpirvCode &code) { code.libraries.clear(); }),
+      edited([](SpirvCode &code) { code.libraries[0].version = "v1.3"; }),
+      edited([](SpirvCode &code) { code.libraries[0].version = "1.3.0"; }),
+      edited([](SpirvCode &code) { code.libraries[1].variant = "subgroup"; }),
+      edited([](SpirvCode &code) {
+        code.libraries[1].section = code.libraries[0].section;
+      }),
+      edited([](SpirvCode &code) { code.libraries[0].capabilities = {""}; }),
+  };
+  for (const std::string &json : cases) {
+    std::string error;
+    EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error)) << json;
+    EXPECT_NE(error.find("\"libraries\""), std::string::npos) << error;
+  }
+}
+
 TEST(NonFiniteTest, FindsNaNAndInfinityInEveryFormat) {
   auto f16 = [](uint16_t bits) {
     std::vector<uint8_t> bytes(2);

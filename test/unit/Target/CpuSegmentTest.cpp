@@ -214,7 +214,7 @@ TEST_F(CpuSegmentTest, TheProgramRunnerDispatchesSegmentCode) {
   auto runnerFor = [&](const hetc::abi::Program &entry, Error &error) {
     return hetrt::core::ProgramRunner::create(
         {{device.get(), hetrt::hal::ExecutableFormat::X86SharedObject, *code,
-          {{"prefill_seg0", 3, 0}}}},
+          {{"prefill_seg0", 3, 0}}, "x86 test"}},
         {{entry, 1}}, *file, error);
   };
   Error error;

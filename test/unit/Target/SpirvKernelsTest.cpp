@@ -6,11 +6,13 @@
 // f16 scales across the whole range (subnormal, negative, largest).
 #include "hetc/Target/SPIRV.h"
 #include "SpirvTestSupport.h"
+#include "runtime/core/ProgramSession.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/hal/Device.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -20,10 +22,22 @@ namespace {
 
 using namespace hetc::target::spirv;
 
-const SpirvExecutable &library() { return hetc::test::kernelLibrary(); }
+/// Whether `device` runs `compiled`, as the runtime decides it.
+bool runsVariant(const hetrt::hal::Device &device,
+                 const SpirvExecutable &compiled, std::string &why) {
+  hetrt::format::SpirvCode code;
+  hetrt::format::SpirvLibrary library;
+  library.version = compiled.requirements.version;
+  library.capabilities = compiled.requirements.capabilities;
+  library.extensions = compiled.requirements.extensions;
+  code.libraries = {library};
+  return hetrt::core::chooseSpirvLibrary(code, device.info().spirv, why);
+}
 
-TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
-  const SpirvExecutable &compiled = library();
+class SpirvLibraryVariant : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
+  const SpirvExecutable &compiled = hetc::test::kernelLibrary(GetParam());
   std::map<std::string, int> bindings;
   for (const SpirvKernel &kernel : compiled.kernels)
     bindings[kernel.entryPoint] = kernel.bindings;
@@ -48,7 +62,21 @@ TEST(SpirvKernels, LibraryIsValidVulkanSpirv) {
   std::string messages;
   EXPECT_TRUE(hetc::test::validatesForVulkan12(compiled.binary, messages))
       << messages;
+  // What the module declares it needs: the portable variant nothing past
+  // Shader; the subgroup variant subgroup arithmetic, which the runtime
+  // checks against the device.
+  const std::vector<std::string> &capabilities =
+      compiled.requirements.capabilities;
+  bool subgroup = std::string(GetParam()) == "subgroup";
+  EXPECT_EQ(std::count(capabilities.begin(), capabilities.end(),
+                       "GroupNonUniformArithmetic"),
+            subgroup ? 1 : 0);
+  EXPECT_EQ(std::count(capabilities.begin(), capabilities.end(), "Shader"), 1);
+  EXPECT_EQ(compiled.requirements.version, subgroup ? "1.3" : "1.0");
 }
+
+INSTANTIATE_TEST_SUITE_P(Variants, SpirvLibraryVariant,
+                         ::testing::Values("portable", "subgroup"));
 
 /// Runs the library's kernels on one device.
 class KernelRunner {
@@ -133,9 +161,20 @@ int32_t floatBits(float value) {
 /// when there is none.
 template <typename Body> void onEveryDevice(Body body) {
   hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
-    KernelRunner runner(device, library());
-    ASSERT_TRUE(runner.ready()) << runner.error();
-    body(runner);
+    // Each variant of the library the device runs; every device runs the
+    // portable one.
+    for (llvm::StringRef variant : kernelLibraryVariants()) {
+      const SpirvExecutable &compiled = hetc::test::kernelLibrary(variant);
+      std::string why;
+      if (!runsVariant(device, compiled, why)) {
+        EXPECT_NE(variant, "portable") << why;
+        continue;
+      }
+      SCOPED_TRACE(variant.str() + " variant");
+      KernelRunner runner(device, compiled);
+      ASSERT_TRUE(runner.ready()) << runner.error();
+      body(runner);
+    }
   });
 }
 
@@ -612,12 +651,13 @@ TEST(SpirvKernels, TiledMatmulsOfEveryByteFormatMatchTheCpu) {
   // every format, the K-quants' 256 included.
   constexpr int n = 21, k = 512, m = 19;
   std::vector<float> x = randomValues(n * k, 17), original = randomValues(m * k, 18);
-  for (auto [format, code] : {std::pair{BlockFormat::F16, 1},
+  for (auto [format, formatCode] : {std::pair{BlockFormat::F16, 1},
                               {BlockFormat::BF16, 2},
                               {BlockFormat::Q4_0, 3},
                               {BlockFormat::Q4_K, 4},
                               {BlockFormat::Q6_K, 5},
                               {BlockFormat::Q8_0, 6}}) {
+    const int code = formatCode;
     SCOPED_TRACE("format " + std::to_string(code));
     EncodedWeights w = encodeWeights(format, original, m, k);
     std::vector<double> expected, scale;
@@ -641,11 +681,12 @@ TEST(SpirvKernels, GetRowsDequantizeEveryByteFormat) {
   std::vector<float> table = randomValues(vocab * cols, 17);
   std::vector<int32_t> ids = {6, 0, 3};
   const int tokens = static_cast<int>(ids.size());
-  for (auto [format, code] : {std::pair<BlockFormat, int>{BlockFormat::F16, 1},
+  for (auto [format, formatCode] : {std::pair<BlockFormat, int>{BlockFormat::F16, 1},
                               {BlockFormat::BF16, 2},
                               {BlockFormat::Q4_0, 3},
                               {BlockFormat::Q4_K, 4},
                               {BlockFormat::Q6_K, 5}}) {
+    const int code = formatCode;
     SCOPED_TRACE(code);
     EncodedWeights w = encodeWeights(format, table, vocab, cols);
     std::vector<float> expected;

@@ -13,6 +13,7 @@
 #include <spirv-tools/libspirv.hpp>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,24 +65,23 @@ template <typename Body> void onEverySpirvDevice(Body body) {
   }
 }
 
-/// The kernel library compiled as the target compiles it, once per process.
-inline const target::spirv::SpirvExecutable &kernelLibrary() {
-  static const target::spirv::SpirvExecutable compiled = [] {
-    mlir::DialectRegistry registry;
-    hetc::registerAllDialects(registry);
-    mlir::MLIRContext context(registry);
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        target::spirv::parseKernelLibrary(&context);
-    EXPECT_TRUE(module);
-    if (!module)
-      return target::spirv::SpirvExecutable{};
-    std::vector<target::spirv::SpirvExecutable> executables =
-        compileOrFail(*module);
-    EXPECT_EQ(executables.size(), 1u);
-    return executables.empty() ? target::spirv::SpirvExecutable{}
-                               : executables.front();
-  }();
-  return compiled;
+/// Variant `variant` of the kernel library, compiled as the target compiles
+/// it, once per process.
+inline const target::spirv::SpirvExecutable &
+kernelLibrary(llvm::StringRef variant = "portable") {
+  static std::map<std::string, target::spirv::SpirvExecutable> compiled;
+  auto found = compiled.find(variant.str());
+  if (found != compiled.end())
+    return found->second;
+  mlir::DialectRegistry registry;
+  hetc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  target::spirv::SpirvExecutable executable;
+  std::string error;
+  EXPECT_TRUE(target::spirv::compileKernelLibrary(&context, variant,
+                                                  executable, error))
+      << error;
+  return compiled[variant.str()] = std::move(executable);
 }
 
 } // namespace hetc::test

@@ -5,9 +5,12 @@
 // - tensors are flat storage buffers (memref<?xT>), row-major;
 // - the last argument is a parameter buffer of i32 values (sizes, and f32
 //   constants as their bits), so one pipeline serves every shape;
-// - workgroups are 64 threads for row reductions (a tree reduction through
-//   workgroup memory, which every Vulkan device has; subgroup operations
-//   come with per-device capabilities) and 256 for element-wise kernels;
+// - workgroups are 64 threads for row reductions and 256 for element-wise
+//   kernels; a row reduction is a tree through workgroup memory, which
+//   every Vulkan device has, and a helper named X_subgroup is the same
+//   reduction in subgroup operations: the library compiles in two variants
+//   (hetc-spirv-specialize-kernels), and the runtime runs the subgroup one
+//   on devices that report subgroup arithmetic;
 // - block-quantized weights are read as bytes in their GGUF layout and
 //   dequantized in registers; bytes and f16 values are emulated with 32-bit
 //   loads where the device lacks 8/16-bit storage, and f16 is widened with
@@ -1395,6 +1398,59 @@ module attributes {gpu.container_module} {
         gpu.barrier
       }
       %total = memref.load %partial[%c0] : memref<64xf32, 3>
+      gpu.barrier
+      return %total : f32
+    }
+
+    // @workgroup_sum for devices with subgroup arithmetic (the "subgroup"
+    // variant of the library; hetc-spirv-specialize-kernels swaps it in):
+    // each subgroup reduces in registers, its first lane writes the partial,
+    // and every thread adds the partials in subgroup order, so all threads
+    // agree on the total. Any subgroup size works, and one barrier replaces
+    // the tree's seven.
+    func.func private @workgroup_sum_subgroup(%value: f32, %tid: index) -> f32 {
+      %partial = memref.alloc() : memref<64xf32, 3>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %reduced = gpu.subgroup_reduce add %value : (f32) -> f32
+      %subgroup = gpu.subgroup_id : index
+      %subgroups = gpu.num_subgroups : index
+      %lane = gpu.lane_id
+      %first = arith.cmpi eq, %lane, %c0 : index
+      scf.if %first {
+        memref.store %reduced, %partial[%subgroup] : memref<64xf32, 3>
+      }
+      gpu.barrier
+      %total = scf.for %s = %c0 to %subgroups step %c1 iter_args(%acc = %zero) -> f32 {
+        %p = memref.load %partial[%s] : memref<64xf32, 3>
+        %next = arith.addf %acc, %p : f32
+        scf.yield %next : f32
+      }
+      gpu.barrier
+      return %total : f32
+    }
+
+    // As @workgroup_sum_subgroup, the maximum.
+    func.func private @workgroup_max_subgroup(%value: f32, %tid: index) -> f32 {
+      %partial = memref.alloc() : memref<64xf32, 3>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %reduced = gpu.subgroup_reduce maximumf %value : (f32) -> f32
+      %subgroup = gpu.subgroup_id : index
+      %subgroups = gpu.num_subgroups : index
+      %lane = gpu.lane_id
+      %first = arith.cmpi eq, %lane, %c0 : index
+      scf.if %first {
+        memref.store %reduced, %partial[%subgroup] : memref<64xf32, 3>
+      }
+      gpu.barrier
+      %start = memref.load %partial[%c0] : memref<64xf32, 3>
+      %total = scf.for %s = %c1 to %subgroups step %c1 iter_args(%acc = %start) -> f32 {
+        %p = memref.load %partial[%s] : memref<64xf32, 3>
+        %next = arith.maximumf %acc, %p : f32
+        scf.yield %next : f32
+      }
       gpu.barrier
       return %total : f32
     }

@@ -9,13 +9,17 @@
 // CHECK-LABEL: spirv.module @__spv__kernels Logical GLSL450
 // CHECK-SAME:    spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan
 // CHECK:         spirv.GlobalVariable @{{.+}} : !spirv.ptr<!spirv.struct<(!spirv.array<64 x f32>)>, Workgroup>
-// CHECK:         spirv.func @twice
+// Helpers are inlined into the kernels and erased: each kernel is one
+// function.
+// CHECK-NOT:     spirv.func @twice
 // CHECK:         spirv.func @normalize
 // CHECK:           spirv.GL.Exp
 // CHECK:           spirv.ControlBarrier <Workgroup>, <Workgroup>
 // CHECK:           spirv.GL.InverseSqrt
-// CHECK:           spirv.FunctionCall @twice
+// CHECK-NOT:       spirv.FunctionCall
+// CHECK:           spirv.FAdd
 // CHECK:       gpu.module @kernels
+// CHECK:         func.func @twice
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     func.func @twice(%v: f32) -> f32 {
@@ -51,6 +55,45 @@ module attributes {gpu.container_module} {
       %c0 = arith.constant 0 : index
       %v = memref.load %x[%c0] : memref<?xf64>
       memref.store %v, %x[%c0] : memref<?xf64>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A helper whose body is not in the gpu.module cannot be inlined.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    func.func private @elsewhere(f32) -> f32
+    gpu.func @calls(%x: memref<?xf32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %x[%c0] : memref<?xf32>
+      // expected-error @+1 {{@elsewhere has no body in the gpu.module to inline}}
+      %r = func.call @elsewhere(%v) : (f32) -> f32
+      memref.store %r, %x[%c0] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Recursion never ends in inlining.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    func.func private @forever(%v: f32) -> f32 {
+      // expected-error @+1 {{still calls helpers after 16 rounds of inlining}}
+      %r = func.call @forever(%v) : (f32) -> f32
+      return %r : f32
+    }
+    gpu.func @recurse(%x: memref<?xf32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %x[%c0] : memref<?xf32>
+      %r = func.call @forever(%v) : (f32) -> f32
+      memref.store %r, %x[%c0] : memref<?xf32>
       gpu.return
     }
   }
