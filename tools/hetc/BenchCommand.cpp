@@ -7,7 +7,7 @@
 #include "runtime/core/Bandwidth.h"
 #include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
-#include "runtime/core/ProgramSession.h"
+#include "hetrt/hetrt.hpp"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 
@@ -175,6 +175,30 @@ bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
   return true;
 }
 
+/// The calls of a core Session and of the API's, with a message on failure.
+bool prefillOf(hetrt::core::Session &session, const std::vector<int32_t> &ids,
+               std::string &error) {
+  return session.prefill(ids, error);
+}
+bool decodeOf(hetrt::core::Session &session, int32_t id, std::string &error) {
+  return session.decode(id, error);
+}
+bool prefillOf(hetrt::api::Session &session, const std::vector<int32_t> &ids,
+               std::string &error) {
+  hetrt::api::Status status;
+  if (session.prefill(ids, status))
+    return true;
+  error = status.message;
+  return false;
+}
+bool decodeOf(hetrt::api::Session &session, int32_t id, std::string &error) {
+  hetrt::api::Status status;
+  if (session.decode(id, status))
+    return true;
+  error = status.message;
+  return false;
+}
+
 /// The best of `repeats` prefills of `prompt` and decodes of `decodeTokens`
 /// greedy tokens after it (after one untimed round), as tokens/s.
 template <typename SessionT>
@@ -185,7 +209,7 @@ bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
   for (int r = -1; r < repeats; ++r) {
     session.reset();
     auto start = std::chrono::steady_clock::now();
-    if (!session.prefill(prompt, error))
+    if (!prefillOf(session, prompt, error))
       return false;
     if (r >= 0)
       prefillRate = std::max(prefillRate, prompt.size() / seconds(start));
@@ -193,7 +217,7 @@ bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
     int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
     start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < decodeTokens; ++i) {
-      if (!session.decode(token, error))
+      if (!decodeOf(session, token, error))
         return false;
       token = hetrt::core::argmax(session.logits(), session.vocabSize());
     }
@@ -204,21 +228,25 @@ bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
 }
 
 /// `hetc bench --device` or `--system`: the model's programs on one device
-/// or over the plan's devices, with what each device ran per decode step.
-int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
+/// or over the plan's devices, with what each device ran per decode step,
+/// through the runtime's public API.
+int benchProgram(const BenchFlags &flags, const std::string &packPath,
                  const std::vector<int32_t> &prompt) {
-  std::string error;
-  std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-      hetrt::hal::enumerateDevices();
-  std::unique_ptr<hetrt::core::ProgramSession> session;
-  hetrt::core::Failure failure;
-  if (!flags.system.empty()) {
-    session = hetrt::core::ProgramSession::createPlanned(model, devices, error,
-                                                         failure);
-  } else {
+  hetrt::api::Status status;
+  std::unique_ptr<hetrt::api::Model> model = hetrt::api::Model::open(
+      packPath, isPack(flags.model) ? "" : flags.model, status);
+  std::unique_ptr<hetrt::api::Session> session;
+  if (model && !flags.system.empty()) {
+    session = hetrt::api::Session::createPlanned(*model, status);
+  } else if (model) {
+    std::vector<hetrt::api::DeviceInfo> devices;
+    if (!hetrt::api::listDevices(devices, status)) {
+      std::cerr << "hetc bench: " << status.message << "\n";
+      return 1;
+    }
     auto found = std::find_if(devices.begin(), devices.end(),
-                              [&](const std::shared_ptr<hetrt::hal::Device> &d) {
-                                return d->info().name == flags.device;
+                              [&](const hetrt::api::DeviceInfo &d) {
+                                return d.name == flags.device;
                               });
     if (found == devices.end()) {
       std::cerr << "hetc bench: --device " << flags.device
@@ -226,28 +254,34 @@ int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
                    "--list-devices` lists them)\n";
       return 2;
     }
-    session =
-        hetrt::core::ProgramSession::create(model, **found, error, failure);
+    session = hetrt::api::Session::createOnDevice(*model, found->index, 0,
+                                                  status);
   }
+  std::string error;
   double prefillRate = 0, decodeRate = 0;
-  if (!session || !timeSession(*session, prompt, flags.decodeTokens,
-                               flags.repeats, prefillRate, decodeRate, error)) {
+  if (!session) {
+    std::cerr << "hetc bench: " << status.message << "\n";
+    return 1;
+  }
+  if (!timeSession(*session, prompt, flags.decodeTokens, flags.repeats,
+                   prefillRate, decodeRate, error)) {
     std::cerr << "hetc bench: " << error << "\n";
     return 1;
   }
   // Per decode step: each round ran a prefill and the decode steps; the
   // device counters ran since the session began.
   int64_t rounds = flags.repeats + 1;
+  std::string devicesName = session->info().devices;
   nlohmann::json devicesJson = nlohmann::json::array();
-  for (const hetrt::core::ProgramRunner::DeviceStats &stats :
-       session->deviceStats())
+  for (const hetrt::api::DeviceStats &stats : session->deviceStats())
     devicesJson.push_back({{"name", stats.name},
+                           {"code", stats.code},
                            {"dispatches", stats.dispatches},
                            {"bytes_in", stats.bytesIn},
                            {"bytes_out", stats.bytesOut}});
   if (flags.json) {
     nlohmann::json report = {{"model", flags.model},
-                             {"device", session->deviceName()},
+                             {"device", devicesName},
                              {"prompt_tokens", flags.promptTokens},
                              {"decode_tokens", flags.decodeTokens},
                              {"rounds", rounds},
@@ -258,13 +292,12 @@ int benchProgram(const BenchFlags &flags, const hetrt::core::Model &model,
     return 0;
   }
   std::printf("%-16s %14s %14s\n", "device", "prefill tok/s", "decode tok/s");
-  std::printf("%-16s %14.1f %14.1f\n", session->deviceName().c_str(),
-              prefillRate, decodeRate);
-  for (const hetrt::core::ProgramRunner::DeviceStats &stats :
-       session->deviceStats())
-    std::printf("%s: %llu dispatches, %.1f KiB in and %.1f KiB out over %lld "
-                "rounds\n",
-                stats.name.c_str(),
+  std::printf("%-16s %14.1f %14.1f\n", devicesName.c_str(), prefillRate,
+              decodeRate);
+  for (const hetrt::api::DeviceStats &stats : session->deviceStats())
+    std::printf("%s (%s): %llu dispatches, %.1f KiB in and %.1f KiB out over "
+                "%lld rounds\n",
+                stats.name.c_str(), stats.code.c_str(),
                 static_cast<unsigned long long>(stats.dispatches),
                 stats.bytesIn / 1024.0, stats.bytesOut / 1024.0,
                 static_cast<long long>(rounds));
@@ -373,7 +406,7 @@ Action registerBenchCommand(CLI::App &app) {
     for (size_t i = 0; i < prompt.size(); ++i)
       prompt[i] = static_cast<int32_t>(3 + (i * 7919) % (manifest.vocabSize - 3));
     if (onProgram)
-      return benchProgram(*flags, *model, prompt);
+      return benchProgram(*flags, packPath, prompt);
 
     nlohmann::json results = nlohmann::json::array();
     if (!flags->json)

@@ -4,14 +4,10 @@
 #include "Flags.h"
 #include "PackCache.h"
 
-#include "runtime/core/Model.h"
-#include "runtime/core/Sampler.h"
-#include "runtime/core/Session.h"
-#include "runtime/core/ProgramSession.h"
-#include "runtime/hal/Device.h"
+#include "hetrt/hetrt.hpp"
 #include "runtime/format/Gguf.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/format/InputFile.h"
-#include "runtime/format/Manifest.h"
 #include "runtime/format/ModelConfig.h"
 #include "runtime/format/OutputFile.h"
 
@@ -54,65 +50,51 @@ struct RunFlags {
   std::vector<std::string> deviceMemory;
 };
 
-/// The calls generation makes, on the CPU's Session or a Vulkan device's
-/// ProgramSession.
-struct Generator {
-  std::function<bool(const std::vector<int32_t> &, std::string &)> prefill;
-  std::function<bool(int32_t, std::string &)> decode;
-  std::function<const float *()> logits;
-  int64_t vocabSize = 0;
-  /// What ran: the CPU code variant, or the device.
-  std::string runsOn;
-  int threads = 0;
-};
-
-/// A Generator over `session` (a Session or a ProgramSession).
-template <typename SessionT> Generator generatorOf(SessionT *session) {
-  Generator generator;
-  generator.prefill = [session](const std::vector<int32_t> &tokens,
-                                std::string &why) {
-    return session->prefill(tokens, why);
-  };
-  generator.decode = [session](int32_t token, std::string &why) {
-    return session->decode(token, why);
-  };
-  generator.logits = [session] { return session->logits(); };
-  generator.vocabSize = session->vocabSize();
-  return generator;
-}
-
-/// The device named by --device, or null with `error` listing the devices.
-std::shared_ptr<hetrt::hal::Device> findDevice(const std::string &name,
-                                               std::string &error) {
-  std::vector<std::string> unavailable;
+/// The index of the device named by --device, or -1 with `error` listing
+/// the devices.
+int32_t findDevice(const std::string &name, std::string &error) {
+  std::vector<hetrt::api::DeviceInfo> devices;
+  hetrt::api::Status status;
+  if (!hetrt::api::listDevices(devices, status)) {
+    error = status.message;
+    return -1;
+  }
   std::string names;
-  for (const std::shared_ptr<hetrt::hal::Device> &device :
-       hetrt::hal::enumerateDevices(&unavailable)) {
-    if (device->info().name == name)
-      return device;
-    names += (names.empty() ? "" : ", ") + device->info().name;
+  for (const hetrt::api::DeviceInfo &device : devices) {
+    if (device.name == name)
+      return device.index;
+    names += (names.empty() ? "" : ", ") + device.name;
   }
   error = "--device " + name + ": this machine has no such device (it has " +
           names + ")";
-  for (const std::string &line : unavailable)
-    error += "; " + line;
-  return nullptr;
+  return -1;
 }
+
+/// The most bytes `tokens` tokens stand for, and the encoding of a text:
+/// the model's tokenizer, before the pack exists (its GGUF) or after (the
+/// runtime's API).
+struct PromptEncoder {
+  std::function<uint64_t(int64_t tokens)> maxTextBytes;
+  std::function<bool(const std::string &text, std::vector<int32_t> &ids,
+                     std::string &error)>
+      encode;
+};
 
 /// Encodes `text` for a context of `context` tokens: 0 with the tokens in
 /// `prompt`, or the exit code with `error` set when it cannot fit.
-int encodePrompt(const hetrt::tokenizer::Tokenizer &tokenizer,
-                 const std::string &text, int64_t context,
-                 std::vector<int32_t> &prompt, std::string &error) {
+int encodePrompt(const PromptEncoder &encoder, const std::string &text,
+                 int64_t context, std::vector<int32_t> &prompt,
+                 std::string &error) {
   // Encoding costs microseconds a byte: a text that cannot fit the context
   // is refused before it is encoded.
-  if (text.size() > tokenizer.maxTextBytesFor(context)) {
+  if (text.size() > encoder.maxTextBytes(context)) {
     error = "the prompt is " + std::to_string(text.size()) +
             " bytes, more than a context of " + std::to_string(context) +
             " tokens can hold; give a shorter prompt or a larger --context";
     return 1;
   }
-  prompt = tokenizer.encode(text, /*addSpecial=*/true);
+  if (!encoder.encode(text, prompt, error))
+    return 1;
   if (prompt.empty()) {
     error = "the prompt is empty and the model adds no BOS token; give a "
             "prompt with -p";
@@ -144,8 +126,17 @@ int checkPromptBeforeCompiling(const std::string &model, int64_t contextLength,
       hetrt::tokenizer::Tokenizer::forModel(*file, config->vocabSize, error);
   if (!tokenizer)
     return 1;
+  PromptEncoder encoder;
+  encoder.maxTextBytes = [&](int64_t tokens) {
+    return tokenizer->maxTextBytesFor(tokens);
+  };
+  encoder.encode = [&](const std::string &prompt, std::vector<int32_t> &ids,
+                       std::string &) {
+    ids = tokenizer->encode(prompt, /*addSpecial=*/true);
+    return true;
+  };
   std::vector<int32_t> prompt;
-  return encodePrompt(*tokenizer, text,
+  return encodePrompt(encoder, text,
                       contextLength > 0 ? contextLength : config->contextLength,
                       prompt, error);
 }
@@ -293,10 +284,10 @@ Action registerRunCommand(CLI::App &app) {
       return 2;
     }
     // The device is found before any compiling: a wrong name fails at once.
-    std::shared_ptr<hetrt::hal::Device> device;
+    int32_t deviceIndex = 0;
     bool onCpu = !planned && (flags->device.empty() || flags->device == "cpu0");
     if (!onCpu && !planned &&
-        !(device = findDevice(flags->device, error))) {
+        (deviceIndex = findDevice(flags->device, error)) < 0) {
       std::cerr << "hetc run: " << error << "\n";
       return 2;
     }
@@ -318,38 +309,53 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return promptCode ? promptCode : 1;
     }
+    // From here on, the runtime's public API, as an embedder uses it.
     std::string weights = isPack(flags->model) ? "" : flags->model;
-    std::unique_ptr<hetrt::core::Model> model =
-        hetrt::core::Model::load(packPath, weights, error);
+    hetrt::api::Status status;
+    std::unique_ptr<hetrt::api::Model> model =
+        hetrt::api::Model::open(packPath, weights, status);
     if (!model) {
-      std::cerr << "hetc run: " << error << "\n";
+      std::cerr << "hetc run: " << status.message << "\n";
       return 1;
     }
-    const hetrt::format::Manifest &manifest = model->manifest();
+    const hetrt_model_description_t &described = model->description();
     // Checked again now that the pack (perhaps a cache entry) and the
     // weights it reads are known: --logits-out must be neither.
     if (!flags->logitsOut.empty() &&
         !hetrt::format::checkOutputPath(
             flags->logitsOut,
-            {flags->model, packPath, model->weights().path(), flags->promptFile},
+            {flags->model, packPath, described.weights_path, flags->promptFile},
             "--logits-out", error)) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
     bool packGiven = weights.empty();
+    int64_t context = model->contextLength();
     if (packGiven && flags->contextLength > 0 &&
-        flags->contextLength != manifest.contextLength) {
+        flags->contextLength != context) {
       std::cerr << "hetc run: --context " << flags->contextLength << ": "
                 << flags->model << " was compiled for a context of "
-                << manifest.contextLength
+                << context
                 << " tokens; compile it again with `hetc compile --context "
                 << flags->contextLength << "`, or leave --context out\n";
       return 2;
     }
-    const hetrt::tokenizer::Tokenizer &tokenizer = model->tokenizer();
-    int64_t context = manifest.contextLength;
+    PromptEncoder encoder;
+    encoder.maxTextBytes = [&](int64_t tokens) {
+      uint64_t bytes = 0;
+      return model->maxTextBytes(static_cast<uint64_t>(tokens), bytes, status)
+                 ? bytes
+                 : 0;
+    };
+    encoder.encode = [&](const std::string &text, std::vector<int32_t> &ids,
+                         std::string &why) {
+      if (model->tokenize(text, /*addSpecial=*/true, ids, status))
+        return true;
+      why = status.message;
+      return false;
+    };
     std::vector<int32_t> prompt;
-    if (int code = encodePrompt(tokenizer, promptText, context, prompt, error)) {
+    if (int code = encodePrompt(encoder, promptText, context, prompt, error)) {
       std::cerr << "hetc run: " << error << "\n";
       return code;
     }
@@ -366,50 +372,36 @@ Action registerRunCommand(CLI::App &app) {
     }
     uint64_t seed = flags->seed >= 0 ? static_cast<uint64_t>(flags->seed)
                                      : std::random_device{}();
-    hetrt::core::SamplingParams params;
-    params.temperature = flags->temperature;
-    params.topK = flags->topK;
-    params.topP = flags->topP;
-    params.repetitionPenalty = flags->repeatPenalty;
-    params.seed = seed;
-    hetrt::core::Sampler sampler(params);
-    Generator session;
-    std::unique_ptr<hetrt::core::Session> cpuSession;
-    std::unique_ptr<hetrt::core::ProgramSession> programSession;
-    if (onCpu) {
-      cpuSession = hetrt::core::Session::create(*model, flags->threads, error);
-      if (!cpuSession) {
-        std::cerr << "hetc run: " << error << "\n";
-        return 1;
-      }
-      session = generatorOf(cpuSession.get());
-      session.runsOn = model->code().variantName() + " code";
-      session.threads = cpuSession->numThreads();
-    } else {
-      hetrt::core::Failure failure;
-      programSession =
-          planned ? hetrt::core::ProgramSession::createPlanned(
-                        *model, hetrt::hal::enumerateDevices(), error, failure)
-                  : hetrt::core::ProgramSession::create(*model, *device, error,
-                                                        failure);
-      if (!programSession) {
-        std::cerr << "hetc run: " << error << "\n";
-        return 1;
-      }
-      session = generatorOf(programSession.get());
-      session.runsOn = programSession->deviceName();
+    hetrt_sampling_params_t params = {flags->temperature, flags->topK,
+                                      flags->topP, flags->repeatPenalty, seed};
+    std::unique_ptr<hetrt::api::Sampler> sampler =
+        hetrt::api::Sampler::create(params, status);
+    std::unique_ptr<hetrt::api::Session> session =
+        !sampler  ? nullptr
+        : onCpu   ? hetrt::api::Session::create(*model, flags->threads, status)
+        : planned ? hetrt::api::Session::createPlanned(*model, status)
+                  : hetrt::api::Session::createOnDevice(*model, deviceIndex,
+                                                        flags->threads, status);
+    if (!session) {
+      std::cerr << "hetc run: " << status.message << "\n";
+      return 1;
     }
+    const hetrt_session_info_t sessionInfo = session->info();
+    // What ran: the CPU code variant, or the devices.
+    std::string runsOn = onCpu ? std::string(described.cpu_code) + " code"
+                               : std::string(sessionInfo.devices);
+    int64_t vocabSize = session->vocabSize();
 
     std::vector<float> logitRows;
     auto recordLogits = [&] {
       if (!flags->logitsOut.empty())
-        logitRows.insert(logitRows.end(), session.logits(),
-                         session.logits() + session.vocabSize);
+        logitRows.insert(logitRows.end(), session->logits(),
+                         session->logits() + vocabSize);
     };
     using Clock = std::chrono::steady_clock;
     auto prefillStart = Clock::now();
-    if (!session.prefill(prompt, error)) {
-      std::cerr << "hetc run: " << error << "\n";
+    if (!session->prefill(prompt, status)) {
+      std::cerr << "hetc run: " << status.message << "\n";
       return 1;
     }
     double prefillSeconds =
@@ -427,15 +419,23 @@ Action registerRunCommand(CLI::App &app) {
     auto decodeStart = Clock::now();
     int64_t decodeSteps = 0;
     for (int64_t i = 0; i < numTokens; ++i) {
-      int32_t token =
-          sampler.sample(session.logits(), session.vocabSize, history);
+      int32_t token = 0;
+      bool isEnd = false;
+      std::string piece;
+      if (!sampler->sample(session->logits(), static_cast<int32_t>(vocabSize),
+                           history, token, status) ||
+          !model->isEndOfGeneration(token, isEnd, status) ||
+          (!flags->json && !model->tokenPiece(token, piece, status))) {
+        std::cerr << "\nhetc run: " << status.message << "\n";
+        return 1;
+      }
       generated.push_back(token);
       history.push_back(token);
       if (!flags->json) {
         // Each token's piece, as it comes (a continuation decodes to its
         // pieces joined); bytes of a character still incomplete wait for the
         // rest. Decoding the whole text again every token would be quadratic.
-        pending += tokenizer.decodeToken(token);
+        pending += piece;
         size_t ready = completeUtf8Prefix(pending);
         if (ready > 0) {
           std::fwrite(pending.data(), 1, ready, stdout);
@@ -443,7 +443,7 @@ Action registerRunCommand(CLI::App &app) {
           pending.erase(0, ready);
         }
       }
-      if (!flags->ignoreEos && tokenizer.isEndOfGeneration(token)) {
+      if (!flags->ignoreEos && isEnd) {
         stopReason = "eos";
         break;
       }
@@ -452,8 +452,8 @@ Action registerRunCommand(CLI::App &app) {
           stopReason = "context";
         break;
       }
-      if (!session.decode(token, error)) {
-        std::cerr << "\nhetc run: " << error << "\n";
+      if (!session->decode(token, status)) {
+        std::cerr << "\nhetc run: " << status.message << "\n";
         return 1;
       }
       ++decodeSteps;
@@ -466,43 +466,46 @@ Action registerRunCommand(CLI::App &app) {
 
     if (!flags->logitsOut.empty() &&
         !writeNpy(flags->logitsOut, logitRows,
-                  static_cast<int64_t>(logitRows.size()) / session.vocabSize,
-                  session.vocabSize, error)) {
+                  static_cast<int64_t>(logitRows.size()) / vocabSize,
+                  vocabSize, error)) {
       std::cerr << "hetc run: --logits-out " << error << "\n";
       return 1;
     }
     if (flags->json) {
+      std::string text;
+      if (!model->detokenize(generated, text, status)) {
+        std::cerr << "hetc run: " << status.message << "\n";
+        return 1;
+      }
       nlohmann::json result = {
           {"prompt_tokens", prompt},
           {"tokens", generated},
-          {"text", tokenizer.decode(generated)},
+          {"text", text},
           {"prefill_tokens_per_s", prefillRate},
           {"decode_tokens_per_s", decodeRate},
           {"seed", seed},
-          {"variant", onCpu ? model->code().variantName() : std::string()},
-          {"device", onCpu ? std::string("cpu0") : session.runsOn},
-          {"threads", session.threads},
+          {"variant", onCpu ? std::string(described.cpu_code) : std::string()},
+          {"device", onCpu ? std::string("cpu0") : runsOn},
+          {"threads", sessionInfo.num_threads},
           {"stop_reason", stopReason},
       };
-      if (programSession) {
-        // What each device ran: the plan's units, its dispatches, and the
-        // activations copied in and out of its memory.
+      if (!onCpu) {
+        // What each device ran: the code, the plan's units, its dispatches,
+        // and the activations copied in and out of its memory.
         nlohmann::json devices = nlohmann::json::array();
-        for (const hetrt::core::ProgramRunner::DeviceStats &stats :
-             programSession->deviceStats()) {
+        for (const hetrt::api::DeviceStats &stats : session->deviceStats()) {
           nlohmann::json entry = {{"name", stats.name},
+                                  {"code", stats.code},
                                   {"dispatches", stats.dispatches},
                                   {"bytes_in", stats.bytesIn},
                                   {"bytes_out", stats.bytesOut}};
-          if (manifest.plan)
-            for (const auto &[id, units] : manifest.plan->units)
-              if (id == stats.name)
-                entry["units"] = units;
+          if (planned)
+            entry["units"] = stats.units;
           devices.push_back(entry);
         }
         result["devices"] = devices;
-        if (planned && manifest.plan)
-          result["system"] = manifest.plan->system;
+        if (planned)
+          result["system"] = sessionInfo.system;
       }
       // Generated bytes need not be valid UTF-8; invalid ones become U+FFFD.
       std::cout << result.dump(-1, ' ', false,
@@ -523,7 +526,7 @@ Action registerRunCommand(CLI::App &app) {
                    "tokens at %.1f tokens/s (%s)\n",
                    prompt.size(), prefillRate,
                    static_cast<long long>(decodeSteps), decodeRate,
-                   session.runsOn.c_str());
+                   runsOn.c_str());
     }
     return 0;
   };

@@ -1,0 +1,318 @@
+// libhetrt's thin, header-only C++ wrapper over its C API (hetrt.h): handles
+// that release themselves, strings and vectors instead of buffers and
+// counts, and each failure as a Status holding the status code and the
+// library's message. It adds no behavior: what a C++ program does through
+// it, a C program does through hetrt.h. `hetc run`, `bench` and `calibrate`
+// are built on it, so embedders get what the command line gets.
+#ifndef HETRT_HETRT_HPP
+#define HETRT_HETRT_HPP
+
+#include "hetrt/hetrt.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hetrt::api {
+
+/// A call's outcome: HETRT_OK, or the status with hetrt_last_error_message().
+struct Status {
+  hetrt_status_t code = HETRT_OK;
+  std::string message;
+  bool ok() const { return code == HETRT_OK; }
+};
+
+namespace detail {
+
+/// Records `code` (and the library's message when it failed) in `status`.
+inline bool check(hetrt_status_t code, Status &status) {
+  status.code = code;
+  status.message = code == HETRT_OK ? "" : hetrt_last_error_message();
+  return code == HETRT_OK;
+}
+
+template <typename T, void (*Release)(T *)> struct Releaser {
+  void operator()(T *handle) const { Release(handle); }
+};
+
+} // namespace detail
+
+struct MemoryInfo {
+  std::string name;
+  uint64_t capacityBytes = 0;
+  bool hostVisible = false;
+};
+
+/// The SPIR-V a device runs: version as major * 100 + minor (0: none).
+struct SpirvInfo {
+  int32_t version = 0;
+  uint32_t subgroupSize = 0;
+  std::vector<std::string> capabilities;
+};
+
+struct DeviceInfo {
+  /// The index the _on_device calls take.
+  int32_t index = 0;
+  std::string name;
+  std::string kind;
+  std::string description;
+  std::vector<MemoryInfo> memories;
+  SpirvInfo spirv;
+};
+
+/// The devices of this machine, in the runtime's order (the CPU first).
+inline bool listDevices(std::vector<DeviceInfo> &devices, Status &status) {
+  devices.clear();
+  int32_t count = 0;
+  if (!detail::check(hetrt_device_count(&count), status))
+    return false;
+  for (int32_t d = 0; d < count; ++d) {
+    hetrt_device_info_t info;
+    hetrt_spirv_info_t spirv;
+    if (!detail::check(hetrt_device_info(d, &info), status) ||
+        !detail::check(hetrt_device_spirv_info(d, &spirv), status))
+      return false;
+    DeviceInfo device;
+    device.index = d;
+    device.name = info.name;
+    device.kind = info.kind;
+    device.description = info.description;
+    for (int32_t m = 0; m < info.memory_count; ++m) {
+      hetrt_memory_info_t memory;
+      if (!detail::check(hetrt_device_memory_info(d, m, &memory), status))
+        return false;
+      device.memories.push_back(
+          {memory.name, memory.capacity_bytes, memory.host_visible != 0});
+    }
+    device.spirv.version = spirv.version;
+    device.spirv.subgroupSize = spirv.subgroup_size;
+    for (int32_t c = 0; c < spirv.capability_count; ++c) {
+      const char *name = nullptr;
+      if (!detail::check(hetrt_device_spirv_capability(d, c, &name), status))
+        return false;
+      device.spirv.capabilities.push_back(name);
+    }
+    devices.push_back(std::move(device));
+  }
+  return true;
+}
+
+/// A compiled model (hetrt_model_open); shared by sessions on any thread.
+class Model {
+public:
+  /// Opens the pack with the weights at `weights` ("": the path the pack
+  /// records); null with `status` on failure.
+  static std::unique_ptr<Model> open(const std::string &pack,
+                                     const std::string &weights,
+                                     Status &status) {
+    hetrt_model_t *handle = nullptr;
+    if (!detail::check(hetrt_model_open(pack.c_str(),
+                                        weights.empty() ? nullptr
+                                                        : weights.c_str(),
+                                        &handle),
+                       status))
+      return nullptr;
+    std::unique_ptr<Model> model(new Model(handle));
+    if (!detail::check(hetrt_model_describe(handle, &model->description_),
+                       status))
+      return nullptr;
+    return model;
+  }
+
+  hetrt_model_t *handle() const { return handle_.get(); }
+  /// Valid while the model lives.
+  const hetrt_model_description_t &description() const { return description_; }
+  int32_t vocabSize() const { return description_.vocab_size; }
+  int32_t contextLength() const { return description_.context_length; }
+
+  bool maxTextBytes(uint64_t tokens, uint64_t &bytes, Status &status) const {
+    return detail::check(
+        hetrt_model_max_text_bytes(handle(), tokens, &bytes), status);
+  }
+  bool tokenize(const std::string &text, bool addSpecial,
+                std::vector<int32_t> &ids, Status &status) const {
+    // Bytes bound the ids; a second call only when the guess is short.
+    ids.assign(text.size() + 2, 0);
+    size_t count = 0;
+    hetrt_status_t code =
+        hetrt_model_tokenize(handle(), text.data(), text.size(), addSpecial,
+                             ids.data(), ids.size(), &count);
+    if (code == HETRT_INVALID_ARGUMENT && count > ids.size()) {
+      ids.assign(count, 0);
+      code = hetrt_model_tokenize(handle(), text.data(), text.size(),
+                                  addSpecial, ids.data(), ids.size(), &count);
+    }
+    if (!detail::check(code, status))
+      return false;
+    ids.resize(count);
+    return true;
+  }
+  bool detokenize(const std::vector<int32_t> &ids, std::string &text,
+                  Status &status) const {
+    size_t length = 0;
+    hetrt_status_t code = hetrt_model_detokenize(handle(), ids.data(),
+                                                 ids.size(), nullptr, 0,
+                                                 &length);
+    if (code != HETRT_OK && length == 0)
+      return detail::check(code, status);
+    text.assign(length, '\0');
+    return detail::check(hetrt_model_detokenize(handle(), ids.data(),
+                                                ids.size(), text.data(),
+                                                text.size(), &length),
+                         status);
+  }
+  /// One id's text as it continues a sequence.
+  bool tokenPiece(int32_t id, std::string &piece, Status &status) const {
+    char buffer[64];
+    size_t length = 0;
+    hetrt_status_t code =
+        hetrt_model_token_piece(handle(), id, buffer, sizeof buffer, &length);
+    if (code == HETRT_OK) {
+      piece.assign(buffer, length);
+      return detail::check(code, status);
+    }
+    if (length <= sizeof buffer)
+      return detail::check(code, status);
+    piece.assign(length, '\0');
+    return detail::check(hetrt_model_token_piece(handle(), id, piece.data(),
+                                                 piece.size(), &length),
+                         status);
+  }
+  bool isEndOfGeneration(int32_t id, bool &isEnd, Status &status) const {
+    int end = 0;
+    if (!detail::check(hetrt_model_is_end_of_generation(handle(), id, &end),
+                       status))
+      return false;
+    isEnd = end != 0;
+    return true;
+  }
+
+private:
+  explicit Model(hetrt_model_t *handle) : handle_(handle) {}
+  std::unique_ptr<hetrt_model_t,
+                  detail::Releaser<hetrt_model_t, hetrt_model_release>>
+      handle_;
+  hetrt_model_description_t description_ = {};
+};
+
+/// What one device of a session ran (hetrt_device_stats_t).
+struct DeviceStats {
+  std::string name;
+  std::string code;
+  int64_t units = 0;
+  uint64_t dispatches = 0;
+  uint64_t bytesIn = 0;
+  uint64_t bytesOut = 0;
+};
+
+/// One sequence's state over a model (hetrt_session_t). Not thread-safe.
+class Session {
+public:
+  /// On the CPU with `threads` kernel threads (0: one per core).
+  static std::unique_ptr<Session> create(const Model &model, int32_t threads,
+                                         Status &status) {
+    hetrt_session_t *handle = nullptr;
+    if (!detail::check(hetrt_session_create(model.handle(), threads, &handle),
+                       status))
+      return nullptr;
+    return std::unique_ptr<Session>(new Session(handle, model.vocabSize()));
+  }
+  /// On device `deviceIndex` (listDevices' index).
+  static std::unique_ptr<Session> createOnDevice(const Model &model,
+                                                 int32_t deviceIndex,
+                                                 int32_t threads,
+                                                 Status &status) {
+    hetrt_session_t *handle = nullptr;
+    if (!detail::check(hetrt_session_create_on_device(
+                           model.handle(), deviceIndex, threads, &handle),
+                       status))
+      return nullptr;
+    return std::unique_ptr<Session>(new Session(handle, model.vocabSize()));
+  }
+  /// Over the devices of the pack's plan.
+  static std::unique_ptr<Session> createPlanned(const Model &model,
+                                                Status &status) {
+    hetrt_session_t *handle = nullptr;
+    if (!detail::check(hetrt_session_create_planned(model.handle(), &handle),
+                       status))
+      return nullptr;
+    return std::unique_ptr<Session>(new Session(handle, model.vocabSize()));
+  }
+
+  bool prefill(const std::vector<int32_t> &ids, Status &status) {
+    return detail::check(
+        hetrt_session_prefill(handle_.get(), ids.data(), ids.size(), &logits_),
+        status);
+  }
+  bool decode(int32_t id, Status &status) {
+    return detail::check(hetrt_session_decode(handle_.get(), id, &logits_),
+                         status);
+  }
+  void reset() {
+    hetrt_session_reset(handle_.get());
+    logits_ = nullptr;
+  }
+  /// The last step's logits (vocabSize() of them); null before a step.
+  const float *logits() const { return logits_; }
+  int32_t vocabSize() const { return vocabSize_; }
+  /// Its devices, plan system and threads; valid while it lives.
+  hetrt_session_info_t info() const {
+    hetrt_session_info_t out = {};
+    Status ignored;
+    detail::check(hetrt_session_info(handle_.get(), &out), ignored);
+    return out;
+  }
+  std::vector<DeviceStats> deviceStats() const {
+    std::vector<DeviceStats> out;
+    for (size_t d = 0; d < hetrt_session_device_count(handle_.get()); ++d) {
+      hetrt_device_stats_t stats;
+      Status ignored;
+      if (!detail::check(hetrt_session_device_stats(handle_.get(), d, &stats),
+                         ignored))
+        break;
+      out.push_back({stats.device_name, stats.code, stats.units,
+                     stats.dispatches, stats.bytes_in, stats.bytes_out});
+    }
+    return out;
+  }
+
+private:
+  Session(hetrt_session_t *handle, int32_t vocabSize)
+      : handle_(handle), vocabSize_(vocabSize) {}
+  std::unique_ptr<hetrt_session_t,
+                  detail::Releaser<hetrt_session_t, hetrt_session_release>>
+      handle_;
+  const float *logits_ = nullptr;
+  int32_t vocabSize_ = 0;
+};
+
+/// Token sampling (hetrt_sampler_t); deterministic for a seed.
+class Sampler {
+public:
+  static std::unique_ptr<Sampler> create(const hetrt_sampling_params_t &params,
+                                         Status &status) {
+    hetrt_sampler_t *handle = nullptr;
+    if (!detail::check(hetrt_sampler_create(&params, &handle), status))
+      return nullptr;
+    return std::unique_ptr<Sampler>(new Sampler(handle));
+  }
+  bool sample(const float *logits, int32_t vocabSize,
+              const std::vector<int32_t> &history, int32_t &id,
+              Status &status) {
+    return detail::check(hetrt_sampler_sample(handle_.get(), logits, vocabSize,
+                                              history.data(), history.size(),
+                                              &id),
+                         status);
+  }
+
+private:
+  explicit Sampler(hetrt_sampler_t *handle) : handle_(handle) {}
+  std::unique_ptr<hetrt_sampler_t,
+                  detail::Releaser<hetrt_sampler_t, hetrt_sampler_release>>
+      handle_;
+};
+
+} // namespace hetrt::api
+
+#endif // HETRT_HETRT_HPP
