@@ -24,7 +24,8 @@ extern "C" {
  * 3: buffers, queues and events of the device layer;
  *    hetrt_model_max_text_bytes.
  * 5: planned sessions and their device statistics.
- * 6: the SPIR-V devices run (hetrt_device_spirv_info); the code and plan
+ * 6: executables and dispatch (hetrt_executable_load, hetrt_queue_dispatch);
+ *    the SPIR-V devices run (hetrt_device_spirv_info); the code and plan
  *    units of a session's devices (hetrt_device_stats_t gains code and
  *    units); hetrt_session_info; hetrt_model_token_piece;
  *    hetrt_model_describe. */
@@ -130,6 +131,28 @@ HETRT_API void hetrt_buffer_release(hetrt_buffer_t *buffer);
 /* The bytes of a buffer in a host-visible space, else NULL. */
 HETRT_API void *hetrt_buffer_host_pointer(hetrt_buffer_t *buffer);
 
+/* Code loaded on a device, ready to dispatch (pipelines are built at load).
+ * Kernel i of the executable is kernels[i]: its entry point, the storage
+ * buffers it binds (0..bindings-1, in dispatch order) and its bytes of push
+ * constants. The device refuses code it does not run (HETRT_UNSUPPORTED)
+ * or that is malformed. It must outlive the work that uses it
+ * (hetrt_queue_finish). Since API version 6. */
+typedef struct hetrt_executable_t hetrt_executable_t;
+typedef enum hetrt_executable_format_t {
+  HETRT_EXECUTABLE_SPIRV = 1,             /* a SPIR-V module (Vulkan) */
+  HETRT_EXECUTABLE_X86_SHARED_OBJECT = 2, /* segment code of the x86 target */
+} hetrt_executable_format_t;
+typedef struct hetrt_kernel_signature_t {
+  const char *entry_point;
+  int32_t bindings;
+  uint32_t push_constant_bytes;
+} hetrt_kernel_signature_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_executable_load(
+    int32_t device_index, hetrt_executable_format_t format, const void *code,
+    size_t code_size, const hetrt_kernel_signature_t *kernels,
+    size_t kernel_count, hetrt_executable_t **out_executable);
+HETRT_API void hetrt_executable_release(hetrt_executable_t *executable);
+
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_queue_create(int32_t device_index, hetrt_queue_t **out_queue);
 /* Runs what is still queued, then releases the queue. */
@@ -150,6 +173,14 @@ hetrt_queue_write(hetrt_queue_t *queue, const void *host, hetrt_buffer_t *target
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_queue_read(hetrt_queue_t *queue, hetrt_buffer_t *source,
                  uint64_t source_offset, void *host, uint64_t size);
+/* Runs kernel kernel_index of executable (loaded on the queue's device) over
+ * groups[0] x groups[1] x groups[2] workgroups, with one buffer per binding
+ * of its signature and its push constants. Since API version 6. */
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_queue_dispatch(
+    hetrt_queue_t *queue, hetrt_executable_t *executable, int32_t kernel_index,
+    const uint32_t groups[3], hetrt_buffer_t *const *bindings,
+    size_t binding_count, const void *push_constants,
+    size_t push_constant_bytes);
 /* Work after a wait starts once event reaches value; a signal sets event to
  * value once the work before it is done. */
 HETRT_API HETRT_MUST_USE hetrt_status_t

@@ -98,6 +98,134 @@ inline bool listDevices(std::vector<DeviceInfo> &devices, Status &status) {
   return true;
 }
 
+/// Memory in one of a device's spaces (hetrt_buffer_t).
+class Buffer {
+public:
+  static std::unique_ptr<Buffer> create(int32_t device, int32_t memory,
+                                        uint64_t size, Status &status) {
+    hetrt_buffer_t *handle = nullptr;
+    if (!detail::check(hetrt_buffer_create(device, memory, size, &handle),
+                       status))
+      return nullptr;
+    return std::unique_ptr<Buffer>(new Buffer(handle, size));
+  }
+  hetrt_buffer_t *handle() const { return handle_.get(); }
+  uint64_t size() const { return size_; }
+  /// The bytes of a buffer in a host-visible space, else null.
+  void *hostPointer() const { return hetrt_buffer_host_pointer(handle()); }
+
+private:
+  Buffer(hetrt_buffer_t *handle, uint64_t size) : handle_(handle), size_(size) {}
+  std::unique_ptr<hetrt_buffer_t,
+                  detail::Releaser<hetrt_buffer_t, hetrt_buffer_release>>
+      handle_;
+  uint64_t size_;
+};
+
+struct KernelSignature {
+  std::string entryPoint;
+  int32_t bindings = 0;
+  uint32_t pushConstantBytes = 0;
+};
+
+/// Code loaded on a device (hetrt_executable_t).
+class Executable {
+public:
+  static std::unique_ptr<Executable>
+  load(int32_t device, hetrt_executable_format_t format,
+       const std::string &code, const std::vector<KernelSignature> &kernels,
+       Status &status) {
+    std::vector<hetrt_kernel_signature_t> signatures;
+    for (const KernelSignature &kernel : kernels)
+      signatures.push_back({kernel.entryPoint.c_str(), kernel.bindings,
+                            kernel.pushConstantBytes});
+    hetrt_executable_t *handle = nullptr;
+    if (!detail::check(hetrt_executable_load(device, format, code.data(),
+                                             code.size(), signatures.data(),
+                                             signatures.size(), &handle),
+                       status))
+      return nullptr;
+    std::unique_ptr<Executable> executable(new Executable(handle));
+    for (const KernelSignature &kernel : kernels)
+      executable->entryPoints_.push_back(kernel.entryPoint);
+    return executable;
+  }
+  hetrt_executable_t *handle() const { return handle_.get(); }
+  /// The index of the kernel with `entryPoint`, or -1.
+  int32_t kernelIndex(const std::string &entryPoint) const {
+    for (size_t k = 0; k < entryPoints_.size(); ++k)
+      if (entryPoints_[k] == entryPoint)
+        return static_cast<int32_t>(k);
+    return -1;
+  }
+
+private:
+  explicit Executable(hetrt_executable_t *handle) : handle_(handle) {}
+  std::unique_ptr<hetrt_executable_t,
+                  detail::Releaser<hetrt_executable_t, hetrt_executable_release>>
+      handle_;
+  std::vector<std::string> entryPoints_;
+};
+
+/// An in-order stream of work on one device (hetrt_queue_t). Buffers,
+/// executables and host memory must outlive the work (finish()).
+class Queue {
+public:
+  static std::unique_ptr<Queue> create(int32_t device, Status &status) {
+    hetrt_queue_t *handle = nullptr;
+    if (!detail::check(hetrt_queue_create(device, &handle), status))
+      return nullptr;
+    return std::unique_ptr<Queue>(new Queue(handle));
+  }
+  bool fill(Buffer &buffer, uint64_t offset, uint64_t size, uint32_t pattern,
+            int32_t patternBytes, Status &status) {
+    return detail::check(hetrt_queue_fill(handle_.get(), buffer.handle(),
+                                          offset, size, pattern, patternBytes),
+                         status);
+  }
+  bool copy(Buffer &source, uint64_t sourceOffset, Buffer &target,
+            uint64_t targetOffset, uint64_t size, Status &status) {
+    return detail::check(hetrt_queue_copy(handle_.get(), source.handle(),
+                                          sourceOffset, target.handle(),
+                                          targetOffset, size),
+                         status);
+  }
+  bool write(const void *host, Buffer &target, uint64_t targetOffset,
+             uint64_t size, Status &status) {
+    return detail::check(hetrt_queue_write(handle_.get(), host,
+                                           target.handle(), targetOffset, size),
+                         status);
+  }
+  bool read(Buffer &source, uint64_t sourceOffset, void *host, uint64_t size,
+            Status &status) {
+    return detail::check(hetrt_queue_read(handle_.get(), source.handle(),
+                                          sourceOffset, host, size),
+                         status);
+  }
+  bool dispatch(Executable &executable, int32_t kernel,
+                const uint32_t groups[3], const std::vector<Buffer *> &bindings,
+                const std::string &pushConstants, Status &status) {
+    std::vector<hetrt_buffer_t *> handles;
+    for (Buffer *buffer : bindings)
+      handles.push_back(buffer ? buffer->handle() : nullptr);
+    return detail::check(
+        hetrt_queue_dispatch(handle_.get(), executable.handle(), kernel, groups,
+                             handles.data(), handles.size(),
+                             pushConstants.data(), pushConstants.size()),
+        status);
+  }
+  /// Blocks until the queue's work is done; its first failure, if any.
+  bool finish(Status &status) {
+    return detail::check(hetrt_queue_finish(handle_.get()), status);
+  }
+
+private:
+  explicit Queue(hetrt_queue_t *handle) : handle_(handle) {}
+  std::unique_ptr<hetrt_queue_t,
+                  detail::Releaser<hetrt_queue_t, hetrt_queue_release>>
+      handle_;
+};
+
 /// A compiled model (hetrt_model_open); shared by sessions on any thread.
 class Model {
 public:

@@ -79,6 +79,12 @@ struct hetrt_buffer_t {
 };
 struct hetrt_queue_t {
   std::unique_ptr<hetrt::hal::Queue> queue;
+  /// The device it runs on, which dispatched executables must be on.
+  std::shared_ptr<hetrt::hal::Device> device;
+};
+struct hetrt_executable_t {
+  std::shared_ptr<hetrt::hal::Executable> executable;
+  std::shared_ptr<hetrt::hal::Device> device;
 };
 struct hetrt_event_t {
   std::shared_ptr<hetrt::hal::Event> event;
@@ -315,7 +321,7 @@ hetrt_status_t hetrt_queue_create(int32_t device_index,
     std::unique_ptr<hetrt::hal::Queue> queue = device->createQueue(error);
     if (!queue)
       return statusOfResult(false, error, "hetrt_queue_create");
-    *out_queue = new hetrt_queue_t{std::move(queue)};
+    *out_queue = new hetrt_queue_t{std::move(queue), std::move(device)};
     return HETRT_OK;
   });
 }
@@ -345,6 +351,100 @@ hetrt_status_t hetrt_queue_copy(hetrt_queue_t *queue, hetrt_buffer_t *source,
     bool ok = queue->queue->copy(*source->buffer, source_offset,
                                  *target->buffer, target_offset, size, error);
     return statusOfResult(ok, error, "hetrt_queue_copy");
+  });
+}
+
+hetrt_status_t hetrt_executable_load(int32_t device_index,
+                                     hetrt_executable_format_t format,
+                                     const void *code, size_t code_size,
+                                     const hetrt_kernel_signature_t *kernels,
+                                     size_t kernel_count,
+                                     hetrt_executable_t **out_executable) {
+  if (!out_executable)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_executable_load: out_executable is NULL");
+  *out_executable = nullptr;
+  if (!code || code_size == 0 || (!kernels && kernel_count))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_executable_load: needs code and its kernels");
+  if (format != HETRT_EXECUTABLE_SPIRV &&
+      format != HETRT_EXECUTABLE_X86_SHARED_OBJECT)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_executable_load: format " +
+                    std::to_string(static_cast<int>(format)) +
+                    " is neither HETRT_EXECUTABLE_SPIRV nor "
+                    "HETRT_EXECUTABLE_X86_SHARED_OBJECT");
+  return guarded([&] {
+    auto device = deviceAt(device_index, "hetrt_executable_load");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    std::vector<hetrt::hal::KernelSignature> signatures;
+    for (size_t k = 0; k < kernel_count; ++k) {
+      if (!kernels[k].entry_point)
+        return fail(HETRT_INVALID_ARGUMENT,
+                    "hetrt_executable_load: kernel " + std::to_string(k) +
+                        " has no entry point");
+      signatures.push_back({kernels[k].entry_point, kernels[k].bindings,
+                            kernels[k].push_constant_bytes});
+    }
+    hetrt::hal::Error error;
+    std::shared_ptr<hetrt::hal::Executable> executable = device->loadExecutable(
+        format == HETRT_EXECUTABLE_SPIRV
+            ? hetrt::hal::ExecutableFormat::SpirV
+            : hetrt::hal::ExecutableFormat::X86SharedObject,
+        std::string(static_cast<const char *>(code), code_size),
+        std::move(signatures), error);
+    if (!executable)
+      return statusOfResult(false, error, "hetrt_executable_load");
+    *out_executable =
+        new hetrt_executable_t{std::move(executable), std::move(device)};
+    return HETRT_OK;
+  });
+}
+
+void hetrt_executable_release(hetrt_executable_t *executable) {
+  delete executable;
+}
+
+hetrt_status_t hetrt_queue_dispatch(hetrt_queue_t *queue,
+                                    hetrt_executable_t *executable,
+                                    int32_t kernel_index,
+                                    const uint32_t groups[3],
+                                    hetrt_buffer_t *const *bindings,
+                                    size_t binding_count,
+                                    const void *push_constants,
+                                    size_t push_constant_bytes) {
+  if (!queue || !executable || !groups || (!bindings && binding_count) ||
+      (!push_constants && push_constant_bytes))
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_queue_dispatch: NULL argument");
+  if (queue->device != executable->device)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_queue_dispatch: the executable was loaded on " +
+                    executable->device->info().name + ", the queue runs on " +
+                    queue->device->info().name +
+                    "; load it on the queue's device");
+  const auto &kernels = executable->executable->kernels();
+  if (kernel_index < 0 || static_cast<size_t>(kernel_index) >= kernels.size())
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_queue_dispatch: kernel " +
+                    std::to_string(kernel_index) + " is outside [0, " +
+                    std::to_string(kernels.size()) + ")");
+  return guarded([&] {
+    std::vector<hetrt::hal::Buffer *> buffers;
+    for (size_t b = 0; b < binding_count; ++b) {
+      if (!bindings[b])
+        return fail(HETRT_INVALID_ARGUMENT,
+                    "hetrt_queue_dispatch: binding " + std::to_string(b) +
+                        " is NULL");
+      buffers.push_back(bindings[b]->buffer.get());
+    }
+    hetrt::hal::Error error;
+    bool ok = queue->queue->dispatch(
+        *executable->executable, kernel_index, groups, buffers,
+        std::string(static_cast<const char *>(push_constants),
+                    push_constant_bytes),
+        error);
+    return statusOfResult(ok, error, "hetrt_queue_dispatch");
   });
 }
 

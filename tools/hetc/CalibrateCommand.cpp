@@ -613,15 +613,18 @@ Action registerCalibrateCommand(CLI::App &app) {
     // runtime gives it, so a plan's devices are the ones hetc run finds.
     std::vector<VulkanCalibration> accelerators;
     if (!flags->cpuOnly) {
-      std::vector<std::string> unavailable;
-      for (const std::shared_ptr<hetrt::hal::Device> &other :
-           hetrt::hal::enumerateDevices(&unavailable)) {
-        if (other->info().kind != "vulkan")
+      std::vector<hetrt::api::DeviceInfo> others;
+      hetrt::api::Status status;
+      if (!hetrt::api::listDevices(others, status)) {
+        std::cerr << "hetc calibrate: " << status.message << "\n";
+        return 1;
+      }
+      for (const hetrt::api::DeviceInfo &other : others) {
+        if (other.kind != "vulkan")
           continue;
-        progress("measuring " + other->info().name + " (" +
-                 other->info().description + ")");
+        progress("measuring " + other.name + " (" + other.description + ")");
         std::optional<VulkanCalibration> measured =
-            calibrateVulkanDevice(*other, "cpu0.dram", error);
+            calibrateVulkanDevice(other, "cpu0.dram", error);
         if (!measured) {
           std::cerr << "hetc calibrate: " << error << "\n";
           return 1;

@@ -23,12 +23,12 @@ double secondsSince(Clock::time_point start) {
 /// The best of `runs` timings of `work` (each submits, then waits for the
 /// queue): the least disturbed by other load.
 template <typename Work>
-std::optional<double> bestSeconds(int runs, hetrt::hal::Queue &queue,
-                                  hetrt::hal::Error &error, Work work) {
+std::optional<double> bestSeconds(int runs, hetrt::api::Queue &queue,
+                                  hetrt::api::Status &status, Work work) {
   double best = 1e30;
   for (int run = 0; run < runs; ++run) {
     auto start = Clock::now();
-    if (!work() || !queue.finish(error))
+    if (!work() || !queue.finish(status))
       return std::nullopt;
     best = std::min(best, secondsSince(start));
   }
@@ -45,13 +45,12 @@ constexpr uint64_t kBandwidthBytes = 32ull << 20;
 } // namespace
 
 std::optional<VulkanCalibration>
-calibrateVulkanDevice(hetrt::hal::Device &device, const std::string &hostMemory,
-                      std::string &error) {
-  using hetrt::hal::Buffer;
-  const hetrt::hal::DeviceInfo &info = device.info();
-  hetrt::hal::Error halError;
+calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
+                      const std::string &hostMemory, std::string &error) {
+  using hetrt::api::Buffer;
+  hetrt::api::Status status;
   auto failed = [&](const std::string &step) {
-    error = info.name + ": " + step + ": " + halError.message;
+    error = info.name + ": " + step + ": " + status.message;
     return std::nullopt;
   };
   // Work runs in the device's own memory where it has one.
@@ -61,19 +60,22 @@ calibrateVulkanDevice(hetrt::hal::Device &device, const std::string &hostMemory,
       space = static_cast<int>(i);
       break;
     }
-  std::unique_ptr<hetrt::hal::Queue> queue = device.createQueue(halError);
+  std::unique_ptr<hetrt::api::Queue> queue =
+      hetrt::api::Queue::create(info.index, status);
   if (!queue)
     return failed("creating a queue");
-  std::shared_ptr<Buffer> source = device.allocate(space, kBandwidthBytes, halError);
-  std::shared_ptr<Buffer> target =
-      source ? device.allocate(space, kBandwidthBytes, halError) : nullptr;
+  auto allocate = [&](uint64_t size) {
+    return Buffer::create(info.index, space, size, status);
+  };
+  std::unique_ptr<Buffer> source = allocate(kBandwidthBytes);
+  std::unique_ptr<Buffer> target = source ? allocate(kBandwidthBytes) : nullptr;
   if (!target)
     return failed("allocating the bandwidth buffers");
   VulkanCalibration result;
 
   // The memory: a copy reads and writes every byte.
-  std::optional<double> copy = bestSeconds(5, *queue, halError, [&] {
-    return queue->copy(*source, 0, *target, 0, kBandwidthBytes, halError);
+  std::optional<double> copy = bestSeconds(5, *queue, status, [&] {
+    return queue->copy(*source, 0, *target, 0, kBandwidthBytes, status);
   });
   if (!copy)
     return failed("timing a copy");
@@ -81,92 +83,83 @@ calibrateVulkanDevice(hetrt::hal::Device &device, const std::string &hostMemory,
 
   // The link: host memory in and out, and the round trip of a few bytes.
   std::vector<char> host(kBandwidthBytes, 1);
-  std::optional<double> in = bestSeconds(3, *queue, halError, [&] {
-    return queue->write(host.data(), *source, 0, kBandwidthBytes, halError);
+  std::optional<double> in = bestSeconds(3, *queue, status, [&] {
+    return queue->write(host.data(), *source, 0, kBandwidthBytes, status);
   });
-  std::optional<double> out = in ? bestSeconds(3, *queue, halError, [&] {
-    return queue->read(*source, 0, host.data(), kBandwidthBytes, halError);
+  std::optional<double> out = in ? bestSeconds(3, *queue, status, [&] {
+    return queue->read(*source, 0, host.data(), kBandwidthBytes, status);
   }) : std::nullopt;
-  std::optional<double> roundTrip = out ? bestSeconds(20, *queue, halError, [&] {
-    return queue->write(host.data(), *target, 0, 4, halError);
+  std::optional<double> roundTrip = out ? bestSeconds(20, *queue, status, [&] {
+    return queue->write(host.data(), *target, 0, 4, status);
   }) : std::nullopt;
   if (!roundTrip)
     return failed("timing transfers from and to the host");
   result.linkGBPerS = kBandwidthBytes / std::max(*in, *out) / 1e9;
 
-  // Dispatches of the kernel library: a tiny one for the fixed cost, a
-  // matmul for the f32 rate.
+  // Dispatches of the kernel library (the portable variant, which every
+  // device runs): a tiny one for the fixed cost, a matmul for the f32 rate.
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> library =
-      target::spirv::parseKernelLibrary(&context);
-  std::vector<target::spirv::SpirvExecutable> executables;
-  if (!library ||
-      !target::spirv::compileToSpirv(*library, executables, error) ||
-      executables.size() != 1) {
+  target::spirv::SpirvExecutable library;
+  if (!target::spirv::compileKernelLibrary(&context, "portable", library,
+                                           error)) {
     error = info.name + ": compiling the SPIR-V kernel library: " + error;
     return std::nullopt;
   }
-  std::vector<hetrt::hal::KernelSignature> kernels;
-  for (const target::spirv::SpirvKernel &kernel : executables[0].kernels)
+  std::vector<hetrt::api::KernelSignature> kernels;
+  for (const target::spirv::SpirvKernel &kernel : library.kernels)
     kernels.push_back({kernel.entryPoint, kernel.bindings, 0});
-  std::shared_ptr<hetrt::hal::Executable> executable = device.loadExecutable(
-      hetrt::hal::ExecutableFormat::SpirV, executables[0].binary, kernels,
-      halError);
+  std::unique_ptr<hetrt::api::Executable> executable =
+      hetrt::api::Executable::load(info.index, HETRT_EXECUTABLE_SPIRV,
+                                   library.binary, kernels, status);
   if (!executable)
     return failed("loading the kernel library");
-  int add = executable->kernelIndex("add_f32");
-  int matmul = executable->kernelIndex("matmul_f32");
+  int32_t add = executable->kernelIndex("add_f32");
+  int32_t matmul = executable->kernelIndex("matmul_f32");
   // rows x K activations, M x K weights, rows x M results.
   constexpr int32_t kRows = 64, kInner = 1024, kOutputs = 1024;
-  std::shared_ptr<Buffer> params = device.allocate(space, 64, halError);
-  std::shared_ptr<Buffer> activations =
-      params ? device.allocate(space, 4ull * kRows * kInner, halError) : nullptr;
-  std::shared_ptr<Buffer> weights =
-      activations ? device.allocate(space, 4ull * kOutputs * kInner, halError)
-                  : nullptr;
-  std::shared_ptr<Buffer> results =
-      weights ? device.allocate(space, 4ull * kRows * kOutputs, halError)
-              : nullptr;
+  std::unique_ptr<Buffer> params = allocate(64);
+  std::unique_ptr<Buffer> activations =
+      params ? allocate(4ull * kRows * kInner) : nullptr;
+  std::unique_ptr<Buffer> weights =
+      activations ? allocate(4ull * kOutputs * kInner) : nullptr;
+  std::unique_ptr<Buffer> results =
+      weights ? allocate(4ull * kRows * kOutputs) : nullptr;
   if (add < 0 || matmul < 0 || !results)
     return failed("preparing the kernels' buffers");
   if (!queue->fill(*activations, 0, activations->size(), 0x3c000000, 4,
-                   halError) ||
-      !queue->fill(*weights, 0, weights->size(), 0x3c000000, 4, halError))
+                   status) ||
+      !queue->fill(*weights, 0, weights->size(), 0x3c000000, 4, status))
     return failed("filling the kernels' buffers");
+  const std::vector<Buffer *> bindings = {activations.get(), weights.get(),
+                                          results.get(), params.get()};
   const int32_t addParams[1] = {256};
   const int32_t matmulParams[4] = {kRows, kInner, kOutputs, 0};
   constexpr int kDispatches = 200;
-  std::optional<double> tiny = bestSeconds(3, *queue, halError, [&] {
+  std::optional<double> tiny = bestSeconds(3, *queue, status, [&] {
     const uint32_t one[3] = {1, 1, 1};
-    if (!queue->write(addParams, *params, 0, sizeof(addParams), halError))
+    if (!queue->write(addParams, *params, 0, sizeof(addParams), status))
       return false;
     for (int i = 0; i < kDispatches; ++i)
-      if (!queue->dispatch(*executable, add, one,
-                           {activations.get(), weights.get(), results.get(),
-                            params.get()},
-                           "", halError))
+      if (!queue->dispatch(*executable, add, one, bindings, "", status))
         return false;
     return true;
   });
   if (!tiny)
     return failed("timing small dispatches");
   result.dispatchUs = *tiny / kDispatches * 1e6;
-  std::optional<double> product = bestSeconds(3, *queue, halError, [&] {
+  std::optional<double> product = bestSeconds(3, *queue, status, [&] {
     const uint32_t grid[3] = {kOutputs, kRows, 1};
     return queue->write(matmulParams, *params, 0, sizeof(matmulParams),
-                        halError) &&
-           queue->dispatch(*executable, matmul, grid,
-                           {activations.get(), weights.get(), results.get(),
-                            params.get()},
-                           "", halError);
+                        status) &&
+           queue->dispatch(*executable, matmul, grid, bindings, "", status);
   });
   if (!product)
     return failed("timing a matmul");
   result.f32Tflops = 2.0 * kRows * kInner * kOutputs / *product / 1e12;
 
-  const hetrt::hal::MemorySpaceInfo &memory = info.memories[space];
+  const hetrt::api::MemoryInfo &memory = info.memories[space];
   std::string memoryName = memory.hostVisible ? "shared" : "vram";
   result.device = {
       {"id", info.name},

@@ -4,7 +4,7 @@
 #ifndef HETC_TOOLS_HETC_CALIBRATEVULKAN_H
 #define HETC_TOOLS_HETC_CALIBRATEVULKAN_H
 
-#include "runtime/hal/Device.h"
+#include "hetrt/hetrt.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,9 +27,12 @@ struct VulkanCalibration {
 
 /// Measures `device`; nothing with `error` naming the device and the step
 /// when a measurement cannot run.
+/// Measures `device` through the runtime's public API: its memory, its
+/// link to the host, the fixed cost of a dispatch and the kernel library's
+/// f32 matmul rate.
 std::optional<VulkanCalibration>
-calibrateVulkanDevice(hetrt::hal::Device &device, const std::string &hostMemory,
-                      std::string &error);
+calibrateVulkanDevice(const hetrt::api::DeviceInfo &device,
+                      const std::string &hostMemory, std::string &error);
 
 } // namespace hetc::cli
 

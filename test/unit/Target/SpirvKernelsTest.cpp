@@ -6,6 +6,7 @@
 // f16 scales across the whole range (subnormal, negative, largest).
 #include "hetc/Target/SPIRV.h"
 #include "SpirvTestSupport.h"
+#include "hetrt/hetrt.hpp"
 #include "runtime/core/ProgramSession.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/hal/Device.h"
@@ -707,3 +708,74 @@ TEST(SpirvKernels, GetRowsDequantizeEveryByteFormat) {
 }
 
 } // namespace
+
+// The public C API's executables and dispatch (through its C++ wrapper), as
+// an embedder uses them: the library loaded on each Vulkan device, a kernel
+// dispatched over buffers it wrote, and misuse refused with the reason.
+TEST(SpirvKernelsThroughTheCApi, ALoadedKernelRunsAndMisuseIsRefused) {
+  using namespace hetrt::api;
+  Status status;
+  std::vector<DeviceInfo> devices;
+  ASSERT_TRUE(listDevices(devices, status)) << status.message;
+  const SpirvExecutable &compiled = hetc::test::kernelLibrary("portable");
+  std::vector<KernelSignature> kernels;
+  for (const SpirvKernel &kernel : compiled.kernels)
+    kernels.push_back({kernel.entryPoint, kernel.bindings, 0});
+  // The CPU runs no SPIR-V.
+  EXPECT_FALSE(Executable::load(0, HETRT_EXECUTABLE_SPIRV, compiled.binary,
+                                kernels, status));
+  EXPECT_EQ(status.code, HETRT_UNSUPPORTED) << status.message;
+  EXPECT_FALSE(Executable::load(0, static_cast<hetrt_executable_format_t>(9),
+                                compiled.binary, kernels, status));
+  EXPECT_NE(status.message.find("format 9"), std::string::npos)
+      << status.message;
+  int ran = 0;
+  for (const DeviceInfo &device : devices) {
+    if (device.kind != "vulkan")
+      continue;
+    SCOPED_TRACE(device.name);
+    std::unique_ptr<Executable> executable = Executable::load(
+        device.index, HETRT_EXECUTABLE_SPIRV, compiled.binary, kernels, status);
+    ASSERT_TRUE(executable) << status.message;
+    std::unique_ptr<Queue> queue = Queue::create(device.index, status);
+    ASSERT_TRUE(queue) << status.message;
+    constexpr int count = 300;
+    std::vector<float> a = randomValues(count, 5), b = randomValues(count, 6);
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    for (uint64_t bytes : {4 * count, 4 * count, 4 * count, 4})
+      buffers.push_back(Buffer::create(device.index, 0, bytes, status));
+    for (const auto &buffer : buffers)
+      ASSERT_TRUE(buffer) << status.message;
+    const int32_t params[1] = {count};
+    ASSERT_TRUE(queue->write(a.data(), *buffers[0], 0, 4 * count, status));
+    ASSERT_TRUE(queue->write(b.data(), *buffers[1], 0, 4 * count, status));
+    ASSERT_TRUE(queue->write(params, *buffers[3], 0, 4, status));
+    const uint32_t groups[3] = {(count + 255) / 256, 1, 1};
+    std::vector<Buffer *> bindings = {buffers[0].get(), buffers[1].get(),
+                                      buffers[2].get(), buffers[3].get()};
+    int32_t add = executable->kernelIndex("add_f32");
+    ASSERT_GE(add, 0);
+    ASSERT_TRUE(queue->dispatch(*executable, add, groups, bindings, "", status))
+        << status.message;
+    std::vector<float> sum(count);
+    ASSERT_TRUE(queue->read(*buffers[2], 0, sum.data(), 4 * count, status));
+    ASSERT_TRUE(queue->finish(status)) << status.message;
+    for (int i = 0; i < count; ++i)
+      ASSERT_EQ(sum[i], a[i] + b[i]) << i;
+    // A kernel the executable lacks, and a queue of another device.
+    EXPECT_FALSE(queue->dispatch(*executable, 1000, groups, bindings, "",
+                                 status));
+    EXPECT_NE(status.message.find("kernel 1000 is outside"), std::string::npos)
+        << status.message;
+    std::unique_ptr<Queue> cpuQueue = Queue::create(0, status);
+    ASSERT_TRUE(cpuQueue) << status.message;
+    EXPECT_FALSE(cpuQueue->dispatch(*executable, add, groups, bindings, "",
+                                    status));
+    EXPECT_NE(status.message.find("load it on the queue's device"),
+              std::string::npos)
+        << status.message;
+    ++ran;
+  }
+  if (ran == 0)
+    GTEST_SKIP() << "no Vulkan device on this machine";
+}
