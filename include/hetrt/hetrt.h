@@ -25,7 +25,9 @@ extern "C" {
  *    hetrt_model_max_text_bytes.
  * 5: planned sessions and their device statistics.
  * 6: executables and dispatch (hetrt_executable_load, hetrt_queue_dispatch);
- *    the SPIR-V devices run (hetrt_device_spirv_info); the code and plan
+ *    why back ends are unavailable (hetrt_device_unavailable_count,
+ *    _reason); the SPIR-V devices run (hetrt_device_spirv_info); the code
+ *    and plan
  *    units of a session's devices (hetrt_device_stats_t gains code and
  *    units); hetrt_session_info; hetrt_model_token_piece;
  *    hetrt_model_describe. */
@@ -92,6 +94,15 @@ hetrt_device_info(int32_t device_index, hetrt_device_info_t *out_info);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_device_memory_info(int32_t device_index, int32_t memory_index,
                          hetrt_memory_info_t *out_info);
+
+/* The back ends compiled into the runtime that found no device, each with
+ * why ("vulkan: the loader finds no Vulkan device (install a driver; ...)"),
+ * so a caller can say why a device it wanted is missing. Strings stay valid
+ * for the life of the process. Since API version 6. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_unavailable_count(int32_t *out_count);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_device_unavailable_reason(int32_t index, const char **out_reason);
 
 /* The SPIR-V a device runs, so code can be chosen for it: the highest
  * version as major * 100 + minor (105: SPIR-V 1.5; 0: it runs none), the

@@ -61,6 +61,22 @@ struct DeviceInfo {
   SpirvInfo spirv;
 };
 
+/// Why each back end that found no device is unavailable.
+inline bool listUnavailable(std::vector<std::string> &reasons,
+                            Status &status) {
+  reasons.clear();
+  int32_t count = 0;
+  if (!detail::check(hetrt_device_unavailable_count(&count), status))
+    return false;
+  for (int32_t r = 0; r < count; ++r) {
+    const char *reason = nullptr;
+    if (!detail::check(hetrt_device_unavailable_reason(r, &reason), status))
+      return false;
+    reasons.push_back(reason);
+  }
+  return true;
+}
+
 /// The devices of this machine, in the runtime's order (the CPU first).
 inline bool listDevices(std::vector<DeviceInfo> &devices, Status &status) {
   devices.clear();

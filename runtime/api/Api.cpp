@@ -104,6 +104,20 @@ hetrt_status_t fail(hetrt_status_t status, std::string message) {
   return status;
 }
 
+/// The device at `index`, or null with the failure recorded.
+std::shared_ptr<hetrt::hal::Device> deviceAt(int32_t index, const char *call) {
+  std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
+      hetrt::hal::enumerateDevices();
+  if (index < 0 || static_cast<size_t>(index) >= devices.size()) {
+    fail(HETRT_INVALID_ARGUMENT, std::string(call) + ": device " +
+                                     std::to_string(index) +
+                                     " is outside [0, " +
+                                     std::to_string(devices.size()) + ")");
+    return nullptr;
+  }
+  return devices[index];
+}
+
 /// Runs `body`, turning exceptions into statuses.
 template <typename Body> hetrt_status_t guarded(Body body) {
   try {
@@ -160,14 +174,11 @@ hetrt_status_t hetrt_device_info(int32_t device_index,
     return fail(HETRT_INVALID_ARGUMENT, "hetrt_device_info: NULL argument");
   *out_info = {};
   return guarded([&] {
-    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-        hetrt::hal::enumerateDevices();
-    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_device_info: device " + std::to_string(device_index) +
-                      " is outside [0, " + std::to_string(devices.size()) + ")");
+    auto device = deviceAt(device_index, "hetrt_device_info");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
     // The registry keeps the devices, and so these strings, for the process.
-    const hetrt::hal::DeviceInfo &info = devices[device_index]->info();
+    const hetrt::hal::DeviceInfo &info = device->info();
     *out_info = {info.name.c_str(), info.kind.c_str(), info.description.c_str(),
                  static_cast<int32_t>(info.memories.size())};
     return HETRT_OK;
@@ -182,14 +193,10 @@ hetrt_status_t hetrt_device_memory_info(int32_t device_index,
                 "hetrt_device_memory_info: NULL argument");
   *out_info = {};
   return guarded([&] {
-    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-        hetrt::hal::enumerateDevices();
-    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_device_memory_info: device " +
-                      std::to_string(device_index) + " is outside [0, " +
-                      std::to_string(devices.size()) + ")");
-    const hetrt::hal::DeviceInfo &info = devices[device_index]->info();
+    auto device = deviceAt(device_index, "hetrt_device_memory_info");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    const hetrt::hal::DeviceInfo &info = device->info();
     if (memory_index < 0 ||
         static_cast<size_t>(memory_index) >= info.memories.size())
       return fail(HETRT_INVALID_ARGUMENT,
@@ -204,6 +211,35 @@ hetrt_status_t hetrt_device_memory_info(int32_t device_index,
   });
 }
 
+hetrt_status_t hetrt_device_unavailable_count(int32_t *out_count) {
+  if (!out_count)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_device_unavailable_count: NULL argument");
+  return guarded([&] {
+    *out_count =
+        static_cast<int32_t>(hetrt::hal::unavailableBackEnds().size());
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_device_unavailable_reason(int32_t index,
+                                               const char **out_reason) {
+  if (!out_reason)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_device_unavailable_reason: NULL argument");
+  *out_reason = nullptr;
+  return guarded([&] {
+    const std::vector<std::string> &reasons = hetrt::hal::unavailableBackEnds();
+    if (index < 0 || static_cast<size_t>(index) >= reasons.size())
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_device_unavailable_reason: " + std::to_string(index) +
+                      " is outside [0, " + std::to_string(reasons.size()) +
+                      ")");
+    *out_reason = reasons[index].c_str();
+    return HETRT_OK;
+  });
+}
+
 hetrt_status_t hetrt_device_spirv_info(int32_t device_index,
                                        hetrt_spirv_info_t *out_info) {
   if (!out_info)
@@ -211,14 +247,10 @@ hetrt_status_t hetrt_device_spirv_info(int32_t device_index,
                 "hetrt_device_spirv_info: NULL argument");
   *out_info = {};
   return guarded([&] {
-    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-        hetrt::hal::enumerateDevices();
-    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_device_spirv_info: device " +
-                      std::to_string(device_index) + " is outside [0, " +
-                      std::to_string(devices.size()) + ")");
-    const hetrt::hal::SpirvSupport &spirv = devices[device_index]->info().spirv;
+    auto device = deviceAt(device_index, "hetrt_device_spirv_info");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    const hetrt::hal::SpirvSupport &spirv = device->info().spirv;
     *out_info = {spirv.version, spirv.subgroupSize,
                  static_cast<int32_t>(spirv.capabilities.size())};
     return HETRT_OK;
@@ -233,15 +265,10 @@ hetrt_status_t hetrt_device_spirv_capability(int32_t device_index,
                 "hetrt_device_spirv_capability: NULL argument");
   *out_name = nullptr;
   return guarded([&] {
-    std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-        hetrt::hal::enumerateDevices();
-    if (device_index < 0 || static_cast<size_t>(device_index) >= devices.size())
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_device_spirv_capability: device " +
-                      std::to_string(device_index) + " is outside [0, " +
-                      std::to_string(devices.size()) + ")");
-    const std::vector<std::string> &names =
-        devices[device_index]->info().spirv.capabilities;
+    auto device = deviceAt(device_index, "hetrt_device_spirv_capability");
+    if (!device)
+      return HETRT_INVALID_ARGUMENT;
+    const std::vector<std::string> &names = device->info().spirv.capabilities;
     if (capability_index < 0 ||
         static_cast<size_t>(capability_index) >= names.size())
       return fail(HETRT_INVALID_ARGUMENT,
@@ -256,20 +283,6 @@ hetrt_status_t hetrt_device_spirv_capability(int32_t device_index,
 } // extern "C"
 
 namespace {
-
-/// The device at `index`, or null with the failure recorded.
-std::shared_ptr<hetrt::hal::Device> deviceAt(int32_t index, const char *call) {
-  std::vector<std::shared_ptr<hetrt::hal::Device>> devices =
-      hetrt::hal::enumerateDevices();
-  if (index < 0 || static_cast<size_t>(index) >= devices.size()) {
-    fail(HETRT_INVALID_ARGUMENT, std::string(call) + ": device " +
-                                     std::to_string(index) +
-                                     " is outside [0, " +
-                                     std::to_string(devices.size()) + ")");
-    return nullptr;
-  }
-  return devices[index];
-}
 
 /// OK, or the error's status with its message.
 hetrt_status_t statusOfResult(bool ok, const hetrt::hal::Error &error,

@@ -6,7 +6,6 @@
 #include "runtime/format/ProgramJson.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace hetrt::core {
 
@@ -27,16 +26,6 @@ std::optional<hetc::abi::Program> readProgram(const format::PackFile &pack,
   }
   return format::programFromJson(std::string(*text),
                                  pack.path() + ": " + name, error);
-}
-
-/// "1.3" → 103; -1 for a malformed version.
-int spirvVersionNumber(const std::string &version) {
-  unsigned major = 0, minor = 0;
-  char rest = 0;
-  if (std::sscanf(version.c_str(), "%u.%u%c", &major, &minor, &rest) != 2 ||
-      minor > 99 || major > 99)
-    return -1;
-  return static_cast<int>(major * 100 + minor);
 }
 
 /// The kernel library's code for `device`, from the pack's "spirv" part: the
@@ -89,7 +78,7 @@ const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
   };
   for (const format::SpirvLibrary &library : code.libraries) {
     std::string missing;
-    int version = spirvVersionNumber(library.version);
+    int version = format::spirvVersionNumber(library.version);
     if (version < 0 || version > device.version)
       missing = "SPIR-V " + library.version;
     for (const std::string &capability : library.capabilities)

@@ -25,6 +25,15 @@ namespace {
 constexpr int kManifestVersion = 2;
 } // namespace
 
+int spirvVersionNumber(const std::string &version) {
+  unsigned major = 0, minor = 0;
+  char rest = 0;
+  if (std::sscanf(version.c_str(), "%u.%u%c", &major, &minor, &rest) != 2 ||
+      major > 99 || minor > 99)
+    return -1;
+  return static_cast<int>(major * 100 + minor);
+}
+
 std::string Manifest::toJson() const {
   auto variantsJson = [](const std::vector<CodeVariant> &list) {
     nlohmann::json out = nlohmann::json::array();
@@ -339,10 +348,7 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                                 {"section", &library.section},
                                 {"spirv_version", &library.version}}))
         return fail(shape);
-      unsigned major = 0, minor = 0;
-      char rest = 0;
-      if (std::sscanf(library.version.c_str(), "%u.%u%c", &major, &minor,
-                      &rest) != 2)
+      if (spirvVersionNumber(library.version) < 0)
         return fail(shape);
       for (auto [key, out] :
            {std::pair{"capabilities", &library.capabilities},

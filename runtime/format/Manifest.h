@@ -33,6 +33,10 @@ struct SpirvLibrary {
   std::vector<std::string> extensions;
 };
 
+/// A SPIR-V version as SpirvLibrary writes it, as major * 100 + minor
+/// ("1.3" → 103); -1 when it is not MAJOR.MINOR below 100.
+int spirvVersionNumber(const std::string &version);
+
 /// The model as a program of SPIR-V kernels, for Vulkan devices: the kernel
 /// library's variants (best first; a device runs the first it supports), the
 /// kernels every variant holds with their binding counts, and the programs

@@ -214,6 +214,9 @@ public:
 std::vector<std::shared_ptr<Device>>
 enumerateDevices(std::vector<std::string> *unavailable = nullptr);
 
+/// The lines enumerateDevices gives `unavailable`, kept for the process.
+const std::vector<std::string> &unavailableBackEnds();
+
 } // namespace hetrt::hal
 
 #endif // HETRT_HAL_DEVICE_H

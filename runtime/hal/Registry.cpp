@@ -40,6 +40,10 @@ enumerateDevices(std::vector<std::string> *unavailable) {
   return found.devices;
 }
 
+const std::vector<std::string> &unavailableBackEnds() {
+  return registry().unavailable;
+}
+
 } // namespace hetrt::hal
 
 std::shared_ptr<hetrt::hal::Buffer>

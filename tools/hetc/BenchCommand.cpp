@@ -175,6 +175,25 @@ bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
   return true;
 }
 
+/// Whether the measured prompt and decode steps fit a context of
+/// `contextLength`; says why not.
+bool fitsContext(const BenchFlags &flags, int64_t contextLength) {
+  if (flags.promptTokens + flags.decodeTokens <= contextLength)
+    return true;
+  std::cerr << "hetc bench: --prompt-tokens + --decode-tokens ("
+            << flags.promptTokens + flags.decodeTokens
+            << ") exceed the context length " << contextLength << "\n";
+  return false;
+}
+
+/// `count` ids past the special tokens, spread over the vocabulary.
+std::vector<int32_t> benchPrompt(int64_t count, int64_t vocabSize) {
+  std::vector<int32_t> prompt(static_cast<size_t>(count));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>(3 + (i * 7919) % (vocabSize - 3));
+  return prompt;
+}
+
 /// The calls of a core Session and of the API's, with a message on failure.
 bool prefillOf(hetrt::core::Session &session, const std::vector<int32_t> &ids,
                std::string &error) {
@@ -230,15 +249,22 @@ bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
 /// `hetc bench --device` or `--system`: the model's programs on one device
 /// or over the plan's devices, with what each device ran per decode step,
 /// through the runtime's public API.
-int benchProgram(const BenchFlags &flags, const std::string &packPath,
-                 const std::vector<int32_t> &prompt) {
+int benchProgram(const BenchFlags &flags, const std::string &packPath) {
   hetrt::api::Status status;
   std::unique_ptr<hetrt::api::Model> model = hetrt::api::Model::open(
       packPath, isPack(flags.model) ? "" : flags.model, status);
+  if (!model) {
+    std::cerr << "hetc bench: " << status.message << "\n";
+    return 1;
+  }
+  if (!fitsContext(flags, model->contextLength()))
+    return 2;
+  std::vector<int32_t> prompt =
+      benchPrompt(flags.promptTokens, model->vocabSize());
   std::unique_ptr<hetrt::api::Session> session;
-  if (model && !flags.system.empty()) {
+  if (!flags.system.empty()) {
     session = hetrt::api::Session::createPlanned(*model, status);
-  } else if (model) {
+  } else {
     std::vector<hetrt::api::DeviceInfo> devices;
     if (!hetrt::api::listDevices(devices, status)) {
       std::cerr << "hetc bench: " << status.message << "\n";
@@ -364,6 +390,10 @@ Action registerBenchCommand(CLI::App &app) {
       std::cerr << "hetc bench: " << error << "\n";
       return 1;
     }
+    // The device and plan measurements open the model through the public
+    // API alone.
+    if (onProgram)
+      return benchProgram(*flags, packPath);
     std::unique_ptr<hetrt::core::Model> model = hetrt::core::Model::load(
         packPath, isPack(flags->model) ? "" : flags->model, error);
     if (!model) {
@@ -371,13 +401,8 @@ Action registerBenchCommand(CLI::App &app) {
       return 1;
     }
     const hetrt::format::Manifest &manifest = model->manifest();
-    if (flags->promptTokens + flags->decodeTokens > manifest.contextLength) {
-      std::cerr << "hetc bench: --prompt-tokens + --decode-tokens ("
-                << flags->promptTokens + flags->decodeTokens
-                << ") exceed the context length " << manifest.contextLength
-                << "\n";
+    if (!fitsContext(*flags, manifest.contextLength))
       return 2;
-    }
     // The buffer is written whole before it is read: it must fit beside the
     // model, with room to spare for the rest of the process.
     uint64_t available = hetrt::core::availableMemoryBytes();
@@ -401,12 +426,8 @@ Action registerBenchCommand(CLI::App &app) {
       if (threads == 0)
         threads = cores;
     uint64_t bytesPerToken = weightBytesPerToken(model->weights());
-    // Ids past the special tokens, spread over the vocabulary.
-    std::vector<int32_t> prompt(static_cast<size_t>(flags->promptTokens));
-    for (size_t i = 0; i < prompt.size(); ++i)
-      prompt[i] = static_cast<int32_t>(3 + (i * 7919) % (manifest.vocabSize - 3));
-    if (onProgram)
-      return benchProgram(*flags, packPath, prompt);
+    std::vector<int32_t> prompt =
+        benchPrompt(flags->promptTokens, manifest.vocabSize);
 
     nlohmann::json results = nlohmann::json::array();
     if (!flags->json)

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -67,6 +68,10 @@ int32_t findDevice(const std::string &name, std::string &error) {
   }
   error = "--device " + name + ": this machine has no such device (it has " +
           names + ")";
+  std::vector<std::string> unavailable;
+  if (hetrt::api::listUnavailable(unavailable, status))
+    for (const std::string &line : unavailable)
+      error += "; " + line;
   return -1;
 }
 
@@ -342,10 +347,11 @@ Action registerRunCommand(CLI::App &app) {
     }
     PromptEncoder encoder;
     encoder.maxTextBytes = [&](int64_t tokens) {
+      // Without a bound, the encoding itself says what is wrong.
       uint64_t bytes = 0;
       return model->maxTextBytes(static_cast<uint64_t>(tokens), bytes, status)
                  ? bytes
-                 : 0;
+                 : std::numeric_limits<uint64_t>::max();
     };
     encoder.encode = [&](const std::string &text, std::vector<int32_t> &ids,
                          std::string &why) {
