@@ -18,7 +18,7 @@
 namespace hetc::abi {
 
 /// Bumped on any change to the structures below or their meaning.
-inline constexpr int kProgramVersion = 2;
+inline constexpr int kProgramVersion = 3;
 
 /// ceil((constant + perToken * tokens + perKey * keys) / divisor).
 struct ProgramValue {
@@ -94,8 +94,15 @@ enum class StepKind {
   /// positionScale, exactly as the CPU's RoPE computes its angles.
   RopeTable,
   /// Copies params[0] bytes from buffers[0] to buffers[1], which may lie in
-  /// different devices' memories; `device` is the target's.
+  /// different devices' memories; `device` is the target's. Between two
+  /// devices the copy runs beside the target's other work, after what the
+  /// program gave both devices before it, and only a Wait step makes the
+  /// target's later steps see it.
   Transfer,
+  /// The device's later steps wait for transfer step `transfer` (an earlier
+  /// transfer between devices into this device). Every such transfer is
+  /// waited for before a step touches its target, and by the program's end.
+  Wait,
 };
 
 struct ProgramStep {
@@ -107,6 +114,8 @@ struct ProgramStep {
   std::vector<ProgramValue> params;
   ProgramValue grid[3] = {ProgramValue::fixed(1), ProgramValue::fixed(1),
                           ProgramValue::fixed(1)};
+  // Wait only: the index of the transfer step it waits for.
+  int32_t transfer = -1;
   // RopeTable only.
   float ropeTheta = 0;
   int64_t rotaryDim = 0;

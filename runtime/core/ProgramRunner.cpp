@@ -1,5 +1,7 @@
 #include "runtime/core/ProgramRunner.h"
 
+#include "runtime/format/ProgramJson.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -69,6 +71,12 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
       return nullptr;
     device.event = code.device->createEvent(0, error);
     if (!device.event)
+      return nullptr;
+    device.copyQueue = code.device->createQueue(error);
+    if (!device.copyQueue)
+      return nullptr;
+    device.copyEvent = code.device->createEvent(0, error);
+    if (!device.copyEvent)
       return nullptr;
     device.code = std::move(code);
     runner->devices_.push_back(std::move(device));
@@ -188,6 +196,10 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
                      error))
       return false;
   }
+  std::string problem;
+  if (!format::checkTransferWaits(program, problem))
+    return fail(error, where + ": " + problem);
+  prepared.transferDone.assign(program.steps.size(), 0);
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ProgramStep &step = program.steps[s];
     std::string stepWhere = where + ", step " + std::to_string(s);
@@ -213,6 +225,8 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
                                        "target) with a size");
       continue;
     }
+    if (step.kind == StepKind::Wait)
+      continue;
     if (step.kind == StepKind::RopeTable) {
       if (step.buffers.size() < 2 || step.buffers.size() > 3 ||
           program.buffers[step.buffers[0]].role != BufferRole::RopeTable ||
@@ -266,13 +280,14 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
 
 bool ProgramRunner::finishAll(hal::Error &error) {
   bool ok = true;
-  for (RunnerDevice &device : devices_) {
-    hal::Error failure;
-    if (!device.queue->finish(failure) && ok) {
-      error = failure;
-      ok = false;
+  for (RunnerDevice &device : devices_)
+    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get()}) {
+      hal::Error failure;
+      if (!queue->finish(failure) && ok) {
+        error = failure;
+        ok = false;
+      }
     }
-  }
   return ok;
 }
 
@@ -354,18 +369,34 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
           return abandon();
         continue;
       }
-      // Read on the source's queue, then written on the target's once the
-      // read is done; each queue keeps its own order.
+      // Read in order on the source's queue (after the steps that computed
+      // the source, before any that reuse it); written by the target's copy
+      // queue once the read is done and the target's earlier steps (which
+      // may still read the buffer it fills) are, while the target's queue
+      // goes on with the steps before the transfer's Wait.
       staging_.emplace_back(static_cast<size_t>(bytes));
       char *host = staging_.back().data();
-      uint64_t ready = ++sourceDevice.eventValue;
+      uint64_t read = ++sourceDevice.eventValue;
+      uint64_t reached = ++device.eventValue;
+      uint64_t copied = ++device.copyValue;
+      hal::Queue &copy = *device.copyQueue;
       if (!sourceDevice.queue->read(source, 0, host, bytes, error) ||
-          !sourceDevice.queue->signal(*sourceDevice.event, ready, error) ||
-          !queue.wait(*sourceDevice.event, ready, error) ||
-          !queue.write(host, target, 0, bytes, error))
+          !sourceDevice.queue->signal(*sourceDevice.event, read, error) ||
+          !queue.signal(*device.event, reached, error) ||
+          !copy.wait(*sourceDevice.event, read, error) ||
+          !copy.wait(*device.event, reached, error) ||
+          !copy.write(host, target, 0, bytes, error) ||
+          !copy.signal(*device.copyEvent, copied, error))
         return abandon();
+      prepared.transferDone[s] = copied;
       sourceDevice.stats.bytesOut += static_cast<uint64_t>(bytes);
       device.stats.bytesIn += static_cast<uint64_t>(bytes);
+      continue;
+    }
+    if (step.kind == StepKind::Wait) {
+      if (!queue.wait(*device.copyEvent, prepared.transferDone[step.transfer],
+                      error))
+        return abandon();
       continue;
     }
     if (step.kind == StepKind::RopeTable) {

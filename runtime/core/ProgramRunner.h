@@ -98,15 +98,24 @@ private:
     /// and the kernel index of each dispatch.
     std::vector<std::shared_ptr<hal::Buffer>> params;
     std::vector<int> kernels;
+    /// Per transfer step between devices, the value its target's copy
+    /// event reaches once this run's copy is done (for its Wait step).
+    std::vector<uint64_t> transferDone;
   };
 
   struct RunnerDevice {
     DeviceCode code;
     std::shared_ptr<hal::Executable> executable;
     std::unique_ptr<hal::Queue> queue;
-    /// Signaled by the queue after each read of a transfer's source.
+    /// Signaled by the queue where a transfer reads its source on this
+    /// device, or writes its target here.
     std::shared_ptr<hal::Event> event;
     uint64_t eventValue = 0;
+    /// Where transfers from other devices are written into this device's
+    /// memory, beside its queue's work; its event marks each copy done.
+    std::unique_ptr<hal::Queue> copyQueue;
+    std::shared_ptr<hal::Event> copyEvent;
+    uint64_t copyValue = 0;
     DeviceStats stats;
   };
 

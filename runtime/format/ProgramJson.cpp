@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include <algorithm>
 #include <cstring>
 
@@ -106,6 +108,9 @@ std::string programToJson(const Program &program) {
     if (step.kind == StepKind::Transfer) {
       entry["kind"] = "transfer";
       entry["bytes"] = valueToJson(step.params.at(0));
+    } else if (step.kind == StepKind::Wait) {
+      entry["kind"] = "wait";
+      entry["transfer"] = step.transfer;
     } else if (step.kind == StepKind::RopeTable) {
       entry["kind"] = "rope-table";
       entry["theta"] = step.ropeTheta;
@@ -263,6 +268,17 @@ std::optional<Program> programFromJson(const std::string &text,
         return std::nullopt;
       }
       step.params.push_back(bytes);
+    } else if (kind == "wait") {
+      step.kind = StepKind::Wait;
+      const json &transfer = entry.value("transfer", json());
+      if (!step.buffers.empty() || !transfer.is_number_integer() ||
+          transfer.get<int64_t>() < 0 ||
+          transfer.get<int64_t>() >= static_cast<int64_t>(i)) {
+        read.fail(field, "is not a wait, without buffers, for an earlier "
+                         "step (\"transfer\": its index)");
+        return std::nullopt;
+      }
+      step.transfer = transfer.get<int32_t>();
     } else if (kind == "rope-table") {
       step.kind = StepKind::RopeTable;
       const json &theta = entry.value("theta", json());
@@ -308,13 +324,64 @@ std::optional<Program> programFromJson(const std::string &text,
                         step.grid[d]))
           return std::nullopt;
     } else {
-      read.fail(field + ".kind", "is \"" + printable(kind) +
-                                     "\", not dispatch, transfer or rope-table");
+      read.fail(field + ".kind",
+                "is \"" + printable(kind) +
+                    "\", not dispatch, transfer, wait or rope-table");
       return std::nullopt;
     }
     program.steps.push_back(std::move(step));
   }
+  std::string problem;
+  if (!checkTransferWaits(program, problem)) {
+    read.fail("steps", problem);
+    return std::nullopt;
+  }
   return program;
+}
+
+bool checkTransferWaits(const Program &program, std::string &problem) {
+  // Targets of transfers between devices not yet waited for: buffer →
+  // transfer step.
+  std::map<int32_t, size_t> pending;
+  auto crossesDevices = [&](const ProgramStep &step) {
+    return step.kind == StepKind::Transfer && step.buffers.size() == 2 &&
+           program.buffers[step.buffers[0]].device != step.device;
+  };
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ProgramStep &step = program.steps[s];
+    std::string where = "step " + std::to_string(s);
+    if (step.kind == StepKind::Wait) {
+      size_t transfer = static_cast<size_t>(step.transfer);
+      if (step.transfer < 0 || transfer >= s ||
+          !crossesDevices(program.steps[transfer]) ||
+          program.steps[transfer].device != step.device) {
+        problem = where + " waits for step " + std::to_string(step.transfer) +
+                  ", which is no earlier transfer from another device into "
+                  "its device";
+        return false;
+      }
+      pending.erase(program.steps[transfer].buffers[1]);
+      continue;
+    }
+    for (int32_t buffer : step.buffers) {
+      auto found = pending.find(buffer);
+      if (found != pending.end()) {
+        problem = where + " touches buffer \"" +
+                  program.buffers[buffer].name + "\" before a wait for the "
+                  "transfer into it (step " + std::to_string(found->second) +
+                  ")";
+        return false;
+      }
+    }
+    if (crossesDevices(step))
+      pending[step.buffers[1]] = s;
+  }
+  if (!pending.empty()) {
+    problem = "the transfer of step " + std::to_string(pending.begin()->second) +
+              " is never waited for";
+    return false;
+  }
+  return true;
 }
 
 } // namespace hetrt::format

@@ -19,6 +19,13 @@ std::optional<hetc::abi::Program> programFromJson(const std::string &json,
                                                   const std::string &origin,
                                                   std::string &error);
 
+/// Whether every transfer between devices in `program` is waited for (a
+/// Wait step on its target device) before any step touches its target and
+/// by the program's end, and every Wait names such an earlier transfer on
+/// its own device; false with `problem` naming the step.
+bool checkTransferWaits(const hetc::abi::Program &program,
+                        std::string &problem);
+
 } // namespace hetrt::format
 
 #endif // HETRT_FORMAT_PROGRAMJSON_H

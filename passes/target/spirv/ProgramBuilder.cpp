@@ -33,6 +33,8 @@ namespace hetc::spirv {
 
 namespace {
 
+void addWaits(Program &program);
+
 /// Keys one workgroup of a split decode attention takes.
 constexpr int64_t kKeysPerSplit = 256;
 
@@ -115,6 +117,7 @@ public:
       if (!logits)
         return function_.emitOpError()
                << "computes no logits in any segment";
+      addWaits(program_);
       return std::move(program_);
     }
     for (Operation &op : body)
@@ -632,7 +635,8 @@ private:
       return failure();
     device_ = *device;
     // Each KV cache lives on the device of the first segment that reads it.
-    for (auto &[cache, name] : kvNames_) {
+    for (auto &entry : kvNames_) {
+      Value cache = entry.first;
       if (bufferOf_.count(cache))
         continue;
       bool used = false;
@@ -1013,6 +1017,38 @@ const char *roleName(BufferRole role) {
   return "?";
 }
 
+/// Gives each transfer between devices its Wait step: on the target's
+/// device, just before the first step that touches the target (so the
+/// copy overlaps the target's steps in between), or at the end.
+void addWaits(Program &program) {
+  std::vector<ProgramStep> steps;
+  // Targets not yet waited for: buffer → the transfer's index in `steps`.
+  std::map<int32_t, int32_t> pending;
+  auto waitFor = [&](int32_t buffer) {
+    auto found = pending.find(buffer);
+    if (found == pending.end())
+      return;
+    ProgramStep wait;
+    wait.kind = StepKind::Wait;
+    wait.device = program.buffers[buffer].device;
+    wait.transfer = found->second;
+    steps.push_back(std::move(wait));
+    pending.erase(found);
+  };
+  for (ProgramStep &step : program.steps) {
+    for (int32_t buffer : step.buffers)
+      waitFor(buffer);
+    bool crosses = step.kind == StepKind::Transfer &&
+                   program.buffers[step.buffers[0]].device != step.device;
+    if (crosses)
+      pending[step.buffers[1]] = static_cast<int32_t>(steps.size());
+    steps.push_back(std::move(step));
+  }
+  while (!pending.empty())
+    waitFor(pending.begin()->first);
+  program.steps = std::move(steps);
+}
+
 } // namespace
 
 FailureOr<Program> buildProgram(func::FuncOp function) {
@@ -1056,6 +1092,12 @@ std::string describeProgram(const Program &program) {
       out << "  transfer " << from.name << on(from.device) << " -> "
           << program.buffers[step.buffers[1]].name << on(step.device) << ", "
           << describeValue(step.params[0]) << " bytes\n";
+      continue;
+    }
+    if (step.kind == StepKind::Wait) {
+      out << "  wait" << on(step.device) << " for the transfer into "
+          << program.buffers[program.steps[step.transfer].buffers[1]].name
+          << " (step " << step.transfer << ")\n";
       continue;
     }
     if (step.kind == StepKind::RopeTable) {

@@ -44,7 +44,11 @@ Program sampleProgram() {
   transfer.device = 1;
   transfer.buffers = {4, 5};
   transfer.params = {ProgramValue::fixed(128)};
-  program.steps = {table, gather, transfer};
+  hetc::abi::ProgramStep wait;
+  wait.kind = StepKind::Wait;
+  wait.device = 1;
+  wait.transfer = 2;
+  program.steps = {table, gather, transfer, wait};
   return program;
 }
 
@@ -69,6 +73,8 @@ TEST(ProgramJson, RoundTrips) {
   EXPECT_EQ(read->buffers[5].device, 1);
   EXPECT_EQ(read->steps[2].kind, StepKind::Transfer);
   EXPECT_EQ(read->steps[2].params[0].at(1, 1), 128);
+  EXPECT_EQ(read->steps[3].kind, StepKind::Wait);
+  EXPECT_EQ(read->steps[3].transfer, 2);
 }
 
 TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
@@ -77,7 +83,7 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
     const char *message;
   } cases[] = {
       {[](nlohmann::json &p) { p["schema"] = "hetc.program/0"; },
-       "field \"schema\" is not \"hetc.program/2\""},
+       "field \"schema\" is not \"hetc.program/3\""},
       {[](nlohmann::json &p) { p["buffers"][0]["role"] = "scratch"; },
        "field \"buffers[0].role\" is \"scratch\", not a role"},
       {[](nlohmann::json &p) { p["buffers"][2].erase("weight"); },
@@ -93,8 +99,29 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
       {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 6; },
        "field \"steps[1].buffers\" names a buffer that does not exist"},
       {[](nlohmann::json &p) { p["steps"][1]["kind"] = "move"; },
-       "field \"steps[1].kind\" is \"move\", not dispatch, transfer or "
+       "field \"steps[1].kind\" is \"move\", not dispatch, transfer, wait or "
        "rope-table"},
+      // Transfers between devices are waited for, by a wait on their
+      // target's device, before their target is read and by the end.
+      {[](nlohmann::json &p) { p["steps"].erase(3); },
+       "field \"steps\" the transfer of step 2 is never waited for"},
+      {[](nlohmann::json &p) { p["steps"][3]["transfer"] = 1; },
+       "field \"steps\" step 3 waits for step 1, which is no earlier "
+       "transfer from another device into its device"},
+      {[](nlohmann::json &p) { p["steps"][3]["device"] = 0; },
+       "field \"steps\" step 3 waits for step 2, which is no earlier "
+       "transfer"},
+      {[](nlohmann::json &p) { p["steps"][3]["transfer"] = 3; },
+       "field \"steps[3]\" is not a wait, without buffers, for an earlier "
+       "step"},
+      {[](nlohmann::json &p) {
+         nlohmann::json early = p["steps"][1];
+         early["device"] = 1;
+         early["buffers"] = {5};
+         p["steps"].insert(p["steps"].begin() + 3, early);
+       },
+       "field \"steps\" step 3 touches buffer \"logits.cpu0\" before a wait "
+       "for the transfer into it (step 2)"},
       {[](nlohmann::json &p) {
          p["steps"][1]["kind"] = "transfer";
          p["steps"][1]["bytes"] = {4, 0, 0, 1};
