@@ -25,6 +25,7 @@ extern "C" {
  *    hetrt_model_max_text_bytes.
  * 5: planned sessions and their device statistics.
  * 6: executables and dispatch (hetrt_executable_load, hetrt_queue_dispatch);
+ *    hetrt_session_set_fixed_threads;
  *    why back ends are unavailable (hetrt_device_unavailable_count,
  *    _reason); the SPIR-V devices run (hetrt_device_spirv_info); the code
  *    and plan
@@ -356,6 +357,13 @@ hetrt_session_decode(hetrt_session_t *session, int32_t id,
                      const float **out_logits);
 /* Forgets every token. */
 HETRT_API void hetrt_session_reset(hetrt_session_t *session);
+/* A CPU session's decode steps choose, by measuring, between all its threads
+ * and the calling thread alone (small models decode faster on one). With
+ * fixed nonzero, every step uses all num_threads, as a benchmark of a thread
+ * count wants; 0 restores the choice. Sessions on other devices ignore it.
+ * Since API version 6. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_set_fixed_threads(hetrt_session_t *session, int fixed);
 
 typedef struct hetrt_sampling_params_t {
   float temperature;        /* 0: greedy, ties to the lowest id */

@@ -397,6 +397,12 @@ public:
     hetrt_session_reset(handle_.get());
     logits_ = nullptr;
   }
+  /// Every decode step on all the session's threads (a CPU session's
+  /// choice of fewer for small models off), or the choice back.
+  bool setFixedThreads(bool fixed, Status &status) {
+    return detail::check(
+        hetrt_session_set_fixed_threads(handle_.get(), fixed ? 1 : 0), status);
+  }
   /// The last step's logits (vocabSize() of them); null before a step.
   const float *logits() const { return logits_; }
   int32_t vocabSize() const { return vocabSize_; }

@@ -861,6 +861,16 @@ hetrt_status_t hetrt_session_info(const hetrt_session_t *session,
 
 void hetrt_session_release(hetrt_session_t *session) { delete session; }
 
+hetrt_status_t hetrt_session_set_fixed_threads(hetrt_session_t *session,
+                                               int fixed) {
+  if (!session)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_set_fixed_threads: NULL session");
+  if (session->session)
+    session->session->setDecodeThreadChoice(fixed == 0);
+  return HETRT_OK;
+}
+
 hetrt_status_t hetrt_session_prefill(hetrt_session_t *session,
                                      const int32_t *ids, size_t count,
                                      const float **out_logits) {

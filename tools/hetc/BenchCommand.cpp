@@ -194,50 +194,31 @@ std::vector<int32_t> benchPrompt(int64_t count, int64_t vocabSize) {
   return prompt;
 }
 
-/// The calls of a core Session and of the API's, with a message on failure.
-bool prefillOf(hetrt::core::Session &session, const std::vector<int32_t> &ids,
-               std::string &error) {
-  return session.prefill(ids, error);
-}
-bool decodeOf(hetrt::core::Session &session, int32_t id, std::string &error) {
-  return session.decode(id, error);
-}
-bool prefillOf(hetrt::api::Session &session, const std::vector<int32_t> &ids,
-               std::string &error) {
-  hetrt::api::Status status;
-  if (session.prefill(ids, status))
-    return true;
-  error = status.message;
-  return false;
-}
-bool decodeOf(hetrt::api::Session &session, int32_t id, std::string &error) {
-  hetrt::api::Status status;
-  if (session.decode(id, status))
-    return true;
-  error = status.message;
-  return false;
-}
-
 /// The best of `repeats` prefills of `prompt` and decodes of `decodeTokens`
 /// greedy tokens after it (after one untimed round), as tokens/s.
-template <typename SessionT>
-bool timeSession(SessionT &session, const std::vector<int32_t> &prompt,
-                 int64_t decodeTokens, int repeats, double &prefillRate,
-                 double &decodeRate, std::string &error) {
+bool timeSession(hetrt::api::Session &session,
+                 const std::vector<int32_t> &prompt, int64_t decodeTokens,
+                 int repeats, double &prefillRate, double &decodeRate,
+                 std::string &error) {
   prefillRate = decodeRate = 0;
+  hetrt::api::Status status;
   for (int r = -1; r < repeats; ++r) {
     session.reset();
     auto start = std::chrono::steady_clock::now();
-    if (!prefillOf(session, prompt, error))
+    if (!session.prefill(prompt, status)) {
+      error = status.message;
       return false;
+    }
     if (r >= 0)
       prefillRate = std::max(prefillRate, prompt.size() / seconds(start));
     // Decode continues the prompt, greedily.
     int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
     start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < decodeTokens; ++i) {
-      if (!decodeOf(session, token, error))
+      if (!session.decode(token, status)) {
+        error = status.message;
         return false;
+      }
       token = hetrt::core::argmax(session.logits(), session.vocabSize());
     }
     if (r >= 0)
@@ -394,15 +375,25 @@ Action registerBenchCommand(CLI::App &app) {
     // API alone.
     if (onProgram)
       return benchProgram(*flags, packPath);
-    std::unique_ptr<hetrt::core::Model> model = hetrt::core::Model::load(
-        packPath, isPack(flags->model) ? "" : flags->model, error);
+    // The measurements run through the public API, as an embedder's would.
+    std::string weightsPath = isPack(flags->model) ? "" : flags->model;
+    hetrt::api::Status status;
+    std::unique_ptr<hetrt::api::Model> model =
+        hetrt::api::Model::open(packPath, weightsPath, status);
     if (!model) {
+      std::cerr << "hetc bench: " << status.message << "\n";
+      return 1;
+    }
+    const hetrt_model_description_t &described = model->description();
+    if (!fitsContext(*flags, model->contextLength()))
+      return 2;
+    // The bytes a decode step reads, from the tensors of the model file.
+    std::unique_ptr<hetrt::format::GgufFile> weights =
+        hetrt::format::GgufFile::open(described.weights_path, error);
+    if (!weights) {
       std::cerr << "hetc bench: " << error << "\n";
       return 1;
     }
-    const hetrt::format::Manifest &manifest = model->manifest();
-    if (!fitsContext(*flags, manifest.contextLength))
-      return 2;
     // The buffer is written whole before it is read: it must fit beside the
     // model, with room to spare for the rest of the process.
     uint64_t available = hetrt::core::availableMemoryBytes();
@@ -425,9 +416,9 @@ Action registerBenchCommand(CLI::App &app) {
     for (int &threads : threadCounts)
       if (threads == 0)
         threads = cores;
-    uint64_t bytesPerToken = weightBytesPerToken(model->weights());
+    uint64_t bytesPerToken = weightBytesPerToken(*weights);
     std::vector<int32_t> prompt =
-        benchPrompt(flags->promptTokens, manifest.vocabSize);
+        benchPrompt(flags->promptTokens, model->vocabSize());
 
     nlohmann::json results = nlohmann::json::array();
     if (!flags->json)
@@ -443,19 +434,17 @@ Action registerBenchCommand(CLI::App &app) {
       double bandwidth = hetrt::core::measureReadBandwidth(
           *pool, static_cast<size_t>(flags->bandwidthMiB) << 20, 3);
       pool.reset();
-      std::unique_ptr<hetrt::core::Session> created =
-          hetrt::core::Session::create(*model, threads, error);
-      if (!created) {
-        std::cerr << "hetc bench: " << error << "\n";
+      std::unique_ptr<hetrt::api::Session> session =
+          hetrt::api::Session::create(*model, threads, status);
+      // Each row measures its thread count as given.
+      if (!session || !session->setFixedThreads(true, status)) {
+        std::cerr << "hetc bench: " << status.message << "\n";
         return 1;
       }
-      hetrt::core::Session &session = *created;
-      // Each row measures its thread count as given.
-      session.setDecodeThreadChoice(false);
       // One untimed round first, so no row pays for first touches of the
       // weights, the code and the KV cache.
       double prefillRate = 0, decodeRate = 0;
-      if (!timeSession(session, prompt, flags->decodeTokens, flags->repeats,
+      if (!timeSession(*session, prompt, flags->decodeTokens, flags->repeats,
                        prefillRate, decodeRate, error)) {
         std::cerr << "hetc bench: " << error << "\n";
         return 1;
@@ -471,14 +460,22 @@ Action registerBenchCommand(CLI::App &app) {
         std::printf("%-8d %14.1f %14.1f %12.2f %16.1f %10.3f\n", threads,
                     prefillRate, decodeRate, bandwidth / 1e9, roofline,
                     decodeRate / roofline);
-      if (flags->profile && !flags->json && threads == threadCounts.back()) {
-        // The same steps as the measurement: after a fresh prefill.
-        session.reset();
-        if (!session.prefill(prompt, error) ||
-            !printDecodeProfile(session, flags->decodeTokens, error)) {
-          std::cerr << "hetc bench: " << error << "\n";
-          return 1;
-        }
+    }
+    if (flags->profile && !flags->json) {
+      // Timing each kernel is the runtime's C++ core's business (a developer's
+      // view, not the API's): the same steps as the last row's, after a
+      // fresh prefill.
+      std::unique_ptr<hetrt::core::Model> core =
+          hetrt::core::Model::load(packPath, weightsPath, error);
+      std::unique_ptr<hetrt::core::Session> session =
+          core ? hetrt::core::Session::create(*core, threadCounts.back(), error)
+               : nullptr;
+      if (session)
+        session->setDecodeThreadChoice(false);
+      if (!session || !session->prefill(prompt, error) ||
+          !printDecodeProfile(*session, flags->decodeTokens, error)) {
+        std::cerr << "hetc bench: " << error << "\n";
+        return 1;
       }
     }
     // The roofline is DRAM's: a model whose weights stay in the caches
@@ -490,7 +487,7 @@ Action registerBenchCommand(CLI::App &app) {
     if (flags->json) {
       nlohmann::json report = {{"model", flags->model},
                                {"weights_fit_last_level_cache", weightsFitCache},
-                               {"variant", model->code().variantName()},
+                               {"variant", described.cpu_code},
                                {"weight_bytes_per_token", bytesPerToken},
                                {"prompt_tokens", flags->promptTokens},
                                {"decode_tokens", flags->decodeTokens},
@@ -498,7 +495,7 @@ Action registerBenchCommand(CLI::App &app) {
       std::cout << report.dump(2) << "\n";
     } else {
       std::printf("weights read per decode token: %.1f MB; code variant %s\n",
-                  bytesPerToken / 1e6, model->code().variantName().c_str());
+                  bytesPerToken / 1e6, described.cpu_code);
       if (weightsFitCache)
         std::printf("the weights fit in the %s last-level cache, so decode "
                     "is not bound by DRAM and may pass its roofline\n",

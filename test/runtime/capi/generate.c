@@ -37,8 +37,15 @@ int main(int argc, char **argv) {
   hetrt_sampler_t *sampler = NULL;
   hetrt_sampling_params_t greedy = {0.0f, 0, 1.0f, 1.0f, 0};
   if (!check(hetrt_session_create(model, 0, &session), "hetrt_session_create") ||
-      !check(hetrt_sampler_create(&greedy, &sampler), "hetrt_sampler_create"))
+      !check(hetrt_sampler_create(&greedy, &sampler), "hetrt_sampler_create") ||
+      /* Every step on all threads: the same tokens, decided otherwise. */
+      !check(hetrt_session_set_fixed_threads(session, 1),
+             "hetrt_session_set_fixed_threads"))
     return 1;
+  if (hetrt_session_set_fixed_threads(NULL, 1) != HETRT_INVALID_ARGUMENT) {
+    fprintf(stderr, "a NULL session was not rejected\n");
+    return 1;
+  }
   printf("prompt:");
   for (size_t i = 0; i < numIds; ++i)
     printf(" %d", ids[i]);
