@@ -1,6 +1,7 @@
 // hetc-x86-block-matmuls: the x86 CPU's blocking of `x · wᵀ` for f32
-// activations and f32, f16, bf16, Q8_0 or Q4_0 weights, replacing the
-// portable generics convert-llm-to-linalg tags with `llm.matmul_weight`. Each step of a kernel computes a block of Mr activation rows ×
+// activations and f32, f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights,
+// replacing the portable generics convert-llm-to-linalg tags with
+// `llm.matmul_weight`. Each step of a kernel computes a block of Mr activation rows ×
 // Nr weight rows with Mr·Nr vector accumulators, so each weight vector loaded
 // (and decoded) serves Mr activation rows and each activation vector serves Nr
 // weight rows: the prefill becomes FMA-bound instead of load-bound. Decode
@@ -33,96 +34,250 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
-/// One step of a weight row: f32 vectors of kLanes and, for block formats,
-/// the block's scale (broadcast) still to be applied to them.
+/// One group of a weight row: f32 vectors of kLanes and, for Q8_0/Q4_0
+/// blocks, the block's scale (broadcast) still to be applied to them.
 struct WeightChunk {
   SmallVector<Value> values;
   Value scale;
 };
 
-/// Reads a weight row in steps of `chunk` elements, decoded to f32 vectors.
+/// Reads a weight row in steps of `chunk` elements (a float vector or one
+/// quantization block), each step in `groups` groups decoded to f32 vectors.
+/// A K-quant super-block (256 elements) is read as 8 groups of 32: its
+/// sub-block scales and mins are decoded once per super-block and row, and
+/// applied in registers, so no group waits on a scale of another.
 struct WeightReader {
   Type storage;
   /// Float weights: [N, K]; block formats: [N, blocks, bytes per block].
   Value view;
   int64_t chunk;
+  int64_t groups;
   /// f32 lanes of one vector register.
   int64_t lanes;
 
-  /// Elements [step·chunk, (step+1)·chunk) of weight row `row`, as
-  /// chunk / lanes vectors of f32, in element order.
-  WeightChunk load(OpBuilder &b, Location loc, Value row, Value step) const {
-    int64_t kLanes = lanes;
-    auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
+  int64_t groupElements() const { return chunk / groups; }
+
+  /// Elements [step·chunk + group·g, step·chunk + (group+1)·g) of weight row
+  /// `row` (g = groupElements()), as f32 vectors in element order.
+  WeightChunk load(OpBuilder &b, Location loc, Value row, Value step,
+                   int64_t group) const {
+    auto f32Vector = VectorType::get({lanes}, b.getF32Type());
     auto quant = dyn_cast<llm::QuantType>(storage);
     if (!quant) {
       Value column = arith::MulIOp::create(b, loc, step,
-                                           indexConstant(b, loc, kLanes));
+                                           indexConstant(b, loc, lanes));
       Value padding = arith::ConstantOp::create(b, loc, b.getZeroAttr(storage));
       Value values = vector::TransferReadOp::create(
-          b, loc, VectorType::get({kLanes}, storage), view,
+          b, loc, VectorType::get({lanes}, storage), view,
           ValueRange{row, column}, padding, ArrayRef<bool>{true});
       if (!storage.isF32())
         values = arith::ExtFOp::create(b, loc, f32Vector, values);
       return {{values}, Value()};
     }
-    // Both formats start with the block's f16 scale.
-    Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
-    Value scaleBytes = vector::TransferReadOp::create(
-        b, loc, VectorType::get({2}, b.getI8Type()), view,
-        ValueRange{row, step, indexConstant(b, loc, 0)}, i8Pad,
-        ArrayRef<bool>{true});
-    Value scaleHalf = vector::BitCastOp::create(
-        b, loc, VectorType::get({1}, b.getF16Type()), scaleBytes);
-    // Broadcast as f16, then widen: one broadcast load and one conversion.
-    Value halves = vector::BroadcastOp::create(
-        b, loc, VectorType::get({kLanes}, b.getF16Type()),
-        vector::ExtractOp::create(b, loc, scaleHalf, ArrayRef<int64_t>{0}));
-    Value scales = arith::ExtFOp::create(b, loc, f32Vector, halves);
-    auto bytesType = VectorType::get({kLanes}, b.getI8Type());
-    auto readBytes = [&](int64_t offset) -> Value {
-      return vector::TransferReadOp::create(
-          b, loc, bytesType, view,
-          ValueRange{row, step, indexConstant(b, loc, offset)}, i8Pad,
-          ArrayRef<bool>{true});
-    };
-    // A block holds 32 elements: Q8_0 as 32 bytes, Q4_0 as 16 bytes whose
-    // low nibbles are elements 0-15 and high nibbles 16-31.
-    if (quant.getFormat() == llm::QuantFormat::q8_0) {
+    BlockBytes bytes{b, loc, view, row, step, lanes};
+    switch (quant.getFormat()) {
+    case llm::QuantFormat::q8_0: {
       SmallVector<Value> values;
-      for (int64_t offset = 0; offset < 32; offset += kLanes)
-        values.push_back(arith::SIToFPOp::create(b, loc, f32Vector,
-                                                 readBytes(2 + offset)));
-      return {values, scales};
+      for (int64_t offset = 0; offset < 32; offset += lanes)
+        values.push_back(
+            arith::SIToFPOp::create(b, loc, f32Vector, bytes.vector(2 + offset)));
+      return {values, bytes.f16Splat(0)};
     }
-    SmallVector<Value> parts;
-    for (int64_t offset = 0; offset < 16; offset += kLanes)
-      parts.push_back(readBytes(2 + offset));
-    // Each byte is two elements stored with an offset of 8. A nibble q
-    // placed in the mantissa of 2^23 is the float 2^23 + q, so one OR and
-    // one exact subtraction of 2^23 + 8 turn it into q - 8 without an
-    // integer-to-float conversion.
-    auto i32Vector = VectorType::get({kLanes}, b.getI32Type());
-    auto i32Splat = [&](int32_t value) -> Value {
+    case llm::QuantFormat::q4_0: {
+      // 16 bytes whose low nibbles are elements 0-15 and high nibbles 16-31,
+      // stored with an offset of 8.
+      SmallVector<Value> lows, highs;
+      for (int64_t offset = 0; offset < 16; offset += lanes) {
+        Value part = bytes.widened(2 + offset);
+        lows.push_back(bytes.lowNibbles(part));
+        highs.push_back(bytes.highNibbles(part));
+      }
+      SmallVector<Value> values;
+      for (Value nibbles : llvm::concat<Value>(lows, highs))
+        values.push_back(bytes.smallIntegers(nibbles, 8));
+      return {values, bytes.f16Splat(0)};
+    }
+    case llm::QuantFormat::q4_k:
+      return {loadQ4_K(bytes, group), Value()};
+    case llm::QuantFormat::q6_k:
+      return {loadQ6_K(bytes, group), Value()};
+    }
+    return {};
+  }
+
+private:
+  /// Reads and decodes the bytes of one block of one weight row.
+  struct BlockBytes {
+    OpBuilder &b;
+    Location loc;
+    Value view;
+    Value row;
+    Value step;
+    int64_t lanes;
+
+    Value i32Splat(int32_t value) {
+      auto type = VectorType::get({lanes}, b.getI32Type());
       return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(i32Vector, b.getI32IntegerAttr(value)));
-    };
-    Value bias = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(8388616.0f)));
-    SmallVector<Value> lows, highs;
-    for (Value part : parts) {
-      Value bytes = arith::ExtUIOp::create(b, loc, i32Vector, part);
-      lows.push_back(arith::AndIOp::create(b, loc, bytes, i32Splat(15)));
-      highs.push_back(arith::ShRUIOp::create(b, loc, bytes, i32Splat(4)));
+          b, loc, DenseElementsAttr::get(type, b.getI32IntegerAttr(value)));
     }
-    SmallVector<Value> values;
-    for (Value nibbles : llvm::concat<Value>(lows, highs)) {
+    Value f32Splat(float value) {
+      auto type = VectorType::get({lanes}, b.getF32Type());
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+    }
+    /// `lanes` bytes from `offset`.
+    Value vector(int64_t offset) {
+      Value pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
+      return vector::TransferReadOp::create(
+          b, loc, VectorType::get({lanes}, b.getI8Type()), view,
+          ValueRange{row, step, indexConstant(b, loc, offset)}, pad,
+          ArrayRef<bool>{true});
+    }
+    /// `lanes` bytes from `offset`, zero-extended to i32.
+    Value widened(int64_t offset) {
+      return arith::ExtUIOp::create(
+          b, loc, VectorType::get({lanes}, b.getI32Type()), vector(offset));
+    }
+    Value lowNibbles(Value bytes) {
+      return arith::AndIOp::create(b, loc, bytes, i32Splat(15));
+    }
+    Value highNibbles(Value bytes) {
+      return arith::ShRUIOp::create(b, loc, bytes, i32Splat(4));
+    }
+    /// Small non-negative integers q < 2^23 as the floats q - offset: q
+    /// placed in the mantissa of 2^23 is the float 2^23 + q, so one OR and
+    /// one exact subtraction replace an integer-to-float conversion.
+    Value smallIntegers(Value values, int32_t offset) {
       Value biased = arith::BitcastOp::create(
-          b, loc, f32Vector,
-          arith::OrIOp::create(b, loc, nibbles, i32Splat(0x4B000000)));
-      values.push_back(arith::SubFOp::create(b, loc, biased, bias));
+          b, loc, VectorType::get({lanes}, b.getF32Type()),
+          arith::OrIOp::create(b, loc, values, i32Splat(0x4B000000)));
+      return arith::SubFOp::create(b, loc, biased,
+                                   f32Splat(8388608.0f + float(offset)));
     }
-    return {values, scales};
+    /// The byte at `offset`, zero-extended to i32.
+    Value scalarByte(int64_t offset) {
+      Value byte = tensor::ExtractOp::create(
+          b, loc, view, ValueRange{row, step, indexConstant(b, loc, offset)});
+      return arith::ExtUIOp::create(b, loc, b.getI32Type(), byte);
+    }
+    /// The little-endian f16 at `offset`.
+    Value half(int64_t offset) {
+      Value pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
+      Value pair = vector::TransferReadOp::create(
+          b, loc, VectorType::get({2}, b.getI8Type()), view,
+          ValueRange{row, step, indexConstant(b, loc, offset)}, pad,
+          ArrayRef<bool>{true});
+      return vector::ExtractOp::create(
+          b, loc,
+          vector::BitCastOp::create(
+              b, loc, VectorType::get({1}, b.getF16Type()), pair),
+          ArrayRef<int64_t>{0});
+    }
+    /// The f16 at `offset` as an f32 scalar.
+    Value f16(int64_t offset) {
+      return arith::ExtFOp::create(b, loc, b.getF32Type(), half(offset));
+    }
+    /// The f16 at `offset` in every lane, as f32: broadcast as f16, then
+    /// widened, one broadcast load and one conversion.
+    Value f16Splat(int64_t offset) {
+      return arith::ExtFOp::create(
+          b, loc, VectorType::get({lanes}, b.getF32Type()),
+          broadcast(half(offset)));
+    }
+    Value broadcast(Value scalar) {
+      return vector::BroadcastOp::create(
+          b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
+    }
+    Value i32(int32_t value) {
+      return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+    }
+    Value toF32(Value integer) {
+      return arith::SIToFPOp::create(b, loc, b.getF32Type(), integer);
+    }
+  };
+
+  /// Q4_K: f16 d, f16 dmin, 12 bytes of 6-bit sub-block scales and mins, 128
+  /// bytes of nibbles; sub-block 2c is the low nibbles of bytes 32c..32c+31,
+  /// 2c + 1 their high nibbles; x = (d·scale)·q − dmin·min.
+  SmallVector<Value> loadQ4_K(BlockBytes &bytes, int64_t subBlock) const {
+    OpBuilder &b = bytes.b;
+    Location loc = bytes.loc;
+    // get_scale_min_k4: sub-blocks 0-3 keep 6-bit values in bytes j and
+    // j + 4; 4-7 assemble them from the low nibbles of byte j + 4 and the top
+    // two bits of bytes j - 4 and j.
+    auto scaleByte = [&](int64_t j) { return bytes.scalarByte(4 + j); };
+    auto bits = [&](Value value, int32_t shift, int32_t mask) {
+      if (shift)
+        value = arith::ShRUIOp::create(b, loc, value, bytes.i32(shift));
+      return arith::AndIOp::create(b, loc, value, bytes.i32(mask));
+    };
+    auto combine = [&](Value low, Value highTwo) {
+      return arith::OrIOp::create(
+          b, loc, low,
+          arith::ShLIOp::create(b, loc, highTwo, bytes.i32(4)));
+    };
+    Value scale, min;
+    if (subBlock < 4) {
+      scale = bits(scaleByte(subBlock), 0, 63);
+      min = bits(scaleByte(subBlock + 4), 0, 63);
+    } else {
+      Value shared = scaleByte(subBlock + 4);
+      scale = combine(bits(shared, 0, 15), bits(scaleByte(subBlock - 4), 6, 3));
+      min = combine(bits(shared, 4, 15), bits(scaleByte(subBlock), 6, 3));
+    }
+    Value dScale =
+        arith::MulFOp::create(b, loc, bytes.f16(0), bytes.toF32(scale));
+    Value dMin = arith::MulFOp::create(b, loc, bytes.f16(2), bytes.toF32(min));
+    Value scales = bytes.broadcast(dScale);
+    Value negatedMins =
+        bytes.broadcast(arith::NegFOp::create(b, loc, dMin).getResult());
+    SmallVector<Value> values;
+    for (int64_t offset = 0; offset < 32; offset += lanes) {
+      Value packed = bytes.widened(16 + 32 * (subBlock / 2) + offset);
+      Value nibbles = subBlock % 2 ? bytes.highNibbles(packed)
+                                   : bytes.lowNibbles(packed);
+      values.push_back(vector::FMAOp::create(
+          b, loc, bytes.smallIntegers(nibbles, 0), scales, negatedMins));
+    }
+    return values;
+  }
+
+  /// Q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit high parts, 16 int8
+  /// scales (one per 16 elements), f16 d. Group g = 4n + t of 32 elements
+  /// takes its low bits from bytes 64n + 32(t mod 2) + l (low nibbles for
+  /// t < 2), its high bits from bits 2t of bytes 128 + 32n + l, and scales
+  /// 8n + 2t (elements 0-15) and 8n + 2t + 1; x = (d·scale)·(q − 32).
+  SmallVector<Value> loadQ6_K(BlockBytes &bytes, int64_t group) const {
+    OpBuilder &b = bytes.b;
+    Location loc = bytes.loc;
+    int64_t half = group / 4, quarter = group % 4;
+    Value d = bytes.f16(208);
+    SmallVector<Value> values;
+    for (int64_t offset = 0; offset < 32; offset += lanes) {
+      Value low = bytes.widened(64 * half + 32 * (quarter % 2) + offset);
+      low = quarter < 2 ? bytes.lowNibbles(low) : bytes.highNibbles(low);
+      Value high = bytes.widened(128 + 32 * half + offset);
+      if (quarter)
+        high = arith::ShRUIOp::create(b, loc, high,
+                                      bytes.i32Splat(2 * quarter));
+      high = arith::ShLIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, high, bytes.i32Splat(3)),
+          bytes.i32Splat(4));
+      Value quants = bytes.smallIntegers(
+          arith::OrIOp::create(b, loc, low, high), 32);
+      // Lanes ≤ 16, so a vector never straddles two scales.
+      Value scaleByte = tensor::ExtractOp::create(
+          b, loc, bytes.view,
+          ValueRange{bytes.row, bytes.step,
+                     indexConstant(b, loc,
+                                   192 + 8 * half + 2 * quarter + offset / 16)});
+      Value scale = arith::MulFOp::create(
+          b, loc, d,
+          arith::SIToFPOp::create(b, loc, b.getF32Type(), scaleByte));
+      values.push_back(
+          arith::MulFOp::create(b, loc, quants, bytes.broadcast(scale)));
+    }
+    return values;
   }
 };
 
@@ -135,11 +290,10 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
   if (storage.isF32() || storage.isF16() || storage.isBF16()) {
     if (inFeatures % lanes != 0)
       return std::nullopt;
-    return WeightReader{storage, weight, lanes, lanes};
+    return WeightReader{storage, weight, lanes, 1, lanes};
   }
   auto quant = dyn_cast<llm::QuantType>(storage);
-  if (!quant || (quant.getFormat() != llm::QuantFormat::q8_0 &&
-                 quant.getFormat() != llm::QuantFormat::q4_0))
+  if (!quant)
     return std::nullopt;
   auto rowsType = cast<RankedTensorType>(weight.getType());
   int64_t blockBytes = quant.getBytesPerBlock();
@@ -150,7 +304,11 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
                              blockBytes},
                             rowsType.getElementType()),
       weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-  return WeightReader{storage, blocks, quant.getBlockSize(), lanes};
+  // K-quant super-blocks are read in groups of 32 (a Q4_K sub-block, two
+  // Q6_K scale runs): a group's decoded vectors fit in registers beside the
+  // accumulators, where a whole super-block's would not.
+  int64_t groups = quant.getBlockSize() / 32;
+  return WeightReader{storage, blocks, quant.getBlockSize(), groups, lanes};
 }
 
 /// The blocked form of `x · wᵀ`, or a null value when the storage or K does
@@ -187,9 +345,14 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
   int64_t steps = inFeatures / reader->chunk;
+  // Groups are handed to the chains in turn; an iteration covers whole steps
+  // and gives every chain at least one group.
   int64_t chains = blockColumns == 1 ? 4 : 1;
-  while (steps % chains != 0)
+  int64_t stepsPerIteration = std::max<int64_t>(chains / reader->groups, 1);
+  while (steps % stepsPerIteration != 0) {
+    stepsPerIteration /= 2;
     chains /= 2;
+  }
   bool wholeRowBlocks = rowsKnown && staticRows % blockRows == 0;
 
   OpFoldResult numRows = tensor::getMixedSize(b, loc, x, 0);
@@ -241,18 +404,21 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t blockSums = blockRows * blockColumns;
   SmallVector<Value> inits(chains * blockSums, zeros);
   Value f32Pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  // Adds step `step` of every weight row of the block into `sums` (row-major
-  // over activation rows × weight rows).
-  auto accumulateStep = [&](OpBuilder &lb, Location lloc, Value step,
-                            MutableArrayRef<Value> sums) {
+  // Adds group `group` of step `step` of every weight row of the block into
+  // `sums` (row-major over activation rows × weight rows).
+  auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
+                             int64_t group, MutableArrayRef<Value> sums) {
     SmallVector<WeightChunk> weights;
     for (Value column : columns)
-      weights.push_back(reader->load(lb, lloc, column, step));
-    Value firstElement = arith::MulIOp::create(
-        lb, lloc, step, indexConstant(lb, lloc, reader->chunk));
+      weights.push_back(reader->load(lb, lloc, column, step, group));
+    Value firstElement = arith::AddIOp::create(
+        lb, lloc,
+        arith::MulIOp::create(lb, lloc, step,
+                              indexConstant(lb, lloc, reader->chunk)),
+        indexConstant(lb, lloc, group * reader->groupElements()));
     SmallVector<SmallVector<Value>> activations(blockRows);
     for (int64_t i = 0; i < blockRows; ++i)
-      for (int64_t part = 0; part < reader->chunk / kLanes; ++part) {
+      for (int64_t part = 0; part < reader->groupElements() / kLanes; ++part) {
         Value element = arith::AddIOp::create(
             lb, lloc, firstElement, indexConstant(lb, lloc, part * kLanes));
         activations[i].push_back(vector::TransferReadOp::create(
@@ -284,20 +450,25 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     }
   };
   auto loop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, steps / chains),
+      b, loc, indexConstant(b, loc, 0),
+      indexConstant(b, loc, steps / stepsPerIteration),
       indexConstant(b, loc, 1), inits,
       [&](OpBuilder &lb, Location lloc, Value outerStep,
           ValueRange accumulators) {
         SmallVector<Value> sums(accumulators.begin(), accumulators.end());
-        for (int64_t chain = 0; chain < chains; ++chain) {
+        for (int64_t inner = 0; inner < stepsPerIteration; ++inner) {
           Value step = arith::AddIOp::create(
               lb, lloc,
-              arith::MulIOp::create(lb, lloc, outerStep,
-                                    indexConstant(lb, lloc, chains)),
-              indexConstant(lb, lloc, chain));
-          accumulateStep(lb, lloc, step,
-                         MutableArrayRef<Value>(sums).slice(chain * blockSums,
-                                                            blockSums));
+              arith::MulIOp::create(
+                  lb, lloc, outerStep,
+                  indexConstant(lb, lloc, stepsPerIteration)),
+              indexConstant(lb, lloc, inner));
+          for (int64_t group = 0; group < reader->groups; ++group) {
+            int64_t chain = (inner * reader->groups + group) % chains;
+            accumulateGroup(lb, lloc, step, group,
+                            MutableArrayRef<Value>(sums).slice(
+                                chain * blockSums, blockSums));
+          }
         }
         scf::YieldOp::create(lb, lloc, sums);
       });

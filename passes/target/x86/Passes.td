@@ -195,13 +195,16 @@ def HetcX86BlockMatmulsPass
     convert-llm-to-linalg lowers every `x · wᵀ` (matmuls, logits) to a
     portable `linalg.generic` tagged with the weight's storage type
     (`llm.matmul_weight`). This pass replaces those whose weights are f32,
-    f16, bf16, Q8_0 or Q4_0 (and whose row length is a whole number of
-    vectors) with the x86 CPU's blocking: an `scf.forall` over blocks of
-    activation rows × weight rows, each step loading one vector of every
-    weight row of the block (decoded in registers: f16/bf16 widened, Q8_0
-    bytes converted, Q4_0 nibbles unbiased through the float mantissa) and
-    multiply-adding it into one accumulator per (row, weight row), so a weight
-    vector serves every activation row of the block. Prefill blocks are 4×4
+    f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K (and whose row length is a whole
+    number of vectors) with the x86 CPU's blocking: an `scf.forall` over
+    blocks of activation rows × weight rows, each step loading one vector of
+    every weight row of the block (decoded in registers: f16/bf16 widened,
+    Q8_0 bytes converted, Q4_0 nibbles unbiased through the float mantissa)
+    and multiply-adding it into one accumulator per (row, weight row), so a
+    weight vector serves every activation row of the block. A K-quant step is
+    a 256-element super-block read in groups of 32: each group's sub-block
+    scale (and Q4_K min) is unpacked from the super-block's header once per
+    row and applied to the decoded vectors in registers. Prefill blocks are 4×4
     with 512-bit vectors (16 accumulators of AVX-512's 32 registers) and 2×4
     with narrower ones; decode streams one weight row at a time, front to
     back, with independent accumulator chains along it.

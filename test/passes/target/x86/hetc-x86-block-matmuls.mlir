@@ -133,18 +133,90 @@ func.func @f32_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// K-quant weights have no vector decoding here: their generic stays portable,
-// and the tag is consumed so nothing later takes a fused generic for a
-// matmul.
+// A K-quant step is one 256-element super-block, read in 8 groups of 32
+// elements. One activation row (decode) hands the groups to four
+// accumulators in turn. A Q4_K group unpacks its sub-block's 6-bit scale and
+// min from the header bytes (sub-block 0: bytes 4 and 8 masked to 6 bits;
+// sub-block 4 assembles them from byte 12's nibbles and the top bits of bytes
+// 4 and 8), scales both by the f16 d and dmin, and decodes 32 nibbles as
+// d·scale·q − dmin·min with one fused multiply-add per vector.
+llm.weight @q4k {data_offset = 0 : i64} : tensor<8x512x!llm.quant<q4_k>>
+// CHECK-LABEL: func.func @q4_k_decode_matmul
+// CHECK: tensor.expand_shape {{.+}} : tensor<8x288xi8> into tensor<8x2x144xi8>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (8, 1)
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c2{{.*}} step {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: %[[S0:.+]] = tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c4{{.*}}] : tensor<8x2x144xi8>
+// CHECK: %[[SC0:.+]] = arith.extui %[[S0]] : i8 to i32
+// CHECK: arith.andi %[[SC0]], %c63{{.*}} : i32
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c8{{.*}}] : tensor<8x2x144xi8>
+// CHECK: vector.bitcast {{.+}} : vector<2xi8> to vector<1xf16>
+// CHECK: arith.mulf {{.+}} : f32
+// CHECK: arith.negf {{.+}} : f32
+// CHECK: vector.transfer_read {{.+}}[%{{.+}}, %{{.+}}, %c16{{.*}}]{{.+}} : tensor<8x2x144xi8>, vector<16xi8>
+// CHECK: arith.andi {{.+}} : vector<16xi32>
+// CHECK: arith.ori {{.+}} : vector<16xi32>
+// CHECK: arith.subf
+// CHECK: vector.fma
+// CHECK: vector.transfer_read {{.+}} : tensor<1x512xf32>, vector<16xf32>
+// Sub-block 4 (the fifth group) assembles its scale and min.
+// CHECK-COUNT-3: vector.fma
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c12{{.*}}] : tensor<8x2x144xi8>
+// CHECK: arith.shrui %{{.+}}, %c6{{.*}} : i32
+// CHECK: arith.shli %{{.+}}, %c4{{.*}} : i32
+// CHECK: arith.ori {{.+}} : i32
+// CHECK: scf.yield
+// CHECK-COUNT-3: arith.addf {{.+}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// AVX2-LABEL: func.func @q4_k_decode_matmul
+// AVX2-COUNT-4: vector.transfer_read {{.+}} : tensor<8x2x144xi8>, vector<8xi8>
+func.func @q4_k_decode_matmul(%x: tensor<1x512xf32>) -> tensor<1x8xf32> {
+  %w = llm.get_weight @q4k : tensor<8x512x!llm.quant<q4_k>>
+  %y = llm.matmul %x, %w : (tensor<1x512xf32>, tensor<8x512x!llm.quant<q4_k>>) -> tensor<1x8xf32>
+  return %y : tensor<1x8xf32>
+}
+
+// -----
+
+// A Q6_K group of 32 takes its low nibbles from the 128 low bytes, two high
+// bits from the 64 bytes after them (bits 2t for quarter t of a half), and
+// an int8 scale per 16 elements from byte 192 on, times the f16 d at byte
+// 208; q − 32 comes out of the float mantissa like Q4_0's nibbles.
 llm.weight @q6 {data_offset = 0 : i64} : tensor<4x256x!llm.quant<q6_k>>
 // CHECK-LABEL: func.func @q6_k_matmul
+// CHECK: tensor.expand_shape {{.+}} : tensor<4x210xi8> into tensor<4x1x210xi8>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (1, %{{.+}})
+// CHECK: vector.bitcast {{.+}} : vector<2xi8> to vector<1xf16>
+// CHECK: vector.transfer_read {{.+}}[%{{.+}}, %{{.+}}, %c0{{.*}}]{{.+}} : tensor<4x1x210xi8>, vector<16xi8>
+// CHECK: vector.transfer_read {{.+}}[%{{.+}}, %{{.+}}, %c128{{.*}}]{{.+}} : tensor<4x1x210xi8>, vector<16xi8>
+// CHECK: arith.andi {{.+}} : vector<16xi32>
+// CHECK: arith.shli {{.+}} : vector<16xi32>
+// CHECK: arith.ori {{.+}} : vector<16xi32>
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c192{{.*}}] : tensor<4x1x210xi8>
+// CHECK: arith.sitofp {{.+}} : i8 to f32
+// CHECK: arith.mulf {{.+}} : vector<16xf32>
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c193{{.*}}] : tensor<4x1x210xi8>
+// CHECK: vector.fma
+// CHECK-NOT: llm.
+func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
+  %w = llm.get_weight @q6 : tensor<4x256x!llm.quant<q6_k>>
+  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q6_k>>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// A row length that is not a whole number of vectors has no vector
+// decoding: the generic stays portable, and the tag is consumed so nothing
+// later takes a fused generic for a matmul.
+llm.weight @short {data_offset = 0 : i64} : tensor<4x40xf32>
+// CHECK-LABEL: func.func @short_rows_matmul
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK-NOT: llm.matmul_weight
 // CHECK-NOT: scf.forall
 // CHECK: return
-func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
-  %w = llm.get_weight @q6 : tensor<4x256x!llm.quant<q6_k>>
-  %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q6_k>>) -> tensor<?x4xf32>
+func.func @short_rows_matmul(%x: tensor<?x40xf32>) -> tensor<?x4xf32> {
+  %w = llm.get_weight @short : tensor<4x40xf32>
+  %y = llm.matmul %x, %w : (tensor<?x40xf32>, tensor<4x40xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
