@@ -15,6 +15,7 @@ hetc="$build/bin/hetc"
 work="${HETC_BENCH_DIR:-$build/bench-models}"
 threads="${HETC_BENCH_THREADS:-$(nproc)}"
 mkdir -p "$work"
+source "$repo/bench/reference-models.sh"
 rows=("$@")
 if ((${#rows[@]} == 0)); then
   rows=(110m:f32 110m:f16 110m:q8_0 110m:q4_0 1b:f16 1b:q8_0 1b:q4_0)
@@ -24,18 +25,8 @@ printf '%-6s %-5s %14s %14s %12s %10s\n' shape type "prefill tok/s" \
 for row in "${rows[@]}"; do
   shape="${row%%:*}"
   type="${row##*:}"
-  case "$shape" in
-  110m) dims=(--dim 768 --layers 12 --heads 12 --kv-heads 12 --ffn 2048 --vocab 32000) ;;
-  1b) dims=(--dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256
-            --rope-base 500000 --tied) ;;
-  *) echo "unknown shape '$shape' (110m or 1b)" >&2; exit 2 ;;
-  esac
-  model="$work/$shape-$type.gguf"
-  pack="$work/$shape-$type.hetpack"
-  [ -f "$model" ] || "$hetc" synth "${dims[@]}" --type "$type" -o "$model" >&2
-  if [ ! -f "$pack" ] || [ "$pack" -ot "$hetc" ]; then
-    "$hetc" compile "$model" -o "$pack" --cpu-variants host --context 512 -q
-  fi
+  model=$(reference_model "$shape" "$type" "$work")
+  pack=$(reference_pack "$model")
   "$hetc" bench "$pack" --prompt-tokens 128 --decode-tokens 32 -t "$threads" \
     --json >"$work/$shape-$type.json"
   python3 - "$work/$shape-$type.json" "$shape" "$type" <<'PY'
