@@ -119,11 +119,36 @@ def softmax(scores, axis):
     return weights / np.sum(weights, axis=axis, keepdims=True)
 
 
-class LlamaReference:
-    """Weights dequantized once and held in float64; every step computes in float64."""
+# ggml type codes of the block formats the CPU multiplies with int8 activations.
+INT8_DOT_TYPES = {2, 8, 12, 14}  # Q4_0, Q8_0, Q4_K, Q6_K
+# The CPU's int8 kernels take whole 512-bit vectors (64 codes) of a row; a
+# matmul with other row lengths keeps float activations.
+INT8_DOT_ROW_MULTIPLE = 64
 
-    def __init__(self, gguf):
+
+def quantize_activations(x):
+    """x (rows, K) as the CPU's int8 matmuls see it: its float32 values in blocks
+    of 32, each block's scale d = max|x| / 127 and codes roundeven(x * (1/d)),
+    all in float32; returns d * code in float64 (exact)."""
+    blocks = x.astype(np.float32).reshape(x.shape[0], -1, 32)
+    scale = np.max(np.abs(blocks), axis=2, keepdims=True) / np.float32(127)
+    safe = np.where(scale == 0, np.float32(1), scale)
+    inverse = np.where(scale == 0, np.float32(0), np.float32(1) / safe)
+    codes = np.rint(blocks * inverse)
+    return (codes.astype(np.float64) * scale.astype(np.float64)).reshape(x.shape)
+
+
+class LlamaReference:
+    """Weights dequantized once and held in float64; every step computes in float64.
+
+    With int8_activations, a matmul whose weight is a block format the CPU
+    multiplies with int8 dot products (INT8_DOT_TYPES, rows a multiple of
+    INT8_DOT_ROW_MULTIPLE) first rounds its activations as those kernels do."""
+
+    def __init__(self, gguf, int8_activations=False):
         self.gguf = gguf
+        self.int8_activations = int8_activations
+        self.int8_weights = set()
         self.hparams = Hyperparameters.from_gguf(gguf)
         hp = self.hparams
         self.token_embedding_name = "token_embd.weight"
@@ -145,7 +170,17 @@ class LlamaReference:
 
     def _weight(self, name, shape):
         self._check_shape(name, shape)
-        return dequantize_tensor(self.gguf, name).astype(np.float64)
+        weight = dequantize_tensor(self.gguf, name).astype(np.float64)
+        if (self.gguf.tensors[name].type_code in INT8_DOT_TYPES and len(shape) == 2
+                and shape[1] % INT8_DOT_ROW_MULTIPLE == 0):
+            self.int8_weights.add(id(weight))
+        return weight
+
+    def _project(self, x, weight):
+        """x @ weight.T, with x rounded to int8 blocks where the CPU does so."""
+        if self.int8_activations and id(weight) in self.int8_weights:
+            x = quantize_activations(x)
+        return x @ weight.T
 
     def _load_layer(self, index):
         hp = self.hparams
@@ -217,9 +252,9 @@ class LlamaReference:
         x = dequantize_tensor(self.gguf, self.token_embedding_name, rows=token_ids).astype(np.float64)
         for layer_index, layer in enumerate(self.layers):
             h = rms_norm(x, layer["attn_norm"], hp.rms_eps)
-            q = h @ layer["attn_q"].T
-            k = h @ layer["attn_k"].T
-            v = h @ layer["attn_v"].T
+            q = self._project(h, layer["attn_q"])
+            k = self._project(h, layer["attn_k"])
+            v = self._project(h, layer["attn_v"])
             if "attn_q_bias" in layer:
                 q += layer["attn_q_bias"]
             if "attn_k_bias" in layer:
@@ -239,13 +274,14 @@ class LlamaReference:
             scores = np.einsum("thd,shd->hts", q, keys) * scale
             scores[:, causal_mask] = -np.inf
             attention = np.einsum("hts,shd->thd", softmax(scores, axis=-1), values)
-            x = x + attention.reshape(count, hp.n_head * hp.head_dim_v) @ layer["attn_output"].T
+            x = x + self._project(attention.reshape(count, hp.n_head * hp.head_dim_v),
+                                  layer["attn_output"])
 
             h = rms_norm(x, layer["ffn_norm"], hp.rms_eps)
-            gated = silu(h @ layer["ffn_gate"].T) * (h @ layer["ffn_up"].T)
-            x = x + gated @ layer["ffn_down"].T
+            gated = silu(self._project(h, layer["ffn_gate"])) * self._project(h, layer["ffn_up"])
+            x = x + self._project(gated, layer["ffn_down"])
         cache.length = end
-        return rms_norm(x, self.output_norm, hp.rms_eps) @ self.output.T
+        return self._project(rms_norm(x, self.output_norm, hp.rms_eps), self.output)
 
 
 def greedy_generate(model, prompt_ids, generate_count):

@@ -28,6 +28,8 @@ struct CpuVariant {
   std::vector<std::string> requiredFeatures;
   /// Width of its vector registers in bits: the matmul blocking's unit.
   int64_t vectorBits = 512;
+  /// Whether quantized matmuls use int8 dot products (vpdpbusd).
+  bool int8Dot = false;
 };
 
 /// The variants hetc can build, best first: AVX-512 with VNNI and BF16
@@ -45,13 +47,18 @@ bool selectVariants(const std::vector<std::string> &names,
 /// 128; nothing for a name LLVM does not know.
 std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu);
 
-/// Adds the passes that take a module from phase `from` to phase `to` (both
-/// before Pack) for an x86 CPU whose vector registers hold `vectorBits`.
-void buildCpuPipeline(mlir::OpPassManager &pm, pipeline::Phase from,
-                      pipeline::Phase to, int64_t vectorBits);
+/// Whether an x86 CPU or level as LLVM names it has 512-bit integer dot
+/// products (AVX-512 VNNI), which the quantized matmuls then use.
+bool hasInt8DotOf(llvm::StringRef cpu);
 
-/// Registers `hetc-lower-cpu{vector-bits=N}` (import → LLVM dialect) with
-/// the pass registry.
+/// Adds the passes that take a module from phase `from` to phase `to` (both
+/// before Pack) for an x86 CPU whose vector registers hold `vectorBits`, with
+/// int8 dot products for quantized weights when `int8Dot`.
+void buildCpuPipeline(mlir::OpPassManager &pm, pipeline::Phase from,
+                      pipeline::Phase to, int64_t vectorBits, bool int8Dot);
+
+/// Registers `hetc-lower-cpu{vector-bits=N int8-dot=B}` (import → LLVM
+/// dialect) with the pass registry.
 void registerCpuPipeline();
 
 /// This machine's CPU as a device: `#het.device<"cpu0", cpu, LEVEL>` with

@@ -26,11 +26,11 @@ namespace hetc::target::x86 {
 using pipeline::Phase;
 
 namespace {
-void addLinalgPhase(OpPassManager &pm, int64_t vectorBits) {
+void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot) {
   pm.addPass(hetc::conversion::createConvertLLMToLinalgPass());
   // The CPU's own blocking of the portable matmuls, before anything fuses
   // into them.
-  pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass({vectorBits}));
+  pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass({vectorBits, int8Dot}));
   pm.addPass(createCanonicalizerPass());
   // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
   // one kernel each: fewer dispatches per step and no intermediate buffers;
@@ -96,10 +96,10 @@ void addLLVMPhase(OpPassManager &pm) {
 } // namespace
 
 void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to,
-                      int64_t vectorBits) {
+                      int64_t vectorBits, bool int8Dot) {
   auto covers = [&](Phase phase) { return from < phase && phase <= to; };
   if (covers(Phase::Linalg))
-    addLinalgPhase(pm, vectorBits);
+    addLinalgPhase(pm, vectorBits, int8Dot);
   if (covers(Phase::Loops))
     addLoopsPhase(pm);
   if (covers(Phase::LLVM))
@@ -113,6 +113,11 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("width of the CPU's vector registers in bits (128, 256 "
                      "or 512)"),
       llvm::cl::init(512)};
+  Option<bool> int8Dot{
+      *this, "int8-dot",
+      llvm::cl::desc("multiply quantized weights with int8 activations "
+                     "through vpdpbusd (AVX-512 VNNI)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -121,7 +126,8 @@ void registerCpuPipeline() {
       "hetc-lower-cpu",
       "Lower an imported llm module to the LLVM dialect for x86 CPUs",
       [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        buildCpuPipeline(pm, Phase::Import, Phase::LLVM, options.vectorBits);
+        buildCpuPipeline(pm, Phase::Import, Phase::LLVM, options.vectorBits,
+                         options.int8Dot);
       });
 }
 

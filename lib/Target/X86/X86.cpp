@@ -38,7 +38,8 @@ std::vector<CpuVariant> allVariants() {
        "+avx512vnni,+avx512bf16",
        {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
         "avx512bf16", "avx2", "fma", "f16c"},
-       512},
+       512,
+       /*int8Dot=*/true},
       {"x86-64-v4",
        "x86-64-v4",
        "",
@@ -96,6 +97,14 @@ std::optional<int64_t> vectorBitsOf(llvm::StringRef cpu) {
   if (llvm::is_contained(features, "avx2"))
     return 256;
   return 128;
+}
+
+bool hasInt8DotOf(llvm::StringRef cpu) {
+  if (vectorBitsOf(cpu) != 512)
+    return false;
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  return llvm::is_contained(features, "avx512vnni");
 }
 
 namespace {

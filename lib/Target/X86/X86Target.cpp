@@ -40,7 +40,8 @@ public:
       error = "the pack phase is serialization, not a pass pipeline";
       return false;
     }
-    buildCpuPipeline(pm, pipeline::Phase::Import, to, *bits);
+    buildCpuPipeline(pm, pipeline::Phase::Import, to, *bits,
+                     hasInt8DotOf(device.getArch()));
     return true;
   }
 
@@ -55,18 +56,21 @@ public:
     std::vector<CpuVariant> variants;
     if (!selectVariants(request.cpuVariants, variants, error))
       return false;
-    // Variants whose vectors have the same width share one lowering.
-    std::map<int64_t, mlir::OwningOpRef<mlir::ModuleOp>> lowered;
+    // Variants whose vectors have the same width and dot products share one
+    // lowering.
+    std::map<std::pair<int64_t, bool>, mlir::OwningOpRef<mlir::ModuleOp>>
+        lowered;
     for (const CpuVariant &variant : variants) {
       mlir::OwningOpRef<mlir::ModuleOp> &forWidth =
-          lowered[variant.vectorBits];
+          lowered[{variant.vectorBits, variant.int8Dot}];
       if (!forWidth) {
         progress("lowering llm → linalg → loops → LLVM for " +
-                 std::to_string(variant.vectorBits) + "-bit vectors");
+                 std::to_string(variant.vectorBits) + "-bit vectors" +
+                 (variant.int8Dot ? " with int8 dot products" : ""));
         forWidth = module.clone();
         mlir::PassManager pm(module.getContext());
         buildCpuPipeline(pm, pipeline::Phase::Import, pipeline::Phase::LLVM,
-                         variant.vectorBits);
+                         variant.vectorBits, variant.int8Dot);
         if (mlir::failed(pm.run(*forWidth))) {
           error = "the CPU lowering pipeline failed for device \"" +
                   device.getName().str() +

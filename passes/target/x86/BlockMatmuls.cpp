@@ -8,11 +8,16 @@
 // (Mr = 1) streams weight rows, each split over independent accumulators.
 #include "passes/target/x86/Passes.h"
 
+#include "passes/target/x86/BlockBytes.h"
+#include "passes/target/x86/Int8Dot.h"
+
 #include "dialects/llm/LLMTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -27,12 +32,10 @@ namespace hetc::x86 {
 
 using namespace mlir;
 namespace llm = hetc::llm;
+using hetc::x86::BlockBytes;
+using hetc::x86::indexConstant;
 
 namespace {
-
-Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
-}
 
 /// One group of a weight row: f32 vectors of kLanes and, for Q8_0/Q4_0
 /// blocks, the block's scale (broadcast) still to be applied to them.
@@ -106,95 +109,6 @@ struct WeightReader {
   }
 
 private:
-  /// Reads and decodes the bytes of one block of one weight row.
-  struct BlockBytes {
-    OpBuilder &b;
-    Location loc;
-    Value view;
-    Value row;
-    Value step;
-    int64_t lanes;
-
-    Value i32Splat(int32_t value) {
-      auto type = VectorType::get({lanes}, b.getI32Type());
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(type, b.getI32IntegerAttr(value)));
-    }
-    Value f32Splat(float value) {
-      auto type = VectorType::get({lanes}, b.getF32Type());
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
-    }
-    /// `lanes` bytes from `offset`.
-    Value vector(int64_t offset) {
-      Value pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
-      return vector::TransferReadOp::create(
-          b, loc, VectorType::get({lanes}, b.getI8Type()), view,
-          ValueRange{row, step, indexConstant(b, loc, offset)}, pad,
-          ArrayRef<bool>{true});
-    }
-    /// `lanes` bytes from `offset`, zero-extended to i32.
-    Value widened(int64_t offset) {
-      return arith::ExtUIOp::create(
-          b, loc, VectorType::get({lanes}, b.getI32Type()), vector(offset));
-    }
-    Value lowNibbles(Value bytes) {
-      return arith::AndIOp::create(b, loc, bytes, i32Splat(15));
-    }
-    Value highNibbles(Value bytes) {
-      return arith::ShRUIOp::create(b, loc, bytes, i32Splat(4));
-    }
-    /// Small non-negative integers q < 2^23 as the floats q - offset: q
-    /// placed in the mantissa of 2^23 is the float 2^23 + q, so one OR and
-    /// one exact subtraction replace an integer-to-float conversion.
-    Value smallIntegers(Value values, int32_t offset) {
-      Value biased = arith::BitcastOp::create(
-          b, loc, VectorType::get({lanes}, b.getF32Type()),
-          arith::OrIOp::create(b, loc, values, i32Splat(0x4B000000)));
-      return arith::SubFOp::create(b, loc, biased,
-                                   f32Splat(8388608.0f + float(offset)));
-    }
-    /// The byte at `offset`, zero-extended to i32.
-    Value scalarByte(int64_t offset) {
-      Value byte = tensor::ExtractOp::create(
-          b, loc, view, ValueRange{row, step, indexConstant(b, loc, offset)});
-      return arith::ExtUIOp::create(b, loc, b.getI32Type(), byte);
-    }
-    /// The little-endian f16 at `offset`.
-    Value half(int64_t offset) {
-      Value pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
-      Value pair = vector::TransferReadOp::create(
-          b, loc, VectorType::get({2}, b.getI8Type()), view,
-          ValueRange{row, step, indexConstant(b, loc, offset)}, pad,
-          ArrayRef<bool>{true});
-      return vector::ExtractOp::create(
-          b, loc,
-          vector::BitCastOp::create(
-              b, loc, VectorType::get({1}, b.getF16Type()), pair),
-          ArrayRef<int64_t>{0});
-    }
-    /// The f16 at `offset` as an f32 scalar.
-    Value f16(int64_t offset) {
-      return arith::ExtFOp::create(b, loc, b.getF32Type(), half(offset));
-    }
-    /// The f16 at `offset` in every lane, as f32: broadcast as f16, then
-    /// widened, one broadcast load and one conversion.
-    Value f16Splat(int64_t offset) {
-      return arith::ExtFOp::create(
-          b, loc, VectorType::get({lanes}, b.getF32Type()),
-          broadcast(half(offset)));
-    }
-    Value broadcast(Value scalar) {
-      return vector::BroadcastOp::create(
-          b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
-    }
-    Value i32(int32_t value) {
-      return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
-    }
-    Value toF32(Value integer) {
-      return arith::SIToFPOp::create(b, loc, b.getF32Type(), integer);
-    }
-  };
 
   /// Q4_K: f16 d, f16 dmin, 12 bytes of 6-bit sub-block scales and mins, 128
   /// bytes of nibbles; sub-block 2c is the low nibbles of bytes 32c..32c+31,
@@ -202,32 +116,7 @@ private:
   SmallVector<Value> loadQ4_K(BlockBytes &bytes, int64_t subBlock) const {
     OpBuilder &b = bytes.b;
     Location loc = bytes.loc;
-    // get_scale_min_k4: sub-blocks 0-3 keep 6-bit values in bytes j and
-    // j + 4; 4-7 assemble them from the low nibbles of byte j + 4 and the top
-    // two bits of bytes j - 4 and j.
-    auto scaleByte = [&](int64_t j) { return bytes.scalarByte(4 + j); };
-    auto bits = [&](Value value, int32_t shift, int32_t mask) {
-      if (shift)
-        value = arith::ShRUIOp::create(b, loc, value, bytes.i32(shift));
-      return arith::AndIOp::create(b, loc, value, bytes.i32(mask));
-    };
-    auto combine = [&](Value low, Value highTwo) {
-      return arith::OrIOp::create(
-          b, loc, low,
-          arith::ShLIOp::create(b, loc, highTwo, bytes.i32(4)));
-    };
-    Value scale, min;
-    if (subBlock < 4) {
-      scale = bits(scaleByte(subBlock), 0, 63);
-      min = bits(scaleByte(subBlock + 4), 0, 63);
-    } else {
-      Value shared = scaleByte(subBlock + 4);
-      scale = combine(bits(shared, 0, 15), bits(scaleByte(subBlock - 4), 6, 3));
-      min = combine(bits(shared, 4, 15), bits(scaleByte(subBlock), 6, 3));
-    }
-    Value dScale =
-        arith::MulFOp::create(b, loc, bytes.f16(0), bytes.toF32(scale));
-    Value dMin = arith::MulFOp::create(b, loc, bytes.f16(2), bytes.toF32(min));
+    auto [dScale, dMin] = bytes.q4kScaleAndMin(subBlock);
     Value scales = bytes.broadcast(dScale);
     Value negatedMins =
         bytes.broadcast(arith::NegFOp::create(b, loc, dMin).getResult());
@@ -295,15 +184,8 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
   auto quant = dyn_cast<llm::QuantType>(storage);
   if (!quant)
     return std::nullopt;
-  auto rowsType = cast<RankedTensorType>(weight.getType());
-  int64_t blockBytes = quant.getBytesPerBlock();
-  int64_t rows = rowsType.getDimSize(0);
-  Value blocks = tensor::ExpandShapeOp::create(
-      b, loc,
-      RankedTensorType::get({rows, rowsType.getDimSize(1) / blockBytes,
-                             blockBytes},
-                            rowsType.getElementType()),
-      weight, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  Value blocks =
+      hetc::x86::blockView(b, loc, weight, quant.getBytesPerBlock());
   // K-quant super-blocks are read in groups of 32 (a Q4_K sub-block, two
   // Q6_K scale runs): a group's decoded vectors fit in registers beside the
   // accumulators, where a whole super-block's would not.
@@ -315,14 +197,31 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                          Type storageType, int64_t outFeatures,
-                         int64_t vectorBits) {
+                         int64_t vectorBits, bool int8Dot) {
   const int64_t kLanes = vectorBits / 32;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t inFeatures = xType.getDimSize(1);
-  std::optional<WeightReader> reader =
-      makeReader(b, loc, weight, storageType, inFeatures, kLanes);
-  if (!reader)
-    return {};
+  // Quantized weights multiply int8 activations where the CPU has integer
+  // dot products; the decoded-float path serves the rest.
+  std::optional<hetc::x86::Int8WeightReader> int8Reader;
+  std::optional<WeightReader> reader;
+  if (int8Dot)
+    int8Reader = hetc::x86::makeInt8Reader(b, loc, weight, storageType,
+                                           inFeatures, vectorBits);
+  if (!int8Reader) {
+    reader = makeReader(b, loc, weight, storageType, inFeatures, kLanes);
+    if (!reader)
+      return {};
+  }
+  int64_t chunk = int8Reader ? int8Reader->chunk : reader->chunk;
+  int64_t groups = int8Reader ? int8Reader->groups : reader->groups;
+  int64_t groupElements = chunk / groups;
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  std::optional<hetc::x86::QuantizedActivations> quantized;
+  if (int8Reader)
+    quantized = hetc::x86::quantizeActivations(
+        b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
   int64_t staticRows = xType.getDimSize(0);
   bool rowsKnown = !ShapedType::isDynamic(staticRows);
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
@@ -344,11 +243,11 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t blockColumns = blockRows != 1 ? 4 : storageType.isF32() ? 8 : 1;
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
-  int64_t steps = inFeatures / reader->chunk;
+  int64_t steps = inFeatures / chunk;
   // Groups are handed to the chains in turn; an iteration covers whole steps
   // and gives every chain at least one group.
   int64_t chains = blockColumns == 1 ? 4 : 1;
-  int64_t stepsPerIteration = std::max<int64_t>(chains / reader->groups, 1);
+  int64_t stepsPerIteration = std::max<int64_t>(chains / groups, 1);
   while (steps % stepsPerIteration != 0) {
     stepsPerIteration /= 2;
     chains /= 2;
@@ -404,21 +303,25 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t blockSums = blockRows * blockColumns;
   SmallVector<Value> inits(chains * blockSums, zeros);
   Value f32Pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  // The first element (along K) of group `group` of step `step`.
+  auto groupStart = [&](OpBuilder &lb, Location lloc, Value step,
+                        int64_t group) -> Value {
+    return arith::AddIOp::create(
+        lb, lloc,
+        arith::MulIOp::create(lb, lloc, step, indexConstant(lb, lloc, chunk)),
+        indexConstant(lb, lloc, group * groupElements));
+  };
   // Adds group `group` of step `step` of every weight row of the block into
   // `sums` (row-major over activation rows × weight rows).
-  auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
-                             int64_t group, MutableArrayRef<Value> sums) {
+  auto accumulateFloatGroup = [&](OpBuilder &lb, Location lloc, Value step,
+                                  int64_t group, MutableArrayRef<Value> sums) {
     SmallVector<WeightChunk> weights;
     for (Value column : columns)
       weights.push_back(reader->load(lb, lloc, column, step, group));
-    Value firstElement = arith::AddIOp::create(
-        lb, lloc,
-        arith::MulIOp::create(lb, lloc, step,
-                              indexConstant(lb, lloc, reader->chunk)),
-        indexConstant(lb, lloc, group * reader->groupElements()));
+    Value firstElement = groupStart(lb, lloc, step, group);
     SmallVector<SmallVector<Value>> activations(blockRows);
     for (int64_t i = 0; i < blockRows; ++i)
-      for (int64_t part = 0; part < reader->groupElements() / kLanes; ++part) {
+      for (int64_t part = 0; part < groupElements / kLanes; ++part) {
         Value element = arith::AddIOp::create(
             lb, lloc, firstElement, indexConstant(lb, lloc, part * kLanes));
         activations[i].push_back(vector::TransferReadOp::create(
@@ -449,6 +352,78 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
         }
     }
   };
+  // The int8 form of a group: each weight row's codes meet each activation
+  // row's codes in one vpdpbusd per vector; the integer lane sums, offset
+  // corrected, are scaled by weight × activation lane scales into the f32
+  // accumulators, and a Q4_K min is taken off with the activation's scaled
+  // lane sums.
+  auto accumulateInt8Group = [&](OpBuilder &lb, Location lloc, Value step,
+                                 int64_t group, MutableArrayRef<Value> sums) {
+    SmallVector<hetc::x86::Int8WeightGroup> weights;
+    for (Value column : columns)
+      weights.push_back(int8Reader->load(lb, lloc, column, step, group));
+    Value firstElement = groupStart(lb, lloc, step, group);
+    Value firstLane = arith::DivUIOp::create(
+        lb, lloc, firstElement,
+        indexConstant(lb, lloc, hetc::x86::kLaneElements));
+    auto codesType = VectorType::get({groupElements}, lb.getI8Type());
+    auto laneIntType = VectorType::get({kLanes}, lb.getI32Type());
+    Value i8Pad = arith::ConstantOp::create(lb, lloc, lb.getI8IntegerAttr(0));
+    Value i32Pad = arith::ConstantOp::create(lb, lloc, lb.getI32IntegerAttr(0));
+    auto read = [&](Value tensor, VectorType type, ValueRange at,
+                    Value pad) -> Value {
+      return vector::TransferReadOp::create(lb, lloc, type, tensor, at, pad,
+                                            ArrayRef<bool>{true});
+    };
+    Value scalesIndex = indexConstant(lb, lloc, 0);
+    Value sumsIndex = indexConstant(lb, lloc, 1);
+    Value zeroLanes = arith::ConstantOp::create(
+        lb, lloc, DenseElementsAttr::get(laneIntType, lb.getI32IntegerAttr(0)));
+    bool withMins = int8Reader->hasMins();
+    for (int64_t i = 0; i < blockRows; ++i) {
+      Value codes =
+          read(quantized->codes, codesType, {rows[i], firstElement}, i8Pad);
+      Value scales = read(quantized->laneFloats, f32Vector,
+                          {rows[i], scalesIndex, firstLane}, f32Pad);
+      Value bias = zeroLanes;
+      if (int8Reader->offsetShift >= 0)
+        bias = arith::ShLIOp::create(
+            lb, lloc,
+            read(quantized->negatedLaneSums, laneIntType, {rows[i], firstLane},
+                 i32Pad),
+            arith::ConstantOp::create(
+                lb, lloc,
+                DenseElementsAttr::get(
+                    laneIntType,
+                    lb.getI32IntegerAttr(int8Reader->offsetShift))));
+      Value laneSums;
+      if (withMins)
+        laneSums = read(quantized->laneFloats, f32Vector,
+                        {rows[i], sumsIndex, firstLane}, f32Pad);
+      for (int64_t j = 0; j < blockColumns; ++j) {
+        hetc::x86::Int8WeightGroup &w = weights[j];
+        Value dot =
+            hetc::x86::dotUnsignedSigned(lb, lloc, module, bias, w.codes,
+                                         codes);
+        Value laneScales =
+            arith::MulFOp::create(lb, lloc, w.laneScales, scales);
+        Value &sum = sums[i * blockColumns + j];
+        sum = vector::FMAOp::create(
+            lb, lloc, laneScales,
+            arith::SIToFPOp::create(lb, lloc, f32Vector, dot), sum);
+        if (w.negatedLaneMins)
+          sum = vector::FMAOp::create(lb, lloc, w.negatedLaneMins, laneSums,
+                                      sum);
+      }
+    }
+  };
+  auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
+                             int64_t group, MutableArrayRef<Value> sums) {
+    if (int8Reader)
+      accumulateInt8Group(lb, lloc, step, group, sums);
+    else
+      accumulateFloatGroup(lb, lloc, step, group, sums);
+  };
   auto loop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0),
       indexConstant(b, loc, steps / stepsPerIteration),
@@ -463,8 +438,8 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                   lb, lloc, outerStep,
                   indexConstant(lb, lloc, stepsPerIteration)),
               indexConstant(lb, lloc, inner));
-          for (int64_t group = 0; group < reader->groups; ++group) {
-            int64_t chain = (inner * reader->groups + group) % chains;
+          for (int64_t group = 0; group < groups; ++group) {
+            int64_t chain = (inner * groups + group) % chains;
             accumulateGroup(lb, lloc, step, group,
                             MutableArrayRef<Value>(sums).slice(
                                 chain * blockSums, blockSums));
@@ -609,7 +584,7 @@ struct HetcX86BlockMatmulsPass
       OpBuilder b(generic);
       Value blocked =
           buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
-                             resultType.getDimSize(1), vectorBits);
+                             resultType.getDimSize(1), vectorBits, int8Dot);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

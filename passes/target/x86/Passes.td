@@ -231,8 +231,13 @@ def HetcX86BlockMatmulsPass
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "512",
            "width of the vector registers in bits (128, 256 or 512)">,
+    Option<"int8Dot", "int8-dot", "bool", "false",
+           "multiply Q8_0, Q4_0, Q4_K and Q6_K weights with int8-quantized "
+           "activations through vpdpbusd (AVX-512 VNNI)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::vector::VectorDialect"];

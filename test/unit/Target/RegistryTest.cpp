@@ -80,16 +80,23 @@ TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
 TEST_F(TargetRegistry, TheX86PipelineTakesTheDevicesVectorWidth) {
   const target::Target &x86 = target::x86::x86Target();
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v4"))
-                .find("hetc-x86-block-matmuls{vector-bits=512}"),
+                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=512}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "haswell"))
-                .find("hetc-x86-block-matmuls{vector-bits=256}"),
+                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=256}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v2"))
-                .find("hetc-x86-block-matmuls{vector-bits=128}"),
+                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=128}"),
+            std::string::npos);
+  // CPUs with AVX-512 VNNI multiply quantized weights with int8 dot products.
+  EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "znver4"))
+                .find("hetc-x86-block-matmuls{int8-dot=true vector-bits=512}"),
             std::string::npos);
   EXPECT_EQ(target::x86::vectorBitsOf("znver4"), 512);
   EXPECT_EQ(target::x86::vectorBitsOf("not-a-cpu"), std::nullopt);
+  EXPECT_TRUE(target::x86::hasInt8DotOf("sapphirerapids"));
+  EXPECT_FALSE(target::x86::hasInt8DotOf("skylake-avx512"));
+  EXPECT_FALSE(target::x86::hasInt8DotOf("not-a-cpu"));
 }
 
 TEST_F(TargetRegistry, TheHostIsACpuDeviceTheX86TargetServes) {

@@ -1,5 +1,6 @@
 // RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls --mlir-print-local-scope | FileCheck %s
 // RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls=vector-bits=256 --mlir-print-local-scope | FileCheck %s --check-prefix=AVX2
+// RUN: hetc-opt %s --split-input-file --convert-llm-to-linalg "--hetc-x86-block-matmuls=int8-dot=true" --mlir-print-local-scope | FileCheck %s --check-prefix=INT8
 // RUN: not hetc-opt %s --split-input-file --convert-llm-to-linalg --hetc-x86-block-matmuls=vector-bits=384 2>&1 >/dev/null | FileCheck %s --check-prefix=BITS
 // BITS: error: hetc-x86-block-matmuls: vector-bits is 384; x86 vector registers hold 128 (SSE), 256 (AVX2) or 512 (AVX-512) bits
 
@@ -47,6 +48,10 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK-COUNT-3: vector.transfer_write {{.+}} {in_bounds = [true]} : vector<4xf32>, tensor<?x4xf32>
 // CHECK: tensor.parallel_insert_slice
 // CHECK-NOT: llm.
+// Float weights keep the float blocking with int8-dot too.
+// INT8-LABEL: func.func @f32_matmul
+// INT8-NOT: vpdpbusd
+// INT8: vector.fma
 func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @w : tensor<32x64xf32>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
@@ -85,6 +90,31 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK: vector.fma
 // CHECK: vector.reduction <add>
 // CHECK-NOT: llm.
+// With int8 dot products (int8-dot) the activation rows are first rounded to
+// int8 blocks of 32 in a parallel loop over rows: scale max|x| / 127, codes
+// roundeven(x / scale), and per 4-code lane the negated code sums (for the
+// weight's offset) and the scale and scaled sums. A step of the matmul then
+// reads 64 weight codes (two Q4_0 blocks: low nibbles, then high, of each)
+// and multiplies them with 64 activation codes in one vpdpbusd whose
+// accumulator starts at -8 × the lane sums; lane scales (weight × activation)
+// turn the integer lanes into f32 sums.
+// INT8: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// INT8-LABEL: func.func @q4_0_matmul
+// INT8: scf.forall (%{{.+}}) in (%{{.+}}) shared_outs({{.+}}) -> (tensor<?x64xi8>, tensor<?x1x16xf32>, tensor<?x16xi32>)
+// INT8: vector.reduction <maximumf>
+// INT8: math.roundeven {{.+}} : vector<32xf32>
+// INT8: arith.trunci {{.+}} : vector<32xi32> to vector<32xi8>
+// INT8: scf.forall (%{{.+}}, %{{.+}}) in (8, %{{.+}})
+// INT8: arith.andi {{.+}} : vector<16xi8>
+// INT8: arith.shrui {{.+}} : vector<16xi8>
+// INT8: vector.shuffle {{.+}} : vector<16xi8>, vector<16xi8>
+// INT8: vector.shuffle {{.+}} : vector<32xi8>, vector<32xi8>
+// INT8: vector.transfer_read {{.+}} : tensor<?x64xi8>, vector<64xi8>
+// INT8: %[[SUMS:.+]] = vector.transfer_read {{.+}} : tensor<?x16xi32>, vector<16xi32>
+// INT8: %[[BIAS:.+]] = arith.shli %[[SUMS]], %{{.+}} : vector<16xi32>
+// INT8: %[[DOT:.+]] = func.call @llvm.x86.avx512.vpdpbusd.512(%[[BIAS]], %{{.+}}, %{{.+}})
+// INT8: %[[INT:.+]] = arith.sitofp %[[DOT]] : vector<16xi32> to vector<16xf32>
+// INT8: vector.fma %{{.+}}, %[[INT]], %{{.+}} : vector<16xf32>
 func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
@@ -169,6 +199,20 @@ llm.weight @q4k {data_offset = 0 : i64} : tensor<8x512x!llm.quant<q4_k>>
 // CHECK: vector.reduction <add>
 // AVX2-LABEL: func.func @q4_k_decode_matmul
 // AVX2-COUNT-4: vector.transfer_read {{.+}} : tensor<8x2x144xi8>, vector<8xi8>
+// With int8 dot products a Q4_K group is 64 codes (two sub-blocks' nibbles),
+// its 8 scales and mins unpacked together from the 12 header bytes, and the
+// min taken off with the activation's scaled lane sums; no code offset.
+// INT8-LABEL: func.func @q4_k_decode_matmul
+// INT8: scf.forall (%{{.+}}, %{{.+}}) in (8, 1)
+// INT8: vector.transfer_read {{.+}} : tensor<8x2x144xi8>, vector<12xi8>
+// INT8: vector.shuffle {{.+}} [0, 1, 2, 3, 8, 9, 10, 11] : vector<12xi32>, vector<12xi32>
+// INT8: arith.negf {{.+}} : vector<8xf32>
+// INT8: vector.shuffle {{.+}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<8xf32>, vector<8xf32>
+// INT8-NOT: arith.shli {{.+}} : vector<16xi32>
+// INT8: %[[DOT:.+]] = func.call @llvm.x86.avx512.vpdpbusd.512(%cst{{.*}}, %{{.+}}, %{{.+}})
+// INT8: %[[INT:.+]] = arith.sitofp %[[DOT]]
+// INT8: %[[SUM:.+]] = vector.fma %{{.+}}, %[[INT]], %{{.+}} : vector<16xf32>
+// INT8: vector.fma %{{.+}}, %{{.+}}, %[[SUM]] : vector<16xf32>
 func.func @q4_k_decode_matmul(%x: tensor<1x512xf32>) -> tensor<1x8xf32> {
   %w = llm.get_weight @q4k : tensor<8x512x!llm.quant<q4_k>>
   %y = llm.matmul %x, %w : (tensor<1x512xf32>, tensor<8x512x!llm.quant<q4_k>>) -> tensor<1x8xf32>
@@ -197,6 +241,15 @@ llm.weight @q6 {data_offset = 0 : i64} : tensor<4x256x!llm.quant<q6_k>>
 // CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %c193{{.*}}] : tensor<4x1x210xi8>
 // CHECK: vector.fma
 // CHECK-NOT: llm.
+// With int8 dot products Q6_K codes keep their offset of 32 (taken off with
+// 32 × the lane sums) and the four int8 scales of a 64-code group are read
+// together and repeated over 4 lanes each.
+// INT8-LABEL: func.func @q6_k_matmul
+// INT8: arith.ori {{.+}} : vector<32xi8>
+// INT8: vector.transfer_read {{.+}} : tensor<4x1x210xi8>, vector<4xi8>
+// INT8: vector.shuffle {{.+}} [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3] : vector<4xf32>, vector<4xf32>
+// INT8: arith.shli %{{.+}}, %cst{{.*}} : vector<16xi32>
+// INT8: func.call @llvm.x86.avx512.vpdpbusd.512
 func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
   %w = llm.get_weight @q6 : tensor<4x256x!llm.quant<q6_k>>
   %y = llm.matmul %x, %w : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q6_k>>) -> tensor<?x4xf32>
