@@ -48,9 +48,8 @@ struct CalibrateFlags {
   double idleWatts = 0;
   double activeWatts = 0;
   double pricePerHour = 0;
-  // K-quants decode element by element today and take minutes to measure;
-  // ask for them with --formats.
-  std::vector<std::string> formats = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+  std::vector<std::string> formats = {"f32",  "f16",  "bf16",
+                                      "q8_0", "q4_0", "q4_k_m"};
   bool quiet = false;
   bool cpuOnly = false;
 };

@@ -213,6 +213,18 @@ def HetcX86BlockMatmulsPass
     x86 target reads off the device's architecture: 512 for AVX-512 levels,
     256 for AVX2, 128 for SSE.
 
+    With `int8-dot` (CPUs with AVX-512 VNNI), Q8_0, Q4_0, Q4_K and Q6_K
+    matmuls multiply int8 activations instead: a parallel loop over the
+    activation rows first rounds them to blocks of 32 codes with an f32
+    scale (max|x| / 127, codes roundeven(x / scale)) and keeps, per 4 codes,
+    their negated sum (for a weight code offset) and the block scale (and
+    for Q4_K the scaled sum). Each step then reads 64 weight codes as
+    unsigned bytes and multiplies them with 64 activation codes in one
+    `vpdpbusd` (a call of the intrinsic `llvm.x86.avx512.vpdpbusd.512`),
+    starting from the offset correction; the integer lanes times the lane
+    scales (weight × activation) are added into the f32 accumulators, and a
+    Q4_K min is taken off with the scaled sums.
+
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)
            outs(%zero : tensor<?x32xf32>) attrs = {llm.matmul_weight = f16} {...}
@@ -225,7 +237,7 @@ def HetcX86BlockMatmulsPass
     }
     ```
 
-    Generics of other formats (Q4_K, Q6_K) stay portable, as do the
+    Generics whose rows are not whole vectors stay portable, as do the
     generics of a module the pass is not run on: the tag is only a hint.
   }];
   let options = [
