@@ -55,12 +55,25 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return success();
   }
+  if (attribute.getName() == kAttentionScoresAttrName ||
+      attribute.getName() == kAttentionValuesAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()) ||
+        op->getName().getStringRef() != "linalg.generic")
+      return op->emitOpError()
+             << "expects '" << attribute.getName().getValue()
+             << "' as a unit attribute on a linalg.generic (a product of a "
+                "tiled attention step), got "
+             << attribute.getValue();
+    return success();
+  }
   if (attribute.getName() != kModelAttrName)
     return op->emitOpError()
            << "has unknown llm attribute '" << attribute.getName().getValue()
            << "'; the llm dialect defines '" << kModelAttrName
-           << "' on modules and '" << kMatmulWeightAttrName
-           << "' on lowered matmuls";
+           << "' on modules, '" << kMatmulWeightAttrName
+           << "' on lowered matmuls and '" << kAttentionScoresAttrName
+           << "' and '" << kAttentionValuesAttrName
+           << "' on the products of tiled attention";
   if (!isa<ModuleOp>(op) || !isa<ModelAttr>(attribute.getValue()))
     return op->emitOpError()
            << "expects '" << kModelAttrName

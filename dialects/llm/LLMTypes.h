@@ -27,6 +27,14 @@ inline constexpr llvm::StringLiteral kModelAttrName = "llm.model";
 /// its own blocking for that format.
 inline constexpr llvm::StringLiteral kMatmulWeightAttrName =
     "llm.matmul_weight";
+/// On the two products of a tiled attention's step (convert-llm-to-linalg
+/// writes them): the scores `q · kᵀ` of a query tile and a key block, and the
+/// weighted sum `p · v` added into the tile's accumulator, so a target can
+/// replace the portable generics with register-blocked ones.
+inline constexpr llvm::StringLiteral kAttentionScoresAttrName =
+    "llm.attention_scores";
+inline constexpr llvm::StringLiteral kAttentionValuesAttrName =
+    "llm.attention_values";
 
 /// The storage format of a weight tensor's element type (f32, f16, bf16 or a
 /// block-quantized !llm.quant), or nullopt for any other type.

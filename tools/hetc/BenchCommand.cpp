@@ -134,22 +134,11 @@ private:
   std::map<std::string, std::map<uint64_t, std::string>> byFile_;
 };
 
-/// Runs `steps` greedy decode steps with every dispatch timed and prints the
-/// kernels by time per step; what is not in a dispatch ran on the calling
-/// thread (small loops, the entry function itself).
-bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
-                        std::string &error) {
-  hetrt::core::DispatchProfile profile;
-  session.profileDispatches(&profile);
-  int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < steps; ++i) {
-    if (!session.decode(token, error))
-      return false;
-    token = hetrt::core::argmax(session.logits(), session.vocabSize());
-  }
-  double total = seconds(start);
-  session.profileDispatches(nullptr);
+/// Prints the kernels of `profile` by time per step of `steps` steps that
+/// took `total` seconds; what is not in a dispatch ran on the calling thread
+/// (small loops, the entry function itself).
+void printProfile(const char *what, const hetrt::core::DispatchProfile &profile,
+                  int64_t steps, double total) {
   std::vector<std::pair<double, std::string>> rows;
   double dispatched = 0;
   CodeSymbols symbols;
@@ -163,15 +152,44 @@ bool printDecodeProfile(hetrt::core::Session &session, int64_t steps,
     rows.push_back({entry.seconds, line});
   }
   std::sort(rows.rbegin(), rows.rend());
-  std::printf("\ndecode profile over %lld steps: %.3f ms per step, %.3f ms in "
+  std::printf("\n%s profile over %lld steps: %.3f ms per step, %.3f ms in "
               "%zu dispatched kernels, %.3f ms on the calling thread\n",
-              static_cast<long long>(steps), total / steps * 1e3,
+              what, static_cast<long long>(steps), total / steps * 1e3,
               dispatched / steps * 1e3, profile.byKernel.size(),
               (total - dispatched) / steps * 1e3);
   std::printf("%-20s %10s %12s %7s\n", "kernel", "per step", "ms per step",
               "share");
   for (const auto &[kernelSeconds, line] : rows)
     std::printf("%s %6.1f%%\n", line.c_str(), 100 * kernelSeconds / total);
+}
+
+/// Times every dispatch of one prefill of `prompt` (a step is the whole
+/// prompt), then of `steps` greedy decode steps after it, and prints both.
+bool printProfiles(hetrt::core::Session &session,
+                   const std::vector<int32_t> &prompt, int64_t steps,
+                   std::string &error) {
+  hetrt::core::DispatchProfile prefillProfile;
+  session.reset();
+  session.profileDispatches(&prefillProfile);
+  auto start = std::chrono::steady_clock::now();
+  if (!session.prefill(prompt, error))
+    return false;
+  double prefillSeconds = seconds(start);
+  session.profileDispatches(nullptr);
+  printProfile("prefill", prefillProfile, 1, prefillSeconds);
+
+  hetrt::core::DispatchProfile profile;
+  session.profileDispatches(&profile);
+  int32_t token = hetrt::core::argmax(session.logits(), session.vocabSize());
+  start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) {
+    if (!session.decode(token, error))
+      return false;
+    token = hetrt::core::argmax(session.logits(), session.vocabSize());
+  }
+  double total = seconds(start);
+  session.profileDispatches(nullptr);
+  printProfile("decode", profile, steps, total);
   return true;
 }
 
@@ -348,9 +366,9 @@ Action registerBenchCommand(CLI::App &app) {
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
   command->add_flag("--json", flags->json, "Print the results as JSON");
   command->add_flag("--profile", flags->profile,
-                    "After the measurements, time each kernel over the decode "
-                    "steps at the last thread count and print where a step's "
-                    "time goes");
+                    "After the measurements, time each kernel over a prefill "
+                    "and the decode steps at the last thread count and print "
+                    "where the time goes");
   return [command, flags]() -> int {
     if (!*command)
       return -1;
@@ -473,7 +491,7 @@ Action registerBenchCommand(CLI::App &app) {
       if (session)
         session->setDecodeThreadChoice(false);
       if (!session || !session->prefill(prompt, error) ||
-          !printDecodeProfile(*session, flags->decodeTokens, error)) {
+          !printProfiles(*session, prompt, flags->decodeTokens, error)) {
         std::cerr << "hetc bench: " << error << "\n";
         return 1;
       }

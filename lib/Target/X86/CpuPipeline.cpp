@@ -31,6 +31,7 @@ void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot) {
   // The CPU's own blocking of the portable matmuls, before anything fuses
   // into them.
   pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass({vectorBits, int8Dot}));
+  pm.addPass(hetc::x86::createHetcX86BlockAttentionPass({vectorBits}));
   pm.addPass(createCanonicalizerPass());
   // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
   // one kernel each: fewer dispatches per step and no intermediate buffers;
@@ -41,6 +42,10 @@ void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot) {
 
 void addLoopsPhase(OpPassManager &pm) {
   pm.addPass(hetc::x86::createHetcX86PrepareEntriesPass());
+  // A tile computed into a fresh tensor and inserted into a larger one is
+  // computed in place instead (the tiled attention's output rows): otherwise
+  // bufferization copies it, through a runtime call for strided views.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -312,6 +312,17 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
                                                  ValueRange{})),
         indexConstant(rewriter, loc, 1));
 
+    // A prompt's tokens attend tile by tile: the scores over the whole
+    // context would not fit the caches, and causal tiles skip the keys past
+    // their last position.
+    if (queryType.isDynamicDim(0)) {
+      TiledAttentionParams params{scale, causal, softcap, window};
+      rewriter.replaceOp(op, buildTiledAttention(rewriter, loc, params, query,
+                                                 cache, positions,
+                                                 contextLength));
+      return success();
+    }
+
     auto prefixType = RankedTensorType::get(
         {ShapedType::kDynamic, kvHeads, headDim}, cacheElement);
     auto prefix = [&](int64_t part) -> Value {

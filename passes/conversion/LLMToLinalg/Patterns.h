@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <optional>
+
 namespace hetc::conversion {
 
 /// Converts llm types to upstream ones: a block-quantized tensor to its byte
@@ -71,6 +73,24 @@ mlir::Value multiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Identity and projected affine maps over `rank` loops.
 mlir::AffineMap identityMap(mlir::MLIRContext *ctx, unsigned rank);
+
+/// What an llm.attention asks of its scores besides the products.
+struct TiledAttentionParams {
+  double scale;
+  bool causal;
+  std::optional<double> softcap;
+  std::optional<int64_t> window;
+};
+
+/// Attention of `query` ([tokens, heads, headDim], f32) over the first
+/// `contextLength` positions of the converted `cache`
+/// ([2, capacity, kvHeads, headDim]) as tiles of queries walking blocks of
+/// keys with an online softmax (see TiledAttention.cpp).
+mlir::Value buildTiledAttention(mlir::OpBuilder &b, mlir::Location loc,
+                                const TiledAttentionParams &params,
+                                mlir::Value query, mlir::Value cache,
+                                mlir::Value positions,
+                                mlir::Value contextLength);
 
 } // namespace hetc::conversion
 

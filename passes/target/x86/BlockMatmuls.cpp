@@ -193,6 +193,18 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
   return WeightReader{storage, blocks, quant.getBlockSize(), groups, lanes};
 }
 
+/// Activation rows per chunk of a prefill matmul: about 512 KiB of them
+/// (counted as f32; int8 codes with their scales and sums take as much),
+/// half of a core's L2, in whole row blocks; at least 32 rows so each weight
+/// block read serves many.
+int64_t prefillChunkRows(int64_t inFeatures, int64_t blockRows) {
+  int64_t rows = (512 * 1024) / (4 * inFeatures);
+  int64_t chunk = 32;
+  while (chunk * 2 <= rows && chunk < 512)
+    chunk *= 2;
+  return std::max(chunk, blockRows);
+}
+
 /// The blocked form of `x · wᵀ`, or a null value when the storage or K does
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
@@ -259,12 +271,32 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   Value init = tensor::EmptyOp::create(
       b, loc, ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(outFeatures)},
       b.getF32Type());
-  OpFoldResult rowBlocks =
-      rowsKnown ? OpFoldResult(b.getIndexAttr(staticRows / blockRows +
-                                              (wholeRowBlocks ? 0 : 1)))
-                : OpFoldResult(arith::CeilDivUIOp::create(
-                      b, loc, rowCount, indexConstant(b, loc, blockRows))
-                                   .getResult());
+  OpBuilder::InsertionGuard guard(b);
+  OpFoldResult rowBlocks;
+  if (rowsKnown)
+    rowBlocks = b.getIndexAttr(staticRows / blockRows + (wholeRowBlocks ? 0 : 1));
+  // A prompt's rows are taken in chunks whose activations stay in L2 while
+  // every weight block passes over them: streaming all of a long prompt's
+  // activations from L3 for each weight block bounded the prefill (llama-110M
+  // Q4_0 at 1024 tokens: its matmuls ran 13 % slower per token than at 128).
+  scf::ForOp chunkLoop;
+  Value chunkStart;
+  Value outInit = init;
+  if (!rowsKnown) {
+    int64_t chunkRows = prefillChunkRows(inFeatures, blockRows);
+    chunkLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0), rowCount,
+                                   indexConstant(b, loc, chunkRows),
+                                   ValueRange{init});
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    chunkStart = chunkLoop.getInductionVar();
+    outInit = chunkLoop.getRegionIterArgs()[0];
+    Value rowsInChunk = arith::MinUIOp::create(
+        b, loc, indexConstant(b, loc, chunkRows),
+        arith::SubIOp::create(b, loc, rowCount, chunkStart));
+    rowBlocks = arith::CeilDivUIOp::create(b, loc, rowsInChunk,
+                                           indexConstant(b, loc, blockRows))
+                    .getResult();
+  }
   // Column blocks outermost: the kernel grid splits weight rows across
   // threads, and every activation block passes over a weight block while it
   // sits in L1.
@@ -272,14 +304,15 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       b, loc,
       ArrayRef<OpFoldResult>{b.getIndexAttr(outFeatures / blockColumns),
                              rowBlocks},
-      ValueRange{init}, std::nullopt);
+      ValueRange{outInit}, std::nullopt);
   Block *body = forall.getBody();
-  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(body);
   Value firstColumn = arith::MulIOp::create(
       b, loc, body->getArgument(0), indexConstant(b, loc, blockColumns));
   Value firstRow = arith::MulIOp::create(b, loc, body->getArgument(1),
                                          indexConstant(b, loc, blockRows));
+  if (chunkStart)
+    firstRow = arith::AddIOp::create(b, loc, chunkStart, firstRow);
   Value out = body->getArgument(2);
 
   // A partial last block recomputes the last row for its missing rows (the
@@ -506,7 +539,11 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, written, out, offsets, sizes,
                                         strides);
-  return forall.getResult(0);
+  if (!chunkLoop)
+    return forall.getResult(0);
+  b.setInsertionPointToEnd(chunkLoop.getBody());
+  scf::YieldOp::create(b, loc, forall.getResult(0));
+  return chunkLoop.getResult(0);
 }
 
 /// Whether `generic` has the shape convert-llm-to-linalg gives `x · wᵀ`:

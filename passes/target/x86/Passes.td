@@ -255,6 +255,53 @@ def HetcX86BlockMatmulsPass
                            "::mlir::vector::VectorDialect"];
 }
 
+def HetcX86BlockAttentionPass
+    : Pass<"hetc-x86-block-attention", "mlir::ModuleOp"> {
+  let summary = "Register-block the products of the tiled attention's steps";
+  let description = [{
+    convert-llm-to-linalg lowers a prompt's attention to tiles of query
+    tokens walking blocks of cached keys with an online softmax; each step
+    has two products, tagged `llm.attention_scores` (`s = q · kᵀ` over the
+    head dimension) and `llm.attention_values` (`acc += p · v` over the
+    step's keys). This pass replaces them with the x86 CPU's blocking when
+    the head dimension is a whole number of vectors:
+
+    - scores: blocks of 4 query rows × 4 keys (4 × 2 with fewer than 32
+      vector registers), one vector accumulator per pair along the head
+      dimension, so each query and key vector loaded serves 4 products;
+      the accumulators are reduced once per block;
+    - weighted values: blocks of 4 query rows × up to 4 vectors of the
+      accumulator held in registers while the step's keys stream by, each
+      value vector multiplied by 4 broadcast weights.
+
+    Rows and keys past the end of a tile repeat the last one (reads stay in
+    bounds; a repeated row is written again with the same values). f16 and
+    bf16 caches are widened in registers.
+
+    ```mlir
+    %s = linalg.generic {...} ins(%q, %k : tensor<?x64xf32>, tensor<?x64xf16>)
+           outs(%zero : tensor<?x?xf32>) attrs = {llm.attention_scores} {...}
+    // becomes
+    %s = scf.for %i = %c0 to %rows step %c4 iter_args(%t = %empty) {
+      scf.for %j = %c0 to %cols step %c4 iter_args(%u = %t) {
+        // transfer_read, vector.fma, vector.reduction, tensor.insert
+      }
+    }
+    ```
+
+    Products whose head dimension is not a whole number of vectors stay
+    portable, as do those of a module the pass is not run on.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "512",
+           "width of the vector registers in bits (128, 256 or 512)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def HetcX86FuseElementwisePass
     : Pass<"hetc-x86-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse producer generics into consumers unless that recomputes them";

@@ -67,7 +67,7 @@ module {
 
 // -----
 
-// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules and 'llm.matmul_weight' on lowered matmuls}}
+// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules, 'llm.matmul_weight' on lowered matmuls and 'llm.attention_scores' and 'llm.attention_values' on the products of tiled attention}}
 module attributes {llm.shape = 1} {
 }
 
@@ -85,5 +85,14 @@ func.func @matmul_weight_not_a_storage_type(%x: tensor<2x4xf32>) -> tensor<2x4xf
 func.func @matmul_weight_not_a_type(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   // expected-error @+1 {{expects 'llm.matmul_weight' to be the weight's storage type}}
   %y = arith.addf %x, %x {llm.matmul_weight = 3 : i64} : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// The tiled attention's tags mark products only: unit attributes on generics.
+func.func @attention_tag_not_on_a_generic(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{expects 'llm.attention_scores' as a unit attribute on a linalg.generic (a product of a tiled attention step), got 1}}
+  %y = arith.addf %x, %x {llm.attention_scores = 1} : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }

@@ -64,22 +64,63 @@ func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
 // -----
 
 // The KV cache is one tensor of keys and values; appending copies each token's
-// rows to its position, and attention reads the prefix up to the largest
-// position with the GQA head mapping h / (heads / kv_heads).
+// rows to its position. A prompt's attention (a dynamic token count) goes
+// tile by tile: a forall over (tiles of 32 query tokens, heads) whose body
+// walks the cached keys of the head's KV head (h / (heads / kv_heads)) in
+// blocks of 64 up to the tile's last position, keeping the running row
+// maximum, row sum and weighted values (the online softmax), with the two
+// products tagged for the target's blocking; the normalized tile is written
+// into the output's rows.
 !cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 8, elementType = f32>
 // CHECK-LABEL: func.func @cache_and_attention
 // CHECK-SAME: tensor<2x64x2x8xf32>
-// CHECK: scf.for
+// CHECK: %[[CACHE:.+]] = scf.for
 // CHECK: linalg.copy
 // CHECK: tensor.insert_slice {{.+}} into tensor<2x64x2x8xf32>
-// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x2x8xf32>
-// CHECK: linalg.generic {indexing_maps = [{{.+}}, affine_map<(d0, d1, d2, d3) -> (d2, d1 floordiv 2, d3)>
+// CHECK: %[[TILES:.+]] = arith.ceildivsi %{{.+}}, %c32 : index
+// CHECK: scf.forall (%[[TILE:.+]], %[[HEAD:.+]]) in (%[[TILES]], 4) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<?x4x8xf32>)
+// CHECK: %[[KVHEAD:.+]] = arith.divui %[[HEAD]], %c2 : index
+// CHECK: tensor.extract_slice %{{.+}}[%{{.+}}, %[[HEAD]], 0] [%{{.+}}, 1, 8] [1, 1, 1] : tensor<?x4x8xf32> to tensor<?x8xf32>
+// CHECK: arith.mulf %{{.+}}, %cst{{.*}} : f32
+// CHECK: arith.maxsi
+// CHECK: %[[END:.+]] = arith.minsi
+// CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %[[END]] step %c64 iter_args({{.+}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>)
+// CHECK: tensor.extract_slice %[[CACHE]][0, %[[KEY]], %[[KVHEAD]], 0] [1, %{{.+}}, 1, 8] [1, 1, 1, 1] : tensor<2x64x2x8xf32> to tensor<?x8xf32>
+// CHECK: tensor.extract_slice %[[CACHE]][1, %[[KEY]], %[[KVHEAD]], 0]
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]{{.+}} attrs = {{ *}}{llm.attention_scores}
+// CHECK: arith.cmpi sgt
+// CHECK: arith.cmpi slt
+// CHECK: arith.maxnumf %{{.+}}, %{{.+}} fastmath<reassoc,nnan> : f32
 // CHECK: math.exp
+// CHECK: math.exp
+// CHECK: arith.addf %{{.+}}, %{{.+}} fastmath<reassoc,nnan> : f32
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "reduction", "parallel"]{{.+}} attrs = {{ *}}{llm.attention_values}
+// CHECK: scf.yield
+// CHECK: %[[ROWS:.+]] = tensor.extract_slice %[[OUT]]
+// CHECK: %[[NORMALIZED:.+]] = linalg.generic {{.+}} outs(%[[ROWS]] : tensor<?x8xf32>)
+// CHECK: arith.divf
+// CHECK: tensor.parallel_insert_slice %[[NORMALIZED]] into %[[OUT]]
 // CHECK-NOT: llm.
 func.func @cache_and_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %c: !cache) -> (tensor<?x4x8xf32>, !cache) {
   %c1 = llm.kv_append %k, %k into %c at %pos : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>) -> !cache
   %o = llm.attention %q, %c1 at %pos causal window = 16 : (tensor<?x4x8xf32>, !cache, tensor<?xi32>) -> tensor<?x4x8xf32>
   return %o, %c1 : tensor<?x4x8xf32>, !cache
+}
+
+// -----
+
+// A decode step's single query attends in one pass: its scores over the
+// cached prefix up to the largest position fit any cache.
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: func.func @decode_attention
+// CHECK-NOT: scf.forall
+// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x2x8xf32>
+// CHECK: linalg.generic {indexing_maps = [{{.+}}, affine_map<(d0, d1, d2, d3) -> (d2, d1 floordiv 2, d3)>
+// CHECK: math.exp
+// CHECK-NOT: llm.
+func.func @decode_attention(%q: tensor<1x4x8xf32>, %pos: tensor<1xi32>, %c: !cache) -> tensor<1x4x8xf32> {
+  %o = llm.attention %q, %c at %pos causal : (tensor<1x4x8xf32>, !cache, tensor<1xi32>) -> tensor<1x4x8xf32>
+  return %o : tensor<1x4x8xf32>
 }
 
 // -----

@@ -72,14 +72,19 @@ TEST(BufferCache, GrowingSmallBuffersTouchNoFreshPages) {
 #endif
   cpu::trimBufferCache();
   std::vector<void *> buffers = {cpu::allocateBuffer(64, 64)};
+  buffers.reserve(64);
   long before = pageFaults();
+  long freshPages = 0;
   for (uint64_t size = 1024; size <= 48 * 1024; size += 1024) {
     void *buffer = cpu::allocateBuffer(size, 64);
     ASSERT_NE(buffer, nullptr);
     std::memset(buffer, 0x5a, size);
     buffers.push_back(buffer);
+    freshPages += static_cast<long>((size + 4095) / 4096);
   }
-  EXPECT_EQ(pageFaults() - before, 0);
+  // Fresh pages would fault about 300 times; the kernel may still fault the
+  // process a few times on its own (page migration, reclaim under load).
+  EXPECT_LT(pageFaults() - before, freshPages / 32);
   for (void *buffer : buffers)
     cpu::releaseBuffer(buffer);
   cpu::trimBufferCache();

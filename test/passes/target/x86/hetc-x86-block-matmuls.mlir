@@ -30,7 +30,12 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<32x64xf32>
 // CHECK: %[[W:.+]] = bufferization.to_tensor %[[VIEW]] restrict
 // CHECK: %[[ROWS:.+]] = tensor.dim %[[X]]
-// CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[ROWS]], %{{.+}} : index
+// A prompt's rows go in chunks (here of 512: their activations fit half of
+// L2), each a forall over its own row blocks.
+// CHECK: scf.for %[[FIRST:.+]] = %{{.+}} to %[[ROWS]] step %c512 iter_args
+// CHECK: %[[LEFT:.+]] = arith.subi %[[ROWS]], %[[FIRST]] : index
+// CHECK: %[[CHUNK:.+]] = arith.minui %{{.+}}, %[[LEFT]] : index
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[CHUNK]], %{{.+}} : index
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (8, %[[BLOCKS]]) shared_outs
 // CHECK-COUNT-4: arith.minui
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
