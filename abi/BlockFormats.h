@@ -16,7 +16,10 @@ enum class BlockFormat : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
   Q4_K = 12,
+  Q5_K = 13,
   Q6_K = 14,
   BF16 = 30,
 };
@@ -30,8 +33,11 @@ struct BlockLayout {
 };
 
 /// The layout of `format`. The block sizes are ggml's: Q8_0 = f16 scale + 32 int8;
-/// Q4_0 = f16 scale + 32 nibbles; Q4_K = 2 f16 + 12 scale bytes + 128 nibble bytes per
-/// 256; Q6_K = 128 low-nibble bytes + 64 high-bit bytes + 16 int8 scales + f16 per 256.
+/// Q4_0 = f16 scale + 32 nibbles; per 256 (k-quants): Q2_K = 16 scale/min bytes + 64
+/// bytes of 2-bit levels + 2 f16; Q3_K = 32 high-bit bytes + 64 bytes of 2-bit levels +
+/// 12 scale bytes + f16; Q4_K = 2 f16 + 12 scale bytes + 128 nibble bytes; Q5_K = 2 f16
+/// + 12 scale bytes + 32 high-bit bytes + 128 nibble bytes; Q6_K = 128 low-nibble bytes
+/// + 64 high-bit bytes + 16 int8 scales + f16.
 constexpr BlockLayout blockLayout(BlockFormat format) {
   switch (format) {
   case BlockFormat::F32:
@@ -44,8 +50,14 @@ constexpr BlockLayout blockLayout(BlockFormat format) {
     return {"q8_0", 32, 34};
   case BlockFormat::Q4_0:
     return {"q4_0", 32, 18};
+  case BlockFormat::Q2_K:
+    return {"q2_k", 256, 84};
+  case BlockFormat::Q3_K:
+    return {"q3_k", 256, 110};
   case BlockFormat::Q4_K:
     return {"q4_k", 256, 144};
+  case BlockFormat::Q5_K:
+    return {"q5_k", 256, 176};
   case BlockFormat::Q6_K:
     return {"q6_k", 256, 210};
   }
@@ -59,7 +71,10 @@ constexpr std::optional<BlockFormat> blockFormatFromTypeId(uint32_t typeId) {
   case 1:
   case 2:
   case 8:
+  case 10:
+  case 11:
   case 12:
+  case 13:
   case 14:
   case 30:
     return static_cast<BlockFormat>(typeId);

@@ -138,8 +138,14 @@ static_assert(static_cast<uint32_t>(QuantFormat::q8_0) ==
               static_cast<uint32_t>(hetrt::format::BlockFormat::Q8_0));
 static_assert(static_cast<uint32_t>(QuantFormat::q4_0) ==
               static_cast<uint32_t>(hetrt::format::BlockFormat::Q4_0));
+static_assert(static_cast<uint32_t>(QuantFormat::q2_k) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q2_K));
+static_assert(static_cast<uint32_t>(QuantFormat::q3_k) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q3_K));
 static_assert(static_cast<uint32_t>(QuantFormat::q4_k) ==
               static_cast<uint32_t>(hetrt::format::BlockFormat::Q4_K));
+static_assert(static_cast<uint32_t>(QuantFormat::q5_k) ==
+              static_cast<uint32_t>(hetrt::format::BlockFormat::Q5_K));
 static_assert(static_cast<uint32_t>(QuantFormat::q6_k) ==
               static_cast<uint32_t>(hetrt::format::BlockFormat::Q6_K));
 static hetrt::format::BlockLayout layoutOf(QuantFormat format) {

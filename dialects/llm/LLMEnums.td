@@ -7,7 +7,10 @@ include "mlir/IR/EnumAttr.td"
 def LLM_QuantFormat : I32EnumAttr<"QuantFormat", "block-quantized weight format", [
     I32EnumAttrCase<"q8_0", 8>,
     I32EnumAttrCase<"q4_0", 2>,
+    I32EnumAttrCase<"q2_k", 10>,
+    I32EnumAttrCase<"q3_k", 11>,
     I32EnumAttrCase<"q4_k", 12>,
+    I32EnumAttrCase<"q5_k", 13>,
     I32EnumAttrCase<"q6_k", 14>,
   ]> {
   let cppNamespace = "::hetc::llm";

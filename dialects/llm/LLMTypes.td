@@ -17,7 +17,10 @@ def LLM_QuantType : LLM_Type<"Quant", "quant"> {
     |--------|--------------------|-----------------|
     | q8_0   | 32                 | 34              |
     | q4_0   | 32                 | 18              |
+    | q2_k   | 256                | 84              |
+    | q3_k   | 256                | 110             |
     | q4_k   | 256                | 144             |
+    | q5_k   | 256                | 176             |
     | q6_k   | 256                | 210             |
 
     A tensor with this element type must have an innermost dimension that is a

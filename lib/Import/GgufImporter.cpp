@@ -39,8 +39,14 @@ Type elementTypeOf(MLIRContext &context, BlockFormat format) {
     return llm::QuantType::get(&context, llm::QuantFormat::q8_0);
   case BlockFormat::Q4_0:
     return llm::QuantType::get(&context, llm::QuantFormat::q4_0);
+  case BlockFormat::Q2_K:
+    return llm::QuantType::get(&context, llm::QuantFormat::q2_k);
+  case BlockFormat::Q3_K:
+    return llm::QuantType::get(&context, llm::QuantFormat::q3_k);
   case BlockFormat::Q4_K:
     return llm::QuantType::get(&context, llm::QuantFormat::q4_k);
+  case BlockFormat::Q5_K:
+    return llm::QuantType::get(&context, llm::QuantFormat::q5_k);
   case BlockFormat::Q6_K:
     return llm::QuantType::get(&context, llm::QuantFormat::q6_k);
   }

@@ -31,8 +31,14 @@ bool parseWeightType(const std::string &name, WeightType &type) {
     type = WeightType::Q8_0;
   else if (name == "q4_0")
     type = WeightType::Q4_0;
+  else if (name == "q2_k")
+    type = WeightType::Q2_K;
+  else if (name == "q3_k_m")
+    type = WeightType::Q3_K_M;
   else if (name == "q4_k_m")
     type = WeightType::Q4_K_M;
+  else if (name == "q5_k_m")
+    type = WeightType::Q5_K_M;
   else
     return false;
   return true;
@@ -87,11 +93,27 @@ BlockFormat formatFor(WeightType type, const std::string &name) {
     return BlockFormat::Q8_0;
   case WeightType::Q4_0:
     return BlockFormat::Q4_0;
-  case WeightType::Q4_K_M: {
-    bool moreBits = name == "output.weight" ||
-                    name.find("attn_v.weight") != std::string::npos ||
-                    name.find("ffn_down.weight") != std::string::npos;
-    return moreBits ? BlockFormat::Q6_K : BlockFormat::Q4_K;
+  case WeightType::Q2_K:
+  case WeightType::Q3_K_M:
+  case WeightType::Q4_K_M:
+  case WeightType::Q5_K_M: {
+    bool output = name == "output.weight";
+    bool sensitive = name.find("attn_v.weight") != std::string::npos ||
+                     name.find("ffn_down.weight") != std::string::npos;
+    if (output)
+      return BlockFormat::Q6_K;
+    switch (type) {
+    case WeightType::Q2_K:
+      return sensitive ? BlockFormat::Q3_K : BlockFormat::Q2_K;
+    case WeightType::Q3_K_M:
+      if (name.find("attn_output.weight") != std::string::npos)
+        return BlockFormat::Q4_K;
+      return sensitive ? BlockFormat::Q5_K : BlockFormat::Q3_K;
+    case WeightType::Q5_K_M:
+      return sensitive ? BlockFormat::Q6_K : BlockFormat::Q5_K;
+    default:
+      return sensitive ? BlockFormat::Q6_K : BlockFormat::Q4_K;
+    }
   }
   }
   return BlockFormat::F32;

@@ -469,7 +469,7 @@ private:
       std::ostringstream os;
       os << field << " at offset " << typeAt << " has ggml type " << typeId
          << ", which hetc does not support (supported: f32, f16, bf16, q8_0, "
-            "q4_0, q4_k, q6_k)";
+            "q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)";
       return fail(os.str());
     }
     info.format = *format;

@@ -66,8 +66,17 @@ uint64_t countNonFinite(const GgufFile &file, const GgufTensorInfo &tensor) {
   case BlockFormat::Q4_0:
     blockScales(18, {0});
     break;
+  case BlockFormat::Q2_K:
+    blockScales(84, {80, 82});
+    break;
+  case BlockFormat::Q3_K:
+    blockScales(110, {108});
+    break;
   case BlockFormat::Q4_K:
     blockScales(144, {0, 2});
+    break;
+  case BlockFormat::Q5_K:
+    blockScales(176, {0, 2});
     break;
   case BlockFormat::Q6_K:
     blockScales(210, {208});

@@ -1,8 +1,10 @@
-// ggml's reference quantizers (quantize_row_{q8_0,q4_0,q4_K,q6_K}_ref) and
+// ggml's reference quantizers (quantize_row_{q8_0,q4_0,q4_K,q6_K}_ref; Q2_K,
+// Q3_K and Q5_K are in KQuantsLowBit.cpp) and
 // dequantizers, reproduced float operation for float operation so that the
 // bytes and values equal those of ggml-quants.c, and the half/bfloat16
 // conversions of ggml-impl.h.
 #include "runtime/format/Quantize.h"
+#include "runtime/format/QuantizeBlocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,43 +19,16 @@
 
 namespace hetrt::format {
 
+using namespace blocks;
+
 namespace {
 
 constexpr int kQK8_0 = 32;
 constexpr int kQK4_0 = 32;
-constexpr int kQKK = 256; // QK_K: super-block size of the k-quants
-// Below this largest |value| ggml treats a group as all zero (GROUP_MAX_EPS).
-constexpr float kGroupMaxEps = 1e-15f;
-
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
 float floatFromBits(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
-}
-
-// Blocks are little-endian on disk whatever the host is.
-uint16_t loadU16(const uint8_t *bytes) {
-  return static_cast<uint16_t>(bytes[0] | (bytes[1] << 8));
-}
-
-void storeU16(uint8_t *bytes, uint16_t value) {
-  bytes[0] = static_cast<uint8_t>(value);
-  bytes[1] = static_cast<uint8_t>(value >> 8);
-}
-
-/// ggml's nearest_int: adding 1.5 * 2^23 leaves round(value) (ties to even, the
-/// FPU's mode) in the low mantissa bits. Only meaningful for |value| < 2^22,
-/// which ggml asserts; outside it this returns the same meaningless int ggml's
-/// code does.
-int nearestInt(float value) {
-  uint32_t bits = floatBits(value + 12582912.f);
-  return static_cast<int>(bits & 0x007fffff) - 0x00400000;
 }
 
 /// A C cast of a float to int8_t as compiled by GCC and Clang for x86-64
@@ -138,14 +113,12 @@ void dequantizeQ4_0(const uint8_t *block, float *y) {
 constexpr int kQ4KScalesOffset = 4;
 constexpr int kQ4KQuantsOffset = 16;
 
-/// ggml's make_qkx2_quants: fits x ~ scale * L + min (min <= 0, L in [0, nmax])
-/// by weighted least squares over `steps` + 1 trial inverse scales around
-/// nmax / (max - min), keeping the fit with the smallest weighted squared
-/// error. Writes the levels to `levels` and -min to `negatedMin`; returns the
-/// scale.
-float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
+} // namespace
+
+float blocks::makeQkx2Quants(int n, int nmax, const float *x,
+                             const float *weights,
                      uint8_t *levels, float *negatedMin, uint8_t *trialLevels,
-                     float rmin, float rdelta, int steps) {
+                     float rmin, float rdelta, int steps, bool absoluteError) {
   float min = x[0];
   float max = x[0];
   float sumW = weights[0];
@@ -174,7 +147,7 @@ float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
     const int l = nearestInt(inverseScale * (x[i] - min));
     levels[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     float diff = scale * levels[i] + min - x[i];
-    diff = diff * diff;
+    diff = absoluteError ? std::fabs(diff) : diff * diff;
     bestError += weights[i] * diff;
   }
   if (steps < 1) {
@@ -204,7 +177,7 @@ float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
       float error = 0;
       for (int i = 0; i < n; ++i) {
         float diff = trialScale * trialLevels[i] + trialMin - x[i];
-        diff = diff * diff;
+        diff = absoluteError ? std::fabs(diff) : diff * diff;
         error += weights[i] * diff;
       }
       if (error < bestError) {
@@ -219,11 +192,8 @@ float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
   return scale;
 }
 
-/// ggml's get_scale_min_k4. Sub-blocks 0-3 keep scale and min in the low 6 bits
-/// of bytes 0-3 and 4-7; sub-blocks 4-7 keep their low 4 bits in the nibbles of
-/// bytes 8-11 and their top 2 bits in the spare top bits of bytes 0-3 (scale)
-/// and 4-7 (min).
-void q4KScaleAndMin(int subBlock, const uint8_t *scales, uint8_t *scale,
+void blocks::q4KScaleAndMin(int subBlock, const uint8_t *scales,
+                           uint8_t *scale,
                     uint8_t *min) {
   if (subBlock < 4) {
     *scale = scales[subBlock] & 63;
@@ -235,6 +205,8 @@ void q4KScaleAndMin(int subBlock, const uint8_t *scales, uint8_t *scale,
                                 ((scales[subBlock] >> 6) << 4));
   }
 }
+
+namespace {
 
 void quantizeQ4_K(const float *x, uint8_t *block) {
   uint8_t levels[kQKK];
@@ -254,7 +226,7 @@ void quantizeQ4_K(const float *x, uint8_t *block) {
     for (int l = 0; l < 32; ++l)
       weights[l] = averageMagnitude + std::fabs(sub[l]);
     scales[j] = makeQkx2Quants(32, 15, sub, weights, levels + 32 * j, &mins[j],
-                               trialLevels, -1.f, 0.1f, 20);
+                               trialLevels, -1.f, 0.1f, 20, false);
     if (scales[j] > maxScale)
       maxScale = scales[j];
     if (mins[j] > maxMin)
@@ -569,6 +541,12 @@ BlockCodec blockCodec(BlockFormat format) {
     return {quantizeQ4_K, dequantizeQ4_K};
   case BlockFormat::Q6_K:
     return {quantizeQ6_K, dequantizeQ6_K};
+  case BlockFormat::Q2_K:
+    return {quantizeQ2_K, dequantizeQ2_K};
+  case BlockFormat::Q3_K:
+    return {quantizeQ3_K, dequantizeQ3_K};
+  case BlockFormat::Q5_K:
+    return {quantizeQ5_K, dequantizeQ5_K};
   case BlockFormat::F32:
   case BlockFormat::F16:
   case BlockFormat::BF16:

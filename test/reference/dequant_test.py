@@ -147,6 +147,83 @@ class DequantizeTest(unittest.TestCase):
         self.assertEqual(expected[100], 0.125 * -128 * ((500 + 1) % 64 - 32))
         self.assert_values(dequantize("Q6_K", raw), expected)
 
+    def test_q2_k(self):
+        # d = 0.5, dmin = 0.25; pair j holds scale j in the low nibble and min 15 - j in
+        # the high one; byte l of half n holds the 2-bit levels of elements
+        # 128n + 32t + l in bits 2t..2t+1, here (l + t + n) % 4.
+        block = bytearray(84)
+        for j in range(16):
+            block[j] = j | ((15 - j) << 4)
+        for n in range(2):
+            for l in range(32):
+                block[16 + 32 * n + l] = sum(((l + t + n) % 4) << (2 * t) for t in range(4))
+        block[80:82] = f16_bytes(0.5)
+        block[82:84] = f16_bytes(0.25)
+        expected = []
+        for e in range(256):
+            n, t, l = e // 128, (e % 128) // 32, e % 32
+            j = 8 * n + 2 * t + l // 16
+            expected.append(0.5 * j * ((l + t + n) % 4) - 0.25 * (15 - j))
+        self.assert_values(dequantize("Q2_K", block), expected)
+
+    def test_q3_k(self):
+        # d = 0.25; six-bit scale j = 2j + 1 (low nibble in byte j % 8 of the scales,
+        # low or high half by j < 8; top two bits at bits 2(j // 4) of byte 8 + j % 4);
+        # level = low bits (l + t) % 4, + 4 where the third bit (bit 4n + t of hmask[l],
+        # set when l + n + t is odd), - 4; y = 0.25 * (scale - 32) * level.
+        block = bytearray(110)
+        for j in range(16):
+            scale = 2 * j + 1
+            if j < 8:
+                block[96 + j] |= scale & 0xF
+            else:
+                block[96 + j - 8] |= (scale & 0xF) << 4
+            block[104 + j % 4] |= (scale >> 4) << (2 * (j // 4))
+        for n in range(2):
+            for l in range(32):
+                for t in range(4):
+                    block[32 + 32 * n + l] |= ((l + t) % 4) << (2 * t)
+                    if (l + n + t) % 2:
+                        block[l] |= 1 << (4 * n + t)
+        block[108:110] = f16_bytes(0.25)
+        expected = []
+        for e in range(256):
+            n, t, l = e // 128, (e % 128) // 32, e % 32
+            j = 8 * n + 2 * t + l // 16
+            level = (l + t) % 4 + 4 * ((l + n + t) % 2) - 4
+            expected.append(0.25 * (2 * j + 1 - 32) * level)
+        self.assert_values(dequantize("Q3_K", block), expected)
+
+    def test_q5_k(self):
+        # d = 0.125, dmin = 0.5; sub-block s has scale s + 1 and min 2s (Q4_K's 6-bit
+        # packing); element 64c + 32h + l has level (l % 16) + 16 * ((l + c + h) % 2),
+        # its fifth bit at bit 2c + h of qh[l]; y = 0.125 (s + 1) level - 0.5 * 2s.
+        block = bytearray(176)
+        for s_ in range(8):
+            scale, minimum = s_ + 1, 2 * s_
+            if s_ < 4:
+                block[4 + s_] = scale
+                block[8 + s_] = minimum
+            else:
+                block[8 + s_] = (scale & 0xF) | ((minimum & 0xF) << 4)
+                block[s_] |= (scale >> 4) << 6
+                block[4 + s_] |= (minimum >> 4) << 6
+        for c in range(4):
+            for l in range(32):
+                block[48 + 32 * c + l] = (l % 16) | ((l % 16) << 4)
+                for h in range(2):
+                    if (l + c + h) % 2:
+                        block[16 + l] |= 1 << (2 * c + h)
+        block[0:2] = f16_bytes(0.125)
+        block[2:4] = f16_bytes(0.5)
+        expected = []
+        for e in range(256):
+            c, h, l = e // 64, (e % 64) // 32, e % 32
+            s_ = 2 * c + h
+            level = l % 16 + 16 * ((l + c + h) % 2)
+            expected.append(0.125 * (s_ + 1) * level - 0.5 * 2 * s_)
+        self.assert_values(dequantize("Q5_K", block), expected)
+
     def test_rejects_partial_block(self):
         with self.assertRaises(Exception):
             dequantize("Q8_0", bytes(33))

@@ -1,4 +1,5 @@
-"""Dequantization of ggml block formats (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) to float32.
+"""Dequantization of ggml block formats (F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K,
+Q6_K) to float32.
 
 Each function reproduces ggml's dequantize_row_* arithmetic in float32, step for step,
 so the values are bit-identical to ggml's; callers upcast to float64 afterwards.
@@ -105,13 +106,82 @@ def dequantize_q6_k(raw):
     return (sub_scale[:, :, None] * quants.astype(np.float32)).reshape(-1)
 
 
+def _two_bit_levels(packed):
+    """The 256 two-bit levels of Q2_K/Q3_K blocks in element order: in each half of 128,
+    byte l of the half's 32 holds elements l, l+32, l+64 and l+96 (bits 0-1 .. 6-7)."""
+    halves = packed.reshape(-1, 2, 32)
+    levels = np.stack([(halves >> (2 * t)) & 3 for t in range(4)], axis=2)  # (b, half, t, l)
+    return levels.reshape(-1, QK_K).astype(np.int32)
+
+
+def dequantize_q2_k(raw):
+    # block: uint8 scales[16] (low nibble scale, high nibble min per 16), uint8 qs[64],
+    # f16 d, f16 dmin; y = (d*scale) * q - (dmin*min), each product rounded to float32.
+    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 84)
+    pairs = blocks[:, 0:16].astype(np.uint32)
+    d = _f16_field(blocks, 80)
+    dmin = _f16_field(blocks, 82)
+    sub_scale = d[:, None] * (pairs & 0xF).astype(np.float32)  # (blocks, 16)
+    sub_min = dmin[:, None] * (pairs >> 4).astype(np.float32)
+    quants = _two_bit_levels(blocks[:, 16:80]).reshape(-1, 16, 16).astype(np.float32)
+    return (sub_scale[:, :, None] * quants - sub_min[:, :, None]).reshape(-1)
+
+
+def q3_k_scales(scales_bytes):
+    """The 16 six-bit scales of Q3_K blocks: scale j has its low 4 bits in the low
+    (j < 8) or high (j >= 8) nibble of byte j mod 8 and its top 2 bits at bits
+    2*(j // 4) of byte 8 + j mod 4."""
+    packed = scales_bytes.astype(np.int32)
+    scales = np.empty((packed.shape[0], 16), dtype=np.int32)
+    for j in range(16):
+        low = (packed[:, j] & 0xF) if j < 8 else (packed[:, j - 8] >> 4)
+        high = (packed[:, 8 + j % 4] >> (2 * (j // 4))) & 3
+        scales[:, j] = low | (high << 4)
+    return scales
+
+
+def dequantize_q3_k(raw):
+    # block: uint8 hmask[32], uint8 qs[64], uint8 scales[12], f16 d; 16 sub-blocks of 16.
+    # Element e = 128n + 32t + l has low bits from qs as Q2_K and its third bit at bit
+    # 4n + t of hmask[l]; a clear bit subtracts 4. y = (d*(scale - 32)) * q.
+    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 110)
+    low = _two_bit_levels(blocks[:, 32:96])
+    hmask = blocks[:, 0:32].astype(np.int32)
+    high = np.stack([(hmask >> bit) & 1 for bit in range(8)], axis=1).reshape(-1, QK_K)
+    quants = (low - 4 * (1 - high)).reshape(-1, 16, 16).astype(np.float32)
+    d = _f16_field(blocks, 108)
+    sub_scale = d[:, None] * (q3_k_scales(blocks[:, 96:108]) - 32).astype(np.float32)
+    return (sub_scale[:, :, None] * quants).reshape(-1)
+
+
+def dequantize_q5_k(raw):
+    # block: f16 d, f16 dmin, uint8 scales[12] (as Q4_K), uint8 qh[32], uint8 qs[128];
+    # 8 sub-blocks of 32. Sub-blocks 2c and 2c+1 are the low and high nibbles of
+    # qs[32c:32c+32] with fifth bits 2c and 2c+1 of qh; y = (d*scale) * q - (dmin*min).
+    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 176)
+    super_scale = _f16_field(blocks, 0)
+    super_min = _f16_field(blocks, 2)
+    scales, mins = q4_k_scales_and_mins(blocks[:, 4:16])
+    sub_scale = super_scale[:, None] * scales.astype(np.float32)
+    sub_min = super_min[:, None] * mins.astype(np.float32)
+    qh = blocks[:, 16:48].astype(np.int32)
+    packed = blocks[:, 48:].reshape(-1, 4, 32).astype(np.int32)
+    nibbles = np.stack([packed & 0x0F, packed >> 4], axis=2).reshape(-1, 8, 32)
+    fifth = np.stack([(qh >> s) & 1 for s in range(8)], axis=1)  # (blocks, sub-block, 32)
+    quants = (nibbles | (fifth << 4)).astype(np.float32)
+    return (sub_scale[:, :, None] * quants - sub_min[:, :, None]).reshape(-1)
+
+
 DEQUANTIZERS = {
     "F32": dequantize_f32,
     "F16": dequantize_f16,
     "BF16": dequantize_bf16,
     "Q8_0": dequantize_q8_0,
     "Q4_0": dequantize_q4_0,
+    "Q2_K": dequantize_q2_k,
+    "Q3_K": dequantize_q3_k,
     "Q4_K": dequantize_q4_k,
+    "Q5_K": dequantize_q5_k,
     "Q6_K": dequantize_q6_k,
 }
 

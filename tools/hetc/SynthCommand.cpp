@@ -51,8 +51,10 @@ Action registerSynthCommand(CLI::App &app) {
   command->add_flag("--tied", spec.tiedOutput,
                     "Tie the output projection to the token embedding");
   command->add_option("--type", flags->type,
-                      "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k_m")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}));
+                      "Weight type: f32, f16, bf16, q8_0, q4_0, q2_k, q3_k_m, "
+                      "q4_k_m, q5_k_m (the k-quants mixed as llama.cpp does)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q2_k",
+                             "q3_k_m", "q4_k_m", "q5_k_m"}));
   command->add_option("--seed", spec.seed, "Seed of the weights")
       ->check(wholeRange(0, INT64_MAX));
   command->add_option("-o,--output", flags->output, "The GGUF file to write")

@@ -9,9 +9,9 @@
 namespace hetc::synth {
 
 /// Storage of the model's matrices. Norm weights are always F32.
-enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M };
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K_M, Q4_K_M, Q5_K_M };
 
-/// Parses f32, f16, bf16, q8_0, q4_0, q4_k_m.
+/// Parses f32, f16, bf16, q8_0, q4_0, q2_k, q3_k_m, q4_k_m, q5_k_m.
 bool parseWeightType(const std::string &name, WeightType &type);
 
 struct SyntheticModelSpec {
@@ -28,8 +28,11 @@ struct SyntheticModelSpec {
   /// The output projection is the token embedding (no output.weight).
   bool tiedOutput = false;
   /// Every matrix, the embedding and the output included, is stored in this
-  /// type; Q4_K_M follows llama.cpp's mix (Q6_K for attn_v, ffn_down and the
-  /// output, Q4_K elsewhere).
+  /// type; the k-quant types follow llama.cpp's mixes: Q4_K_M is Q4_K with
+  /// Q6_K for attn_v, ffn_down and the output; Q5_K_M is Q5_K with the same
+  /// Q6_K tensors; Q3_K_M is Q3_K with Q5_K for attn_v and ffn_down, Q4_K for
+  /// attn_output and Q6_K for the output; Q2_K is Q2_K with Q3_K for attn_v
+  /// and ffn_down and Q6_K for the output.
   WeightType weightType = WeightType::F32;
   /// Seeds the weights: the same spec and seed give the same file.
   uint64_t seed = 1;

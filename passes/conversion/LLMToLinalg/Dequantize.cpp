@@ -126,6 +126,23 @@ Value decodeQ4_0(ByteReader &r, Value column) {
   return r.fmul(r.f16(base), r.toF32(r.subI(nibble, 8)));
 }
 
+// get_scale_min_k4 of the 12 bytes at `scales` (Q4_K and Q5_K): sub-blocks
+// 0-3 keep 6-bit values in bytes j and j + 4; 4-7 assemble them from the low
+// nibbles of byte j + 4 and the top two bits of bytes j - 4 and j.
+std::pair<Value, Value> kQuantScaleAndMin(ByteReader &r, Value scales,
+                                          Value subBlock) {
+  Value sj = r.u8(r.add(scales, subBlock));
+  Value sj4 = r.u8(r.add(scales, r.add(subBlock, 4)));
+  Value sjm4 = r.u8(r.add(scales, r.rem(subBlock, 4)));
+  Value firstHalf = r.ult(subBlock, 4);
+  Value scale =
+      r.select(firstHalf, r.andI(sj, 63),
+               r.orI(r.andI(sj4, 0xF), r.shl(r.shr(sjm4, 6), 4)));
+  Value min = r.select(firstHalf, r.andI(sj4, 63),
+                       r.orI(r.shr(sj4, 4), r.shl(r.shr(sj, 6), 4)));
+  return {scale, min};
+}
+
 // Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins for the 8
 // sub-blocks of 32, then 128 bytes of nibbles: chunk c of 64 elements uses byte
 // 32c + l, low nibble for sub-block 2c, high nibble for 2c + 1;
@@ -140,19 +157,7 @@ Value decodeQ4_K(ByteReader &r, Value column) {
   Value packed =
       r.u8(r.add(r.add(base, 16), r.add(r.mul(chunk, 32), r.rem(i, 32))));
   Value nibble = r.select(lowHalf, r.andI(packed, 0xF), r.shr(packed, 4));
-  // get_scale_min_k4: sub-blocks 0-3 keep 6-bit values in bytes j and j + 4;
-  // 4-7 assemble them from the low nibbles of byte j + 4 and the top two bits
-  // of bytes j - 4 and j.
-  Value scales = r.add(base, 4);
-  Value sj = r.u8(r.add(scales, subBlock));
-  Value sj4 = r.u8(r.add(scales, r.add(subBlock, 4)));
-  Value sjm4 = r.u8(r.add(scales, r.rem(subBlock, 4)));
-  Value firstHalf = r.ult(subBlock, 4);
-  Value scale =
-      r.select(firstHalf, r.andI(sj, 63),
-               r.orI(r.andI(sj4, 0xF), r.shl(r.shr(sjm4, 6), 4)));
-  Value min = r.select(firstHalf, r.andI(sj4, 63),
-                       r.orI(r.shr(sj4, 4), r.shl(r.shr(sj, 6), 4)));
+  auto [scale, min] = kQuantScaleAndMin(r, r.add(base, 4), subBlock);
   Value d = r.fmul(r.f16(base), r.toF32(scale));
   Value m = r.fmul(r.f16(r.add(base, 2)), r.toF32(min));
   return r.fsub(r.fmul(d, r.toF32(nibble)), m);
@@ -186,6 +191,83 @@ Value decodeQ6_K(ByteReader &r, Value column) {
   return r.fmul(d, r.toF32(quant));
 }
 
+// Q2_K: 16 bytes of (scale, min) nibble pairs, one per 16 elements, 64 bytes
+// of 2-bit levels, f16 d, f16 dmin. Half n of 128 elements, quarter t of 32,
+// element l of it: level bits 2t..2t+1 of byte 32n + l, pair 8n + 2t + l/16;
+// x = (d·scale)·q − dmin·min.
+Value decodeQ2_K(ByteReader &r, Value column) {
+  Value base = r.mul(r.div(column, 256), 84);
+  Value i = r.rem(column, 256);
+  Value half = r.div(i, 128);
+  Value rest = r.rem(i, 128);
+  Value quarter = r.div(rest, 32);
+  Value l = r.rem(rest, 32);
+  Value packed = r.u8(r.add(base, r.add(r.index(16), r.add(r.mul(half, 32), l))));
+  Value quant = r.andI(r.shr(packed, r.shl(r.indexToI32(quarter), 1)), 3);
+  Value pair = r.u8(r.add(
+      base, r.add(r.mul(half, 8), r.add(r.mul(quarter, 2), r.div(l, 16)))));
+  Value d = r.fmul(r.f16(r.add(base, 80)), r.toF32(r.andI(pair, 0xF)));
+  Value m = r.fmul(r.f16(r.add(base, 82)), r.toF32(r.shr(pair, 4)));
+  return r.fsub(r.fmul(d, r.toF32(quant)), m);
+}
+
+// Q3_K: 32 bytes of third bits, 64 bytes of 2-bit levels, 12 bytes of 6-bit
+// scales (offset 32), f16 d. Half n, quarter t, element l as Q2_K; the third
+// bit is bit 4n + t of byte l, set meaning "no −4"; scale j = 8n + 2t + l/16
+// has its low 4 bits in the low (j < 8) or high nibble of byte j mod 8 and its
+// top 2 bits at bits 2(j/4) of byte 8 + j mod 4; x = (d·(scale − 32))·q.
+Value decodeQ3_K(ByteReader &r, Value column) {
+  Value base = r.mul(r.div(column, 256), 110);
+  Value i = r.rem(column, 256);
+  Value half = r.div(i, 128);
+  Value rest = r.rem(i, 128);
+  Value quarter = r.div(rest, 32);
+  Value l = r.rem(rest, 32);
+  Value packed = r.u8(r.add(base, r.add(r.index(32), r.add(r.mul(half, 32), l))));
+  Value low = r.andI(r.shr(packed, r.shl(r.indexToI32(quarter), 1)), 3);
+  Value highBit = r.andI(
+      r.shr(r.u8(r.add(base, l)),
+            r.indexToI32(r.add(r.mul(half, 4), quarter))),
+      1);
+  Value quant = r.subI(r.orI(low, r.shl(highBit, 2)), 4);
+  Value j = r.add(r.mul(half, 8), r.add(r.mul(quarter, 2), r.div(l, 16)));
+  Value scales = r.add(base, 96);
+  Value nibbleByte = r.u8(r.add(scales, r.rem(j, 8)));
+  Value lowBits = r.select(r.ult(j, 8), r.andI(nibbleByte, 0xF),
+                           r.shr(nibbleByte, 4));
+  Value highByte = r.u8(r.add(scales, r.add(r.index(8), r.rem(j, 4))));
+  Value highBits =
+      r.andI(r.shr(highByte, r.shl(r.indexToI32(r.div(j, 4)), 1)), 3);
+  Value scale = r.subI(r.orI(lowBits, r.shl(highBits, 4)), 32);
+  Value d = r.fmul(r.f16(r.add(base, 108)), r.toF32(scale));
+  return r.fmul(d, r.toF32(quant));
+}
+
+// Q5_K: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (as Q4_K), 32
+// bytes of fifth bits, 128 bytes of nibbles: chunk c of 64 elements uses byte
+// 32c + l, low nibble for sub-block 2c, high nibble for 2c + 1, and bit s of
+// byte l for sub-block s; x = (d·scale)·q − dmin·min.
+Value decodeQ5_K(ByteReader &r, Value column) {
+  Value base = r.mul(r.div(column, 256), 176);
+  Value i = r.rem(column, 256);
+  Value chunk = r.div(i, 64);
+  Value l = r.rem(i, 32);
+  Value lowHalf = r.ult(r.rem(i, 64), 32);
+  Value subBlock =
+      r.add(r.mul(chunk, 2), r.select(lowHalf, r.index(0), r.index(1)));
+  Value packed = r.u8(r.add(base, r.add(r.index(48), r.add(r.mul(chunk, 32), l))));
+  Value nibble = r.select(lowHalf, r.andI(packed, 0xF), r.shr(packed, 4));
+  Value fifth =
+      r.andI(r.shr(r.u8(r.add(base, r.add(r.index(16), l))),
+                   r.indexToI32(subBlock)),
+             1);
+  Value quant = r.orI(nibble, r.shl(fifth, 4));
+  auto [scale, min] = kQuantScaleAndMin(r, r.add(base, 4), subBlock);
+  Value d = r.fmul(r.f16(base), r.toF32(scale));
+  Value m = r.fmul(r.f16(r.add(base, 2)), r.toF32(min));
+  return r.fsub(r.fmul(d, r.toF32(quant)), m);
+}
+
 } // namespace
 
 Value loadWeightElement(OpBuilder &b, Location loc, Type storageType,
@@ -209,6 +291,12 @@ Value loadWeightElement(OpBuilder &b, Location loc, Type storageType,
     return decodeQ4_K(r, column);
   case llm::QuantFormat::q6_k:
     return decodeQ6_K(r, column);
+  case llm::QuantFormat::q2_k:
+    return decodeQ2_K(r, column);
+  case llm::QuantFormat::q3_k:
+    return decodeQ3_K(r, column);
+  case llm::QuantFormat::q5_k:
+    return decodeQ5_K(r, column);
   }
   return {};
 }

@@ -255,12 +255,22 @@ private:
     return buffer;
   }
 
-  /// The kernel suffix of a weight's storage format ("f32", "q4_k", ...):
-  /// the library reads every format the llm dialect stores.
+  /// The kernel suffix of a weight's storage format ("f32", "q4_k", ...).
+  /// The library reads every format but Q2_K, Q3_K and Q5_K.
   FailureOr<std::string> weightFormat(Operation *op, Value value) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
-    if (std::optional<hetrt::format::BlockFormat> format =
-            llm::weightStorageFormat(element))
+    std::optional<hetrt::format::BlockFormat> format =
+        llm::weightStorageFormat(element);
+    using hetrt::format::BlockFormat;
+    if (format && (*format == BlockFormat::Q2_K ||
+                   *format == BlockFormat::Q3_K ||
+                   *format == BlockFormat::Q5_K))
+      return op->emitOpError()
+             << "has " << element
+             << " weights, which the SPIR-V kernels do not read yet (they "
+                "read f32, f16, bf16, q8_0, q4_0, q4_k and q6_k); run this "
+                "model on the CPU";
+    if (format)
       return std::string(hetrt::format::blockLayout(*format).name);
     return op->emitOpError()
            << "has " << element

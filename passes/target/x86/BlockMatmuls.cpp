@@ -104,6 +104,10 @@ struct WeightReader {
       return {loadQ4_K(bytes, group), Value()};
     case llm::QuantFormat::q6_k:
       return {loadQ6_K(bytes, group), Value()};
+    case llm::QuantFormat::q2_k:
+    case llm::QuantFormat::q3_k:
+    case llm::QuantFormat::q5_k:
+      llvm_unreachable("makeReader refuses these formats");
     }
     return {};
   }
@@ -182,7 +186,11 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
     return WeightReader{storage, weight, lanes, 1, lanes};
   }
   auto quant = dyn_cast<llm::QuantType>(storage);
-  if (!quant)
+  // Q2_K, Q3_K and Q5_K have no vector decoding yet: their matmuls stay
+  // portable (decoded element by element).
+  if (!quant || quant.getFormat() == llm::QuantFormat::q2_k ||
+      quant.getFormat() == llm::QuantFormat::q3_k ||
+      quant.getFormat() == llm::QuantFormat::q5_k)
     return std::nullopt;
   Value blocks =
       hetc::x86::blockView(b, loc, weight, quant.getBytesPerBlock());

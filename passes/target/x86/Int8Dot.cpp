@@ -370,6 +370,10 @@ Int8WeightGroup Int8WeightReader::load(OpBuilder &b, Location loc, Value row,
     scales.push_back(repeatEach(b, loc, perGroup, 16 / kLaneElements));
     break;
   }
+  case llm::QuantFormat::q2_k:
+  case llm::QuantFormat::q3_k:
+  case llm::QuantFormat::q5_k:
+    llvm_unreachable("makeInt8Reader refuses these formats");
   }
   Int8WeightGroup result;
   result.codes = concat(b, loc, codes);
@@ -404,6 +408,12 @@ makeInt8Reader(OpBuilder &b, Location loc, Value weight, Type storage,
   case llm::QuantFormat::q6_k:
     reader.offsetShift = 5;
     break;
+  case llm::QuantFormat::q2_k:
+  case llm::QuantFormat::q3_k:
+  case llm::QuantFormat::q5_k:
+    // No integer reading of these yet: the float path (or the portable
+    // generic) serves them.
+    return std::nullopt;
   }
   bool superBlocks = quant.getBlockSize() > kActivationBlock;
   reader.chunk = superBlocks ? quant.getBlockSize() : vectorBytes;

@@ -11,6 +11,9 @@
 // CHECK: llm.weight @q4_0 : tensor<8x64x!llm.quant<q4_0>>
 // CHECK: llm.weight @q4_k : tensor<8x256x!llm.quant<q4_k>>
 // CHECK: llm.weight @q6_k : tensor<8x512x!llm.quant<q6_k>>
+// CHECK: llm.weight @q2_k : tensor<8x256x!llm.quant<q2_k>>
+// CHECK: llm.weight @q3_k : tensor<8x256x!llm.quant<q3_k>>
+// CHECK: llm.weight @q5_k : tensor<8x256x!llm.quant<q5_k>>
 // CHECK: llm.weight @f16 : tensor<8x64xf16>
 // CHECK: llm.weight @bf16 : tensor<8x64xbf16>
 // CHECK: llm.weight @bound {data_offset = 1024 : i64} : tensor<8xf32>
@@ -21,6 +24,9 @@ llm.weight @"blk.0.attn_q.weight" : tensor<64x64x!llm.quant<q8_0>>
 llm.weight @q4_0 : tensor<8x64x!llm.quant<q4_0>>
 llm.weight @q4_k : tensor<8x256x!llm.quant<q4_k>>
 llm.weight @q6_k : tensor<8x512x!llm.quant<q6_k>>
+llm.weight @q2_k : tensor<8x256x!llm.quant<q2_k>>
+llm.weight @q3_k : tensor<8x256x!llm.quant<q3_k>>
+llm.weight @q5_k : tensor<8x256x!llm.quant<q5_k>>
 llm.weight @f16 : tensor<8x64xf16>
 llm.weight @bf16 : tensor<8x64xbf16>
 llm.weight @bound {data_offset = 1024 : i64} : tensor<8xf32>

@@ -63,6 +63,32 @@ func.func @q6_k_matmul(%x: tensor<?x256xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// Q2_K (84-byte), Q3_K (110-byte) and Q5_K (176-byte) super-blocks decode
+// element by element the same way; Q5_K's fifth bit comes from the qh bytes
+// at offset 16 and its nibble from offset 48.
+llm.weight @q2 {data_offset = 0 : i64} : tensor<4x256x!llm.quant<q2_k>>
+llm.weight @q3 {data_offset = 1024 : i64} : tensor<4x256x!llm.quant<q3_k>>
+llm.weight @q5 {data_offset = 2048 : i64} : tensor<4x256x!llm.quant<q5_k>>
+// CHECK-LABEL: func.func @low_bit_k_quant_matmuls
+// CHECK-DAG: memref.view {{.+}} : memref<?xi8> to memref<4x84xi8>
+// CHECK-DAG: memref.view {{.+}} : memref<?xi8> to memref<4x110xi8>
+// CHECK-DAG: memref.view {{.+}} : memref<?xi8> to memref<4x176xi8>
+// CHECK: tensor.extract %{{.+}} : tensor<4x84xi8>
+// CHECK: tensor.extract %{{.+}} : tensor<4x110xi8>
+// CHECK: tensor.extract %{{.+}} : tensor<4x176xi8>
+// CHECK-NOT: llm.
+func.func @low_bit_k_quant_matmuls(%x: tensor<?x256xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+  %w2 = llm.get_weight @q2 : tensor<4x256x!llm.quant<q2_k>>
+  %w3 = llm.get_weight @q3 : tensor<4x256x!llm.quant<q3_k>>
+  %w5 = llm.get_weight @q5 : tensor<4x256x!llm.quant<q5_k>>
+  %y2 = llm.matmul %x, %w2 : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q2_k>>) -> tensor<?x4xf32>
+  %y3 = llm.matmul %x, %w3 : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q3_k>>) -> tensor<?x4xf32>
+  %y5 = llm.matmul %x, %w5 : (tensor<?x256xf32>, tensor<4x256x!llm.quant<q5_k>>) -> tensor<?x4xf32>
+  return %y2, %y3, %y5 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
 // The KV cache is one tensor of keys and values; appending copies each token's
 // rows to its position. A prompt's attention (a dynamic token count) goes
 // tile by tile: a forall over (tiles of 32 query tokens, heads) whose body

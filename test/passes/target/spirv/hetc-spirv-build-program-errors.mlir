@@ -47,3 +47,15 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !l
   %y = llm.attention %q, %cache at %positions causal softcap = 50.0 : (tensor<?x4x16xf32>, !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %y : tensor<?x4x16xf32>
 }
+
+// -----
+
+// Q2_K, Q3_K and Q5_K weights have no SPIR-V kernels yet: the error says what
+// the kernels read and where the model runs instead.
+llm.weight @table {data_offset = 0 : i64} : tensor<100x256x!llm.quant<q5_k>>
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x256xf32> {
+  %table = llm.get_weight @table : tensor<100x256x!llm.quant<q5_k>>
+  // expected-error @+1 {{'llm.embedding' op has '!llm.quant<q5_k>' weights, which the SPIR-V kernels do not read yet (they read f32, f16, bf16, q8_0, q4_0, q4_k and q6_k); run this model on the CPU}}
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x256x!llm.quant<q5_k>>) -> tensor<?x256xf32>
+  return %x : tensor<?x256xf32>
+}
