@@ -120,7 +120,7 @@ def softmax(scores, axis):
 
 
 # ggml type codes of the block formats the CPU multiplies with int8 activations.
-INT8_DOT_TYPES = {2, 8, 12, 14}  # Q4_0, Q8_0, Q4_K, Q6_K
+INT8_DOT_TYPES = {2, 8, 12, 13, 14}  # Q4_0, Q8_0, Q4_K, Q5_K, Q6_K
 # The CPU's int8 kernels take whole 512-bit vectors (64 codes) of a row; a
 # matmul with other row lengths keeps float activations.
 INT8_DOT_ROW_MULTIPLE = 64

@@ -104,9 +104,10 @@ struct WeightReader {
       return {loadQ4_K(bytes, group), Value()};
     case llm::QuantFormat::q6_k:
       return {loadQ6_K(bytes, group), Value()};
+    case llm::QuantFormat::q5_k:
+      return {loadQ5_K(bytes, group), Value()};
     case llm::QuantFormat::q2_k:
     case llm::QuantFormat::q3_k:
-    case llm::QuantFormat::q5_k:
       llvm_unreachable("makeReader refuses these formats");
     }
     return {};
@@ -131,6 +132,36 @@ private:
                                    : bytes.lowNibbles(packed);
       values.push_back(vector::FMAOp::create(
           b, loc, bytes.smallIntegers(nibbles, 0), scales, negatedMins));
+    }
+    return values;
+  }
+
+  /// Q5_K: Q4_K's header (f16 d, f16 dmin, 12 bytes of 6-bit scales and
+  /// mins), 32 bytes of fifth bits (bit s of byte l for sub-block s), then
+  /// the nibbles at offset 48, paired as in Q4_K; x = (d·scale)·q − dmin·min.
+  SmallVector<Value> loadQ5_K(BlockBytes &bytes, int64_t subBlock) const {
+    OpBuilder &b = bytes.b;
+    Location loc = bytes.loc;
+    auto [dScale, dMin] = bytes.q4kScaleAndMin(subBlock);
+    Value scales = bytes.broadcast(dScale);
+    Value negatedMins =
+        bytes.broadcast(arith::NegFOp::create(b, loc, dMin).getResult());
+    SmallVector<Value> values;
+    for (int64_t offset = 0; offset < 32; offset += lanes) {
+      Value packed = bytes.widened(48 + 32 * (subBlock / 2) + offset);
+      Value nibbles = subBlock % 2 ? bytes.highNibbles(packed)
+                                   : bytes.lowNibbles(packed);
+      Value fifth = bytes.widened(16 + offset);
+      if (subBlock)
+        fifth = arith::ShRUIOp::create(b, loc, fifth,
+                                       bytes.i32Splat(int32_t(subBlock)));
+      fifth = arith::ShLIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, fifth, bytes.i32Splat(1)),
+          bytes.i32Splat(4));
+      values.push_back(vector::FMAOp::create(
+          b, loc,
+          bytes.smallIntegers(arith::OrIOp::create(b, loc, nibbles, fifth), 0),
+          scales, negatedMins));
     }
     return values;
   }
@@ -186,11 +217,10 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
     return WeightReader{storage, weight, lanes, 1, lanes};
   }
   auto quant = dyn_cast<llm::QuantType>(storage);
-  // Q2_K, Q3_K and Q5_K have no vector decoding yet: their matmuls stay
-  // portable (decoded element by element).
+  // Q2_K and Q3_K have no vector decoding yet: their matmuls stay portable
+  // (decoded element by element).
   if (!quant || quant.getFormat() == llm::QuantFormat::q2_k ||
-      quant.getFormat() == llm::QuantFormat::q3_k ||
-      quant.getFormat() == llm::QuantFormat::q5_k)
+      quant.getFormat() == llm::QuantFormat::q3_k)
     return std::nullopt;
   Value blocks =
       hetc::x86::blockView(b, loc, weight, quant.getBytesPerBlock());

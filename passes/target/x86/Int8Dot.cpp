@@ -308,13 +308,33 @@ Int8WeightGroup Int8WeightReader::load(OpBuilder &b, Location loc, Value row,
     }
     break;
   }
-  case llm::QuantFormat::q4_k: {
+  case llm::QuantFormat::q4_k:
+  case llm::QuantFormat::q5_k: {
     BlockBytes bytes = blockAt(step);
+    bool fifthBits = quant.getFormat() == llm::QuantFormat::q5_k;
     for (int64_t part = 0; part < parts; ++part) {
-      // Sub-block 2c is the low nibbles of bytes 32c..32c+31, 2c + 1 the high.
+      // Sub-block 2c is the low nibbles of bytes 32c..32c+31, 2c + 1 the high
+      // (Q5_K's nibbles start at 48, after 32 bytes holding bit s of every
+      // level of sub-block s).
       int64_t subBlock = group * parts + part;
-      Value packed = bytes.bytes(16 + 32 * (subBlock / 2), 32);
-      codes.push_back(subBlock % 2 ? highNibbles(packed) : lowNibbles(packed));
+      Value packed =
+          bytes.bytes((fifthBits ? 48 : 16) + 32 * (subBlock / 2), 32);
+      Value code = subBlock % 2 ? highNibbles(packed) : lowNibbles(packed);
+      if (fifthBits) {
+        Value fifth = bytes.bytes(16, 32);
+        if (subBlock)
+          fifth = arith::ShRUIOp::create(
+              b, loc, fifth,
+              splat(b, loc, bytesType(32), b.getI8IntegerAttr(subBlock)));
+        fifth = arith::ShLIOp::create(
+            b, loc,
+            arith::AndIOp::create(
+                b, loc, fifth,
+                splat(b, loc, bytesType(32), b.getI8IntegerAttr(1))),
+            splat(b, loc, bytesType(32), b.getI8IntegerAttr(4)));
+        code = arith::OrIOp::create(b, loc, code, fifth);
+      }
+      codes.push_back(code);
     }
     // All 8 scales and mins of the super-block, unpacked in one vector
     // (every group of the super-block reads the same values), then each
@@ -372,7 +392,6 @@ Int8WeightGroup Int8WeightReader::load(OpBuilder &b, Location loc, Value row,
   }
   case llm::QuantFormat::q2_k:
   case llm::QuantFormat::q3_k:
-  case llm::QuantFormat::q5_k:
     llvm_unreachable("makeInt8Reader refuses these formats");
   }
   Int8WeightGroup result;
@@ -408,11 +427,12 @@ makeInt8Reader(OpBuilder &b, Location loc, Value weight, Type storage,
   case llm::QuantFormat::q6_k:
     reader.offsetShift = 5;
     break;
+  case llm::QuantFormat::q5_k:
+    reader.offsetShift = -1;
+    break;
   case llm::QuantFormat::q2_k:
   case llm::QuantFormat::q3_k:
-  case llm::QuantFormat::q5_k:
-    // No integer reading of these yet: the float path (or the portable
-    // generic) serves them.
+    // No integer reading of these yet: the portable generic serves them.
     return std::nullopt;
   }
   bool superBlocks = quant.getBlockSize() > kActivationBlock;

@@ -195,7 +195,7 @@ def HetcX86BlockMatmulsPass
     convert-llm-to-linalg lowers every `x · wᵀ` (matmuls, logits) to a
     portable `linalg.generic` tagged with the weight's storage type
     (`llm.matmul_weight`). This pass replaces those whose weights are f32,
-    f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K (and whose row length is a whole
+    f16, bf16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K (and whose row length is a whole
     number of vectors) with the x86 CPU's blocking: an `scf.forall` over
     blocks of activation rows × weight rows, each step loading one vector of
     every weight row of the block (decoded in registers: f16/bf16 widened,
@@ -203,8 +203,11 @@ def HetcX86BlockMatmulsPass
     and multiply-adding it into one accumulator per (row, weight row), so a
     weight vector serves every activation row of the block. A K-quant step is
     a 256-element super-block read in groups of 32: each group's sub-block
-    scale (and Q4_K min) is unpacked from the super-block's header once per
-    row and applied to the decoded vectors in registers. Prefill blocks are 4×4
+    scale (and Q4_K/Q5_K min) is unpacked from the super-block's header once
+    per row and applied to the decoded vectors in registers (Q5_K's fifth
+    bits OR-ed into its nibbles). A prompt's rows are taken in chunks whose
+    activations fit half of L2, each chunk a forall of its own (an `scf.for`
+    around them). Prefill blocks are 4×4
     with 512-bit vectors (16 accumulators of AVX-512's 32 registers) and 2×4
     with narrower ones; decode streams one weight row at a time, front to
     back, with independent accumulator chains along it.
@@ -213,17 +216,18 @@ def HetcX86BlockMatmulsPass
     x86 target reads off the device's architecture: 512 for AVX-512 levels,
     256 for AVX2, 128 for SSE.
 
-    With `int8-dot` (CPUs with AVX-512 VNNI), Q8_0, Q4_0, Q4_K and Q6_K
+    With `int8-dot` (CPUs with AVX-512 VNNI), Q8_0, Q4_0, Q4_K, Q5_K and Q6_K
     matmuls multiply int8 activations instead: a parallel loop over the
     activation rows first rounds them to blocks of 32 codes with an f32
     scale (max|x| / 127, codes roundeven(x / scale)) and keeps, per 4 codes,
     their negated sum (for a weight code offset) and the block scale (and
-    for Q4_K the scaled sum). Each step then reads 64 weight codes as
+    for Q4_K and Q5_K the scaled sum). Each step then reads 64 weight codes as
     unsigned bytes and multiplies them with 64 activation codes in one
     `vpdpbusd` (a call of the intrinsic `llvm.x86.avx512.vpdpbusd.512`),
     starting from the offset correction; the integer lanes times the lane
     scales (weight × activation) are added into the f32 accumulators, and a
-    Q4_K min is taken off with the scaled sums.
+    Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K stay
+    portable.
 
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)
@@ -244,7 +248,7 @@ def HetcX86BlockMatmulsPass
     Option<"vectorBits", "vector-bits", "int64_t", "512",
            "width of the vector registers in bits (128, 256 or 512)">,
     Option<"int8Dot", "int8-dot", "bool", "false",
-           "multiply Q8_0, Q4_0, Q4_K and Q6_K weights with int8-quantized "
+           "multiply Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights with int8-quantized "
            "activations through vpdpbusd (AVX-512 VNNI)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
