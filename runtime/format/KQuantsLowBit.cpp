@@ -294,71 +294,13 @@ void dequantizeQ3_K(const uint8_t *block, float *y) {
 // x = (d * scale) * q - (dmin * min).
 //===----------------------------------------------------------------------===//
 
-constexpr int kQ5KScalesOffset = 4;
+constexpr int kQ5KScalesOffset = 4; // the header of quantizeScaledMinBlock
 constexpr int kQ5KHighOffset = 16;
 constexpr int kQ5KQuantsOffset = 48;
 
 void quantizeQ5_K(const float *x, uint8_t *block) {
   uint8_t levels[kQKK];
-  uint8_t trialLevels[32];
-  float weights[32];
-  float mins[kQKK / 32];
-  float scales[kQKK / 32];
-
-  float maxScale = 0;
-  float maxMin = 0;
-  for (int j = 0; j < kQKK / 32; ++j) {
-    const float *sub = x + 32 * j;
-    float sumX2 = 0;
-    for (int l = 0; l < 32; ++l)
-      sumX2 += sub[l] * sub[l];
-    const float averageMagnitude = std::sqrt(sumX2 / 32);
-    for (int l = 0; l < 32; ++l)
-      weights[l] = averageMagnitude + std::fabs(sub[l]);
-    scales[j] = makeQkx2Quants(32, 31, sub, weights, levels + 32 * j, &mins[j],
-                               trialLevels, -0.5f, 0.1f, 15, false);
-    if (scales[j] > maxScale)
-      maxScale = scales[j];
-    if (mins[j] > maxMin)
-      maxMin = mins[j];
-  }
-
-  uint8_t *packedScales = block + kQ5KScalesOffset;
-  const float inverseScale = maxScale > 0 ? 63.f / maxScale : 0.f;
-  const float inverseMin = maxMin > 0 ? 63.f / maxMin : 0.f;
-  for (int j = 0; j < kQKK / 32; ++j) {
-    // A negative nearestInt wraps through uint8_t and is then capped at 63,
-    // exactly as ggml's uint8_t assignment and MIN do.
-    auto scale = static_cast<uint8_t>(nearestInt(inverseScale * scales[j]));
-    auto min = static_cast<uint8_t>(nearestInt(inverseMin * mins[j]));
-    scale = std::min<uint8_t>(63, scale);
-    min = std::min<uint8_t>(63, min);
-    if (j < 4) {
-      packedScales[j] = scale;
-      packedScales[j + 4] = min;
-    } else {
-      packedScales[j + 4] =
-          static_cast<uint8_t>((scale & 0xF) | ((min & 0xF) << 4));
-      packedScales[j - 4] |= static_cast<uint8_t>((scale >> 4) << 6);
-      packedScales[j] |= static_cast<uint8_t>((min >> 4) << 6);
-    }
-  }
-  storeU16(block, fp32ToFp16(maxScale / 63.f));
-  storeU16(block + 2, fp32ToFp16(maxMin / 63.f));
-
-  const float superScale = fp16ToFp32(loadU16(block));
-  const float superMin = fp16ToFp32(loadU16(block + 2));
-  for (int j = 0; j < kQKK / 32; ++j) {
-    uint8_t scale, min;
-    q4KScaleAndMin(j, packedScales, &scale, &min);
-    const float d = superScale * scale;
-    if (d == 0.0f)
-      continue;
-    const float dm = superMin * min;
-    for (int i = 0; i < 32; ++i)
-      levels[32 * j + i] = static_cast<uint8_t>(
-          clampInt(nearestInt((x[32 * j + i] + dm) / d), 0, 31));
-  }
+  quantizeScaledMinBlock(x, 31, -0.5f, 15, block, levels);
 
   uint8_t *highBits = block + kQ5KHighOffset;
   uint8_t *quants = block + kQ5KQuantsOffset;

@@ -206,10 +206,9 @@ void blocks::q4KScaleAndMin(int subBlock, const uint8_t *scales,
   }
 }
 
-namespace {
-
-void quantizeQ4_K(const float *x, uint8_t *block) {
-  uint8_t levels[kQKK];
+void blocks::quantizeScaledMinBlock(const float *x, int nmax, float rmin,
+                                    int steps, uint8_t *block,
+                                    uint8_t *levels) {
   uint8_t trialLevels[32];
   float weights[32];
   float mins[kQKK / 32];
@@ -225,8 +224,8 @@ void quantizeQ4_K(const float *x, uint8_t *block) {
     const float averageMagnitude = std::sqrt(sumX2 / 32);
     for (int l = 0; l < 32; ++l)
       weights[l] = averageMagnitude + std::fabs(sub[l]);
-    scales[j] = makeQkx2Quants(32, 15, sub, weights, levels + 32 * j, &mins[j],
-                               trialLevels, -1.f, 0.1f, 20, false);
+    scales[j] = makeQkx2Quants(32, nmax, sub, weights, levels + 32 * j,
+                               &mins[j], trialLevels, rmin, 0.1f, steps, false);
     if (scales[j] > maxScale)
       maxScale = scales[j];
     if (mins[j] > maxMin)
@@ -269,9 +268,16 @@ void quantizeQ4_K(const float *x, uint8_t *block) {
     const float dm = fp16ToFp32(superMin) * min;
     for (int i = 0; i < 32; ++i) {
       const int l = nearestInt((x[32 * j + i] + dm) / d);
-      levels[32 * j + i] = static_cast<uint8_t>(std::max(0, std::min(15, l)));
+      levels[32 * j + i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     }
   }
+}
+
+namespace {
+
+void quantizeQ4_K(const float *x, uint8_t *block) {
+  uint8_t levels[kQKK];
+  quantizeScaledMinBlock(x, 15, -1.f, 20, block, levels);
 
   uint8_t *quants = block + kQ4KQuantsOffset;
   for (int j = 0; j < kQKK; j += 64) {

@@ -53,6 +53,14 @@ float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
 void q4KScaleAndMin(int subBlock, const uint8_t *scales, uint8_t *scale,
                     uint8_t *min);
 
+/// Q4_K's and Q5_K's shared part of ggml's quantize_row_q{4,5}_K_ref: fits
+/// the 8 sub-blocks of 32 values of `x` to levels 0..nmax (make_qkx2_quants
+/// with weights |x| + RMS, trial inverse scales from rmin in steps of 0.1),
+/// packs their 6-bit scales and mins into block[4..16) and d, dmin into
+/// block[0..4), and requantizes `levels` against the scales as stored.
+void quantizeScaledMinBlock(const float *x, int nmax, float rmin, int steps,
+                            uint8_t *block, uint8_t *levels);
+
 /// ggml's quantize_row_q{2,3,5}_K_ref and dequantize_row_q{2,3,5}_K for one
 /// super-block of 256 values (KQuantsLowBit.cpp).
 void quantizeQ2_K(const float *x, uint8_t *block);

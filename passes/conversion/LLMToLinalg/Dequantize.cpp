@@ -146,21 +146,30 @@ std::pair<Value, Value> kQuantScaleAndMin(ByteReader &r, Value scales,
 // Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins for the 8
 // sub-blocks of 32, then 128 bytes of nibbles: chunk c of 64 elements uses byte
 // 32c + l, low nibble for sub-block 2c, high nibble for 2c + 1;
-// x = (d·scale)·nibble − dmin·min.
-Value decodeQ4_K(ByteReader &r, Value column) {
-  Value base = r.mul(r.div(column, 256), 144);
+// x = (d·scale)·q − dmin·min. Q5_K (`fifthBits`, 176-byte blocks) has 32
+// bytes holding bit s of byte l for sub-block s before its nibbles, which
+// start at 48.
+Value decodeQ4_K(ByteReader &r, Value column, bool fifthBits = false) {
+  Value base = r.mul(r.div(column, 256), fifthBits ? 176 : 144);
   Value i = r.rem(column, 256);
   Value chunk = r.div(i, 64);
+  Value l = r.rem(i, 32);
   Value lowHalf = r.ult(r.rem(i, 64), 32);
   Value subBlock =
       r.add(r.mul(chunk, 2), r.select(lowHalf, r.index(0), r.index(1)));
-  Value packed =
-      r.u8(r.add(r.add(base, 16), r.add(r.mul(chunk, 32), r.rem(i, 32))));
-  Value nibble = r.select(lowHalf, r.andI(packed, 0xF), r.shr(packed, 4));
+  Value packed = r.u8(r.add(r.add(base, fifthBits ? 48 : 16),
+                            r.add(r.mul(chunk, 32), l)));
+  Value quant = r.select(lowHalf, r.andI(packed, 0xF), r.shr(packed, 4));
+  if (fifthBits) {
+    Value fifth = r.andI(
+        r.shr(r.u8(r.add(base, r.add(r.index(16), l))), r.indexToI32(subBlock)),
+        1);
+    quant = r.orI(quant, r.shl(fifth, 4));
+  }
   auto [scale, min] = kQuantScaleAndMin(r, r.add(base, 4), subBlock);
   Value d = r.fmul(r.f16(base), r.toF32(scale));
   Value m = r.fmul(r.f16(r.add(base, 2)), r.toF32(min));
-  return r.fsub(r.fmul(d, r.toF32(nibble)), m);
+  return r.fsub(r.fmul(d, r.toF32(quant)), m);
 }
 
 // Q6_K: 128 bytes of low nibbles, 64 bytes of high 2-bit pairs, 16 int8
@@ -243,31 +252,6 @@ Value decodeQ3_K(ByteReader &r, Value column) {
   return r.fmul(d, r.toF32(quant));
 }
 
-// Q5_K: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (as Q4_K), 32
-// bytes of fifth bits, 128 bytes of nibbles: chunk c of 64 elements uses byte
-// 32c + l, low nibble for sub-block 2c, high nibble for 2c + 1, and bit s of
-// byte l for sub-block s; x = (d·scale)·q − dmin·min.
-Value decodeQ5_K(ByteReader &r, Value column) {
-  Value base = r.mul(r.div(column, 256), 176);
-  Value i = r.rem(column, 256);
-  Value chunk = r.div(i, 64);
-  Value l = r.rem(i, 32);
-  Value lowHalf = r.ult(r.rem(i, 64), 32);
-  Value subBlock =
-      r.add(r.mul(chunk, 2), r.select(lowHalf, r.index(0), r.index(1)));
-  Value packed = r.u8(r.add(base, r.add(r.index(48), r.add(r.mul(chunk, 32), l))));
-  Value nibble = r.select(lowHalf, r.andI(packed, 0xF), r.shr(packed, 4));
-  Value fifth =
-      r.andI(r.shr(r.u8(r.add(base, r.add(r.index(16), l))),
-                   r.indexToI32(subBlock)),
-             1);
-  Value quant = r.orI(nibble, r.shl(fifth, 4));
-  auto [scale, min] = kQuantScaleAndMin(r, r.add(base, 4), subBlock);
-  Value d = r.fmul(r.f16(base), r.toF32(scale));
-  Value m = r.fmul(r.f16(r.add(base, 2)), r.toF32(min));
-  return r.fsub(r.fmul(d, r.toF32(quant)), m);
-}
-
 } // namespace
 
 Value loadWeightElement(OpBuilder &b, Location loc, Type storageType,
@@ -296,7 +280,7 @@ Value loadWeightElement(OpBuilder &b, Location loc, Type storageType,
   case llm::QuantFormat::q3_k:
     return decodeQ3_K(r, column);
   case llm::QuantFormat::q5_k:
-    return decodeQ5_K(r, column);
+    return decodeQ4_K(r, column, /*fifthBits=*/true);
   }
   return {};
 }

@@ -105,7 +105,7 @@ struct WeightReader {
     case llm::QuantFormat::q6_k:
       return {loadQ6_K(bytes, group), Value()};
     case llm::QuantFormat::q5_k:
-      return {loadQ5_K(bytes, group), Value()};
+      return {loadQ4_K(bytes, group, /*fifthBits=*/true), Value()};
     case llm::QuantFormat::q2_k:
     case llm::QuantFormat::q3_k:
       llvm_unreachable("makeReader refuses these formats");
@@ -117,51 +117,35 @@ private:
 
   /// Q4_K: f16 d, f16 dmin, 12 bytes of 6-bit sub-block scales and mins, 128
   /// bytes of nibbles; sub-block 2c is the low nibbles of bytes 32c..32c+31,
-  /// 2c + 1 their high nibbles; x = (d·scale)·q − dmin·min.
-  SmallVector<Value> loadQ4_K(BlockBytes &bytes, int64_t subBlock) const {
+  /// 2c + 1 their high nibbles; x = (d·scale)·q − dmin·min. Q5_K (with
+  /// `fifthBits`) has the same header, then 32 bytes holding bit s of every
+  /// level of sub-block s, then the nibbles at offset 48.
+  SmallVector<Value> loadQ4_K(BlockBytes &bytes, int64_t subBlock,
+                              bool fifthBits = false) const {
     OpBuilder &b = bytes.b;
     Location loc = bytes.loc;
     auto [dScale, dMin] = bytes.q4kScaleAndMin(subBlock);
     Value scales = bytes.broadcast(dScale);
     Value negatedMins =
         bytes.broadcast(arith::NegFOp::create(b, loc, dMin).getResult());
+    int64_t nibblesAt = fifthBits ? 48 : 16;
     SmallVector<Value> values;
     for (int64_t offset = 0; offset < 32; offset += lanes) {
-      Value packed = bytes.widened(16 + 32 * (subBlock / 2) + offset);
-      Value nibbles = subBlock % 2 ? bytes.highNibbles(packed)
-                                   : bytes.lowNibbles(packed);
+      Value packed = bytes.widened(nibblesAt + 32 * (subBlock / 2) + offset);
+      Value levels = subBlock % 2 ? bytes.highNibbles(packed)
+                                  : bytes.lowNibbles(packed);
+      if (fifthBits) {
+        Value fifth = bytes.widened(16 + offset);
+        if (subBlock)
+          fifth = arith::ShRUIOp::create(b, loc, fifth,
+                                         bytes.i32Splat(int32_t(subBlock)));
+        fifth = arith::ShLIOp::create(
+            b, loc, arith::AndIOp::create(b, loc, fifth, bytes.i32Splat(1)),
+            bytes.i32Splat(4));
+        levels = arith::OrIOp::create(b, loc, levels, fifth);
+      }
       values.push_back(vector::FMAOp::create(
-          b, loc, bytes.smallIntegers(nibbles, 0), scales, negatedMins));
-    }
-    return values;
-  }
-
-  /// Q5_K: Q4_K's header (f16 d, f16 dmin, 12 bytes of 6-bit scales and
-  /// mins), 32 bytes of fifth bits (bit s of byte l for sub-block s), then
-  /// the nibbles at offset 48, paired as in Q4_K; x = (d·scale)·q − dmin·min.
-  SmallVector<Value> loadQ5_K(BlockBytes &bytes, int64_t subBlock) const {
-    OpBuilder &b = bytes.b;
-    Location loc = bytes.loc;
-    auto [dScale, dMin] = bytes.q4kScaleAndMin(subBlock);
-    Value scales = bytes.broadcast(dScale);
-    Value negatedMins =
-        bytes.broadcast(arith::NegFOp::create(b, loc, dMin).getResult());
-    SmallVector<Value> values;
-    for (int64_t offset = 0; offset < 32; offset += lanes) {
-      Value packed = bytes.widened(48 + 32 * (subBlock / 2) + offset);
-      Value nibbles = subBlock % 2 ? bytes.highNibbles(packed)
-                                   : bytes.lowNibbles(packed);
-      Value fifth = bytes.widened(16 + offset);
-      if (subBlock)
-        fifth = arith::ShRUIOp::create(b, loc, fifth,
-                                       bytes.i32Splat(int32_t(subBlock)));
-      fifth = arith::ShLIOp::create(
-          b, loc, arith::AndIOp::create(b, loc, fifth, bytes.i32Splat(1)),
-          bytes.i32Splat(4));
-      values.push_back(vector::FMAOp::create(
-          b, loc,
-          bytes.smallIntegers(arith::OrIOp::create(b, loc, nibbles, fifth), 0),
-          scales, negatedMins));
+          b, loc, bytes.smallIntegers(levels, 0), scales, negatedMins));
     }
     return values;
   }
