@@ -1,5 +1,5 @@
 // hetc-x86-block-matmuls: the x86 CPU's blocking of `x · wᵀ` for f32
-// activations and f32, f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights,
+// activations and f32, f16, bf16, Q8_0, Q4_0 or k-quant (Q2_K to Q6_K) weights,
 // replacing the portable generics convert-llm-to-linalg tags with
 // `llm.matmul_weight`. Each step of a kernel computes a block of Mr activation rows ×
 // Nr weight rows with Mr·Nr vector accumulators, so each weight vector loaded
@@ -107,8 +107,9 @@ struct WeightReader {
     case llm::QuantFormat::q5_k:
       return {loadQ4_K(bytes, group, /*fifthBits=*/true), Value()};
     case llm::QuantFormat::q2_k:
+      return {loadQ2_K(bytes, group), Value()};
     case llm::QuantFormat::q3_k:
-      llvm_unreachable("makeReader refuses these formats");
+      return {loadQ3_K(bytes, group), Value()};
     }
     return {};
   }
@@ -155,6 +156,91 @@ private:
   /// takes its low bits from bytes 64n + 32(t mod 2) + l (low nibbles for
   /// t < 2), its high bits from bits 2t of bytes 128 + 32n + l, and scales
   /// 8n + 2t (elements 0-15) and 8n + 2t + 1; x = (d·scale)·(q − 32).
+  /// Q2_K: 16 bytes of (scale, min) nibble pairs, 64 bytes of 2-bit levels,
+  /// f16 d at 80 and dmin at 82. Group g (elements 32g..32g+31) of half n =
+  /// g / 4 takes bits 2t..2t+1 (t = g mod 4) of bytes 16 + 32n + l; its two
+  /// runs of 16 use pairs 8n + 2t and 8n + 2t + 1;
+  /// x = (d·scale)·q − dmin·min.
+  SmallVector<Value> loadQ2_K(BlockBytes &bytes, int64_t group) const {
+    OpBuilder &b = bytes.b;
+    Location loc = bytes.loc;
+    int64_t half = group / 4, shift = 2 * (group % 4);
+    Value d = bytes.f16(80);
+    Value dMin = bytes.f16(82);
+    SmallVector<Value> values;
+    for (int64_t offset = 0; offset < 32; offset += lanes) {
+      Value packed = bytes.widened(16 + 32 * half + offset);
+      if (shift)
+        packed = arith::ShRUIOp::create(b, loc, packed,
+                                        bytes.i32Splat(int32_t(shift)));
+      Value levels =
+          arith::AndIOp::create(b, loc, packed, bytes.i32Splat(3));
+      Value pair = bytes.scalarByte(8 * half + shift + offset / 16);
+      Value scale = arith::MulFOp::create(
+          b, loc, d,
+          bytes.toF32(arith::AndIOp::create(b, loc, pair, bytes.i32(15))));
+      Value min = arith::MulFOp::create(
+          b, loc, dMin,
+          bytes.toF32(arith::ShRUIOp::create(b, loc, pair, bytes.i32(4))));
+      values.push_back(vector::FMAOp::create(
+          b, loc, bytes.smallIntegers(levels, 0), bytes.broadcast(scale),
+          bytes.broadcast(arith::NegFOp::create(b, loc, min).getResult())));
+    }
+    return values;
+  }
+
+  /// Q3_K: 32 bytes of third bits, 64 bytes of 2-bit levels at 32, 12 bytes
+  /// of 6-bit scales at 96, f16 d at 108. Group g of half n = g / 4 takes
+  /// bits 2t..2t+1 (t = g mod 4) of bytes 32 + 32n + l and bit 4n + t of
+  /// byte l (clear: −4); scale j = 8n + 2t + l/16 has its low 4 bits in a
+  /// nibble of byte 96 + j mod 8 and its top 2 in byte 104 + j mod 4;
+  /// x = (d·(scale − 32))·(q − 4).
+  SmallVector<Value> loadQ3_K(BlockBytes &bytes, int64_t group) const {
+    OpBuilder &b = bytes.b;
+    Location loc = bytes.loc;
+    int64_t half = group / 4, t = group % 4;
+    Value d = bytes.f16(108);
+    SmallVector<Value> values;
+    for (int64_t offset = 0; offset < 32; offset += lanes) {
+      Value low = bytes.widened(32 + 32 * half + offset);
+      if (t)
+        low = arith::ShRUIOp::create(b, loc, low, bytes.i32Splat(int32_t(2 * t)));
+      low = arith::AndIOp::create(b, loc, low, bytes.i32Splat(3));
+      Value high = bytes.widened(offset);
+      if (4 * half + t)
+        high = arith::ShRUIOp::create(b, loc, high,
+                                      bytes.i32Splat(int32_t(4 * half + t)));
+      high = arith::ShLIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, high, bytes.i32Splat(1)),
+          bytes.i32Splat(2));
+      int64_t j = 8 * half + 2 * t + offset / 16;
+      Value nibbleByte = bytes.scalarByte(96 + j % 8);
+      Value lowBits =
+          j < 8 ? Value(arith::AndIOp::create(b, loc, nibbleByte, bytes.i32(15)))
+                : Value(arith::ShRUIOp::create(b, loc, nibbleByte, bytes.i32(4)));
+      Value highByte = bytes.scalarByte(104 + j % 4);
+      Value highBits = arith::AndIOp::create(
+          b, loc,
+          arith::ShRUIOp::create(b, loc, highByte,
+                                 bytes.i32(int32_t(2 * (j / 4)))),
+          bytes.i32(3));
+      Value scale = arith::SubIOp::create(
+          b, loc,
+          arith::OrIOp::create(
+              b, loc, lowBits,
+              arith::ShLIOp::create(b, loc, highBits, bytes.i32(4))),
+          bytes.i32(32));
+      Value blockScale =
+          bytes.broadcast(arith::MulFOp::create(b, loc, d, bytes.toF32(scale))
+                              .getResult());
+      values.push_back(arith::MulFOp::create(
+          b, loc,
+          bytes.smallIntegers(arith::OrIOp::create(b, loc, low, high), 4),
+          blockScale));
+    }
+    return values;
+  }
+
   SmallVector<Value> loadQ6_K(BlockBytes &bytes, int64_t group) const {
     OpBuilder &b = bytes.b;
     Location loc = bytes.loc;
@@ -201,10 +287,7 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
     return WeightReader{storage, weight, lanes, 1, lanes};
   }
   auto quant = dyn_cast<llm::QuantType>(storage);
-  // Q2_K and Q3_K have no vector decoding yet: their matmuls stay portable
-  // (decoded element by element).
-  if (!quant || quant.getFormat() == llm::QuantFormat::q2_k ||
-      quant.getFormat() == llm::QuantFormat::q3_k)
+  if (!quant)
     return std::nullopt;
   Value blocks =
       hetc::x86::blockView(b, loc, weight, quant.getBytesPerBlock());

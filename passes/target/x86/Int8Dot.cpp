@@ -432,7 +432,7 @@ makeInt8Reader(OpBuilder &b, Location loc, Value weight, Type storage,
     break;
   case llm::QuantFormat::q2_k:
   case llm::QuantFormat::q3_k:
-    // No integer reading of these yet: the portable generic serves them.
+    // No integer reading of these yet: the float reader serves them.
     return std::nullopt;
   }
   bool superBlocks = quant.getBlockSize() > kActivationBlock;

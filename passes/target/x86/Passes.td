@@ -195,7 +195,7 @@ def HetcX86BlockMatmulsPass
     convert-llm-to-linalg lowers every `x · wᵀ` (matmuls, logits) to a
     portable `linalg.generic` tagged with the weight's storage type
     (`llm.matmul_weight`). This pass replaces those whose weights are f32,
-    f16, bf16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K (and whose row length is a whole
+    f16, bf16, Q8_0, Q4_0 or a k-quant (Q2_K to Q6_K) (and whose row length is a whole
     number of vectors) with the x86 CPU's blocking: an `scf.forall` over
     blocks of activation rows × weight rows, each step loading one vector of
     every weight row of the block (decoded in registers: f16/bf16 widened,
@@ -226,8 +226,8 @@ def HetcX86BlockMatmulsPass
     `vpdpbusd` (a call of the intrinsic `llvm.x86.avx512.vpdpbusd.512`),
     starting from the offset correction; the integer lanes times the lane
     scales (weight × activation) are added into the f32 accumulators, and a
-    Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K stay
-    portable.
+    Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K keep
+    the float path (their 16-element scales are applied per vector).
 
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)

@@ -6,7 +6,7 @@
 // the weights and multiplies the activations as they are. Both the prefill
 // blocking (several rows, a partial last block of rows) and the decode form
 // (one row) are run for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K; Q2_K and Q3_K, decoded
-// element by element with float activations, on the float variant.
+// in registers with float activations, on the float variants.
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
@@ -210,5 +210,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{BlockFormat::Q5_K, "q5_k", "x86-64-v4", false},
                     Case{BlockFormat::Q5_K, "q5_k", "x86-64-v3", false},
                     Case{BlockFormat::Q2_K, "q2_k", "x86-64-v4", false},
-                    Case{BlockFormat::Q3_K, "q3_k", "x86-64-v4", false}),
+                    Case{BlockFormat::Q3_K, "q3_k", "x86-64-v4", false},
+                    Case{BlockFormat::Q2_K, "q2_k", "x86-64-v3", false},
+                    Case{BlockFormat::Q3_K, "q3_k", "x86-64-v3", false}),
     caseName);
