@@ -11,6 +11,9 @@
 #
 #   bench/compare-llamacpp.sh LLAMA_BENCH [SHAPE:TYPE ...]   e.g. 110m:q4_0 1b:f16
 #
+# SHAPE is 110m or 1b (the table's, the default rows) or gqa (off the table:
+# 4 query heads per KV head, FFN 2816; see bench/reference-models.sh).
+#
 # LLAMA_BENCH is the path of a llama-bench binary (build one with llama.cpp's
 # CPU back end as a user of this CPU would; without one the script says so and
 # exits 0: llama.cpp is not a dependency of hetc). Run it on an idle machine.

@@ -8,7 +8,10 @@ reference_model() {
   110m) dims=(--dim 768 --layers 12 --heads 12 --kv-heads 12 --ffn 2048 --vocab 32000) ;;
   1b) dims=(--dim 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256
             --rope-base 500000 --tied) ;;
-  *) echo "unknown shape '$shape' (110m or 1b)" >&2; return 2 ;;
+  # Off the table, for the "other shapes" check: grouped-query heads (4 per KV
+  # head) and an FFN that is not a power of two.
+  gqa) dims=(--dim 1024 --layers 8 --heads 16 --kv-heads 4 --ffn 2816 --vocab 32000) ;;
+  *) echo "unknown shape '$shape' (110m, 1b or gqa)" >&2; return 2 ;;
   esac
   local model="$dir/$shape-$type.gguf"
   if [ ! -f "$model" ]; then
