@@ -18,11 +18,6 @@ namespace hetrt::format::blocks {
 
 namespace {
 
-// ggml's MAX/MIN on ints.
-int clampInt(int value, int low, int high) {
-  return std::max(low, std::min(high, value));
-}
-
 /// Packs four 2-bit levels per byte as ggml's Q2_K and Q3_K do: in each half
 /// of 128 levels, byte l holds levels l, l + 32, l + 64 and l + 96.
 void packTwoBitLevels(const uint8_t *levels, uint8_t *quants) {
@@ -97,7 +92,7 @@ void quantizeQ2_K(const float *x, uint8_t *block) {
     const float dm = superMin * (packedScales[j] >> 4);
     for (int i = 0; i < 16; ++i)
       levels[16 * j + i] = static_cast<uint8_t>(
-          clampInt(nearestInt((x[16 * j + i] + dm) / d), 0, 3));
+          std::clamp(nearestInt((x[16 * j + i] + dm) / d), 0, 3));
   }
   packTwoBitLevels(levels, block + kQ2KQuantsOffset);
 }
@@ -139,16 +134,8 @@ namespace {
 /// moving single levels while the least-squares fit (weights x^2) improves.
 /// Levels are stored + nmax; returns the scale.
 float makeQ3Quants(int n, int nmax, const float *x, int8_t *levels) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largestMagnitudeValue(n, x);
+  if (max == 0.0f) {
     for (int i = 0; i < n; ++i)
       levels[i] = 0;
     return 0.f;
@@ -157,7 +144,7 @@ float makeQ3Quants(int n, int nmax, const float *x, int8_t *levels) {
   float sumLX = 0;
   float sumL2 = 0;
   for (int i = 0; i < n; ++i) {
-    const int l = clampInt(nearestInt(inverseScale * x[i]), -nmax, nmax - 1);
+    const int l = std::clamp(nearestInt(inverseScale * x[i]), -nmax, nmax - 1);
     levels[i] = static_cast<int8_t>(l);
     const float w = x[i] * x[i];
     sumLX += w * x[i] * l;
@@ -171,7 +158,7 @@ float makeQ3Quants(int n, int nmax, const float *x, int8_t *levels) {
       if (slx > 0) {
         float sl2 = sumL2 - w * levels[i] * levels[i];
         const int newLevel =
-            clampInt(nearestInt(x[i] * sl2 / slx), -nmax, nmax - 1);
+            std::clamp(nearestInt(x[i] * sl2 / slx), -nmax, nmax - 1);
         if (newLevel != levels[i]) {
           slx += w * x[i] * newLevel;
           sl2 += w * newLevel * newLevel;
@@ -223,7 +210,7 @@ void quantizeQ3_K(const float *x, uint8_t *block) {
     for (int j = 0; j < kQKK / 16; ++j) {
       // ggml stores nearest_int into an int8_t before clamping.
       int l = static_cast<int8_t>(nearestInt(inverseScale * scales[j]));
-      l = clampInt(l, -32, 31) + 32;
+      l = std::clamp(l, -32, 31) + 32;
       if (j < 8)
         packedScales[j] = static_cast<uint8_t>(l & 0xF);
       else
@@ -246,7 +233,7 @@ void quantizeQ3_K(const float *x, uint8_t *block) {
       continue;
     for (int i = 0; i < 16; ++i)
       levels[16 * j + i] = static_cast<int8_t>(
-          clampInt(nearestInt(x[16 * j + i] / d), -4, 3) + 4);
+          std::clamp(nearestInt(x[16 * j + i] / d), -4, 3) + 4);
   }
 
   // The third bit of levels 0-31 goes to bit 0 of hmask[0..31], of levels

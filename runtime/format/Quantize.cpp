@@ -323,16 +323,8 @@ constexpr int kQ6KSuperScaleOffset = 208;
 /// mapped to -nmax, then 18 nearby inverse scales tried, keeping the one whose
 /// least-squares scale (weights x^2) explains the most of sum(w x^2).
 float makeQxQuants(int n, int nmax, const float *x, int8_t *levels) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largestMagnitudeValue(n, x);
+  if (max == 0.0f) {
     for (int i = 0; i < n; ++i)
       levels[i] = 0;
     return 0.f;

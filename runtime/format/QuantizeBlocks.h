@@ -39,6 +39,22 @@ inline int nearestInt(float value) {
   return static_cast<int>(bits & 0x007fffff) - 0x00400000;
 }
 
+/// The value of largest magnitude in x[0..n) (the first of ties), or 0 when
+/// every |x| is below kGroupMaxEps: the start of ggml's symmetric fits
+/// (make_qx_quants, make_q3_quants), which treat such a group as all zero.
+inline float largestMagnitudeValue(int n, const float *x) {
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = x[i] < 0 ? -x[i] : x[i];
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return amax < kGroupMaxEps ? 0.f : max;
+}
+
 /// ggml's make_qkx2_quants: fits x ~ scale * L + min (min <= 0, L in [0, nmax])
 /// by weighted least squares over `steps` + 1 trial inverse scales around
 /// nmax / (max - min), keeping the fit with the smallest weighted error

@@ -126,6 +126,21 @@ Value decodeQ4_0(ByteReader &r, Value column) {
   return r.fmul(r.f16(base), r.toF32(r.subI(nibble, 8)));
 }
 
+// Where element `column` lies in the k-quant super-blocks of `bytesPerBlock`
+// bytes that Q2_K, Q3_K and Q6_K lay out as halves of 128 elements, each
+// four quarters of 32: its block's first byte, half n, quarter t and index l
+// within the quarter.
+struct QuarterPosition {
+  Value base, half, quarter, l;
+};
+QuarterPosition quarterPosition(ByteReader &r, Value column,
+                                int64_t bytesPerBlock) {
+  Value base = r.mul(r.div(column, 256), bytesPerBlock);
+  Value i = r.rem(column, 256);
+  Value rest = r.rem(i, 128);
+  return {base, r.div(i, 128), r.div(rest, 32), r.rem(rest, 32)};
+}
+
 // get_scale_min_k4 of the 12 bytes at `scales` (Q4_K and Q5_K): sub-blocks
 // 0-3 keep 6-bit values in bytes j and j + 4; 4-7 assemble them from the low
 // nibbles of byte j + 4 and the top two bits of bytes j - 4 and j.
@@ -177,12 +192,7 @@ Value decodeQ4_K(ByteReader &r, Value column, bool fifthBits = false) {
 // low bits from byte 64n + l + 32(t mod 2) (low nibble for t < 2), high bits
 // from bits 2t of byte 32n + l; x = (d·scale)·(q − 32).
 Value decodeQ6_K(ByteReader &r, Value column) {
-  Value base = r.mul(r.div(column, 256), 210);
-  Value i = r.rem(column, 256);
-  Value half = r.div(i, 128);
-  Value rest = r.rem(i, 128);
-  Value quarter = r.div(rest, 32);
-  Value l = r.rem(rest, 32);
+  auto [base, half, quarter, l] = quarterPosition(r, column, 210);
   Value lowBits = r.u8(r.add(
       base, r.add(r.mul(half, 64), r.add(l, r.mul(r.rem(quarter, 2), 32)))));
   Value nibble = r.select(r.ult(quarter, 2), r.andI(lowBits, 0xF),
@@ -205,12 +215,7 @@ Value decodeQ6_K(ByteReader &r, Value column) {
 // element l of it: level bits 2t..2t+1 of byte 32n + l, pair 8n + 2t + l/16;
 // x = (d·scale)·q − dmin·min.
 Value decodeQ2_K(ByteReader &r, Value column) {
-  Value base = r.mul(r.div(column, 256), 84);
-  Value i = r.rem(column, 256);
-  Value half = r.div(i, 128);
-  Value rest = r.rem(i, 128);
-  Value quarter = r.div(rest, 32);
-  Value l = r.rem(rest, 32);
+  auto [base, half, quarter, l] = quarterPosition(r, column, 84);
   Value packed = r.u8(r.add(base, r.add(r.index(16), r.add(r.mul(half, 32), l))));
   Value quant = r.andI(r.shr(packed, r.shl(r.indexToI32(quarter), 1)), 3);
   Value pair = r.u8(r.add(
@@ -226,12 +231,7 @@ Value decodeQ2_K(ByteReader &r, Value column) {
 // has its low 4 bits in the low (j < 8) or high nibble of byte j mod 8 and its
 // top 2 bits at bits 2(j/4) of byte 8 + j mod 4; x = (d·(scale − 32))·q.
 Value decodeQ3_K(ByteReader &r, Value column) {
-  Value base = r.mul(r.div(column, 256), 110);
-  Value i = r.rem(column, 256);
-  Value half = r.div(i, 128);
-  Value rest = r.rem(i, 128);
-  Value quarter = r.div(rest, 32);
-  Value l = r.rem(rest, 32);
+  auto [base, half, quarter, l] = quarterPosition(r, column, 110);
   Value packed = r.u8(r.add(base, r.add(r.index(32), r.add(r.mul(half, 32), l))));
   Value low = r.andI(r.shr(packed, r.shl(r.indexToI32(quarter), 1)), 3);
   Value highBit = r.andI(

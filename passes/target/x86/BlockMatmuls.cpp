@@ -300,14 +300,14 @@ std::optional<WeightReader> makeReader(OpBuilder &b, Location loc, Value weight,
 
 /// Activation rows per chunk of a prefill matmul: about 512 KiB of them
 /// (counted as f32; int8 codes with their scales and sums take as much),
-/// half of a core's L2, in whole row blocks; at least 32 rows so each weight
-/// block read serves many.
-int64_t prefillChunkRows(int64_t inFeatures, int64_t blockRows) {
+/// half of a core's L2, as a power of two from 32 to 512 (whole row blocks;
+/// at least 32 rows so each weight block read serves many).
+int64_t prefillChunkRows(int64_t inFeatures) {
   int64_t rows = (512 * 1024) / (4 * inFeatures);
   int64_t chunk = 32;
   while (chunk * 2 <= rows && chunk < 512)
     chunk *= 2;
-  return std::max(chunk, blockRows);
+  return chunk;
 }
 
 /// The blocked form of `x · wᵀ`, or a null value when the storage or K does
@@ -388,7 +388,7 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   Value chunkStart;
   Value outInit = init;
   if (!rowsKnown) {
-    int64_t chunkRows = prefillChunkRows(inFeatures, blockRows);
+    int64_t chunkRows = prefillChunkRows(inFeatures);
     chunkLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0), rowCount,
                                    indexConstant(b, loc, chunkRows),
                                    ValueRange{init});
