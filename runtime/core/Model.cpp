@@ -101,6 +101,13 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
             " was compiled for; recompile the pack for this model";
     return nullptr;
   }
+  model->cpuWeights_ = cpu::CpuWeights::prepare(
+      *model->weights_, model->code_->weightLayouts(),
+      packPath + ": the code of variant \"" + model->code_->variantName() +
+          "\"",
+      error);
+  if (!model->cpuWeights_)
+    return nullptr;
   model->tokenizer_ = tokenizer::Tokenizer::fromGguf(*model->weights_, error);
   if (!model->tokenizer_)
     return nullptr;

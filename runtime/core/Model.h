@@ -4,6 +4,7 @@
 #define HETRT_CORE_MODEL_H
 
 #include "runtime/backends/cpu/CpuCode.h"
+#include "runtime/backends/cpu/CpuWeights.h"
 #include "runtime/core/Failure.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/Manifest.h"
@@ -33,6 +34,8 @@ public:
   const format::GgufFile &weights() const { return *weights_; }
   const tokenizer::Tokenizer &tokenizer() const { return *tokenizer_; }
   const cpu::CpuCode &code() const { return *code_; }
+  /// The weights as the loaded code variant reads them.
+  const cpu::CpuWeights &cpuWeights() const { return *cpuWeights_; }
   /// The pack's sections (its other targets' code and programs).
   const format::PackFile &pack() const { return *pack_; }
 
@@ -43,6 +46,7 @@ private:
   std::unique_ptr<format::GgufFile> weights_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<cpu::CpuCode> code_;
+  std::unique_ptr<cpu::CpuWeights> cpuWeights_;
 };
 
 } // namespace hetrt::core

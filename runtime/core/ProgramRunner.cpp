@@ -1,5 +1,7 @@
 #include "runtime/core/ProgramRunner.h"
 
+#include "runtime/backends/cpu/CpuDevice.h"
+
 #include "runtime/format/ProgramJson.h"
 
 #include <algorithm>
@@ -126,9 +128,19 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     if (buffer.role == BufferRole::WeightFile) {
       // Read in place: CPU segment code reads the weights at compiled offsets.
       std::shared_ptr<hal::Buffer> &file = shared_[{device, "\n"}];
-      if (!file)
-        file = hal.importHostMemory(weights.dataSection(),
-                                    weights.dataSectionSize(), error);
+      if (!file) {
+        const std::vector<int64_t> *layouts =
+            cpu::segmentWeightLayouts(*devices_[device].executable);
+        std::unique_ptr<cpu::CpuWeights> &cpuWeights = cpuWeights_[device];
+        std::string why;
+        cpuWeights = cpu::CpuWeights::prepare(
+            weights, layouts ? *layouts : std::vector<int64_t>{},
+            devices_[device].stats.name + "'s code", why);
+        if (!cpuWeights)
+          return fail(error, why);
+        file = hal.importHostMemory(cpuWeights->data(), cpuWeights->size(),
+                                    error);
+      }
       if (!file)
         return false;
       prepared.buffers.push_back(file);

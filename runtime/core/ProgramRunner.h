@@ -11,6 +11,7 @@
 #define HETRT_CORE_PROGRAMRUNNER_H
 
 #include "abi/Program.h"
+#include "runtime/backends/cpu/CpuWeights.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/hal/Device.h"
 
@@ -125,6 +126,9 @@ private:
   bool finishAll(hal::Error &error);
 
   std::vector<RunnerDevice> devices_;
+  /// The weights as each CPU device's code reads them (a rewritten copy
+  /// when it reads some in an interleaved layout), by runner device.
+  std::map<int, std::unique_ptr<cpu::CpuWeights>> cpuWeights_;
   /// Weights and caches by (runner device, name), shared by the entries.
   std::map<std::pair<int, std::string>, std::shared_ptr<hal::Buffer>> shared_;
   std::vector<Prepared> prepared_;

@@ -166,10 +166,9 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
   for (int64_t i = 0; i < count; ++i)
     positions_[static_cast<size_t>(i)] = static_cast<int32_t>(position_ + i);
 
-  const format::GgufFile &weights = model_.weights();
+  const cpu::CpuWeights &weights = model_.cpuWeights();
   auto weightsDescriptor = describe<1>(
-      weights.dataSection(),
-      {static_cast<int64_t>(weights.dataSectionSize())});
+      weights.data(), {static_cast<int64_t>(weights.size())});
   auto tokensDescriptor = describe<1>(ids, {count});
   auto positionsDescriptor = describe<1>(positions_.data(), {count});
   std::vector<MemRefDescriptor<4>> cacheDescriptors;

@@ -540,6 +540,23 @@ GgufFile::~GgufFile() {
     unregisterMappedFile(base_);
     munmap(const_cast<uint8_t *>(base_), size_);
   }
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+uint8_t *GgufFile::mapPrivateCopy(std::string &error) const {
+  void *copy = fd_ >= 0 ? mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE, fd_, 0)
+                        : mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) {
+    error = path_ + ": cannot map a private copy of the weights: " +
+            std::strerror(errno);
+    return nullptr;
+  }
+  if (fd_ < 0)
+    std::memcpy(copy, base_, size_);
+  return static_cast<uint8_t *>(copy);
 }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
@@ -559,7 +576,8 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path,
   }
   // Weights are never read whole: the kernel pages them in as they are used.
   void *base = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  // Kept open for private copies of the mapping (mapPrivateCopy).
+  file->fd_ = fd;
   if (base == MAP_FAILED) {
     error = path + ": cannot map: " + std::strerror(errno);
     return nullptr;

@@ -125,11 +125,19 @@ public:
   /// The bytes of `tensor` in the mapping (valid while the file is open).
   const uint8_t *tensorData(const GgufTensorInfo &tensor) const;
 
+  /// A second, writable mapping of the whole file (fileSize() bytes) whose
+  /// writes stay private to it (copy-on-write, never written back), or a
+  /// private copy of an in-memory image; unmap it with munmap. Null with
+  /// `error` set when it cannot be made.
+  uint8_t *mapPrivateCopy(std::string &error) const;
+
 private:
   GgufFile() = default;
   friend class GgufParser;
 
   std::string path_;
+  /// The open file behind the mapping, for private copies (-1 for images).
+  int fd_ = -1;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t dataOffset_ = 0;

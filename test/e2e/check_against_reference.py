@@ -7,10 +7,14 @@ and its logits at every step must agree with the independent NumPy reference
 
 Code variants with int8 dot products round the activations of quantized
 matmuls to int8 blocks, and the reference does the same; but where hetc's f32
-activations and the reference's f64 ones straddle a rounding boundary, one
-code differs by one, which moves a logit by about 1e-3 of the row's largest.
-Those runs are held to --int8-rtol; the kernels' integer arithmetic itself is
-checked exactly by the CPU quantized-matmul unit tests.
+activations and the reference's f64 ones straddle a rounding boundary (values
+such as 40.5000089 occur), one code differs by one. In the last layers that
+moves a logit by about 1e-3 of the row's largest; in the first layer, at a
+prompt position, it reaches every later position through the next layers'
+attention and has moved logits by up to 1.1e-2 of the largest (any change of
+the f32 summation order can move such a tie either way). Those runs are held
+to --int8-rtol; the kernels' integer arithmetic itself is checked exactly by
+the CPU quantized-matmul unit tests.
 """
 
 import argparse
@@ -57,7 +61,7 @@ def main():
     parser.add_argument("--tokens", type=int, default=48, help="tokens to generate")
     parser.add_argument("--rtol", type=float, default=1e-4,
                         help="logit tolerance relative to the row's largest |logit|")
-    parser.add_argument("--int8-rtol", type=float, default=1e-2,
+    parser.add_argument("--int8-rtol", type=float, default=2e-2,
                         help="the tolerance of runs that rounded activations to int8")
     args = parser.parse_args()
 

@@ -11,17 +11,24 @@
 #include "passes/target/x86/BlockBytes.h"
 #include "passes/target/x86/Int8Dot.h"
 
+#include "abi/BlockFormats.h"
+#include "abi/WeightLayout.h"
+
 #include "dialects/llm/LLMTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <map>
 
 #define DEBUG_TYPE "hetc-x86-block-matmuls"
 
@@ -34,6 +41,9 @@ using namespace mlir;
 namespace llm = hetc::llm;
 using hetc::x86::BlockBytes;
 using hetc::x86::indexConstant;
+
+/// The argument attribute convert-llm-to-linalg puts on the weight data.
+constexpr llvm::StringLiteral kWeightsArgAttrName = "llm.weights";
 
 namespace {
 
@@ -314,7 +324,7 @@ int64_t prefillChunkRows(int64_t inFeatures) {
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                          Type storageType, int64_t outFeatures,
-                         int64_t vectorBits, bool int8Dot) {
+                         int64_t vectorBits, bool int8Dot, bool interleaved) {
   const int64_t kLanes = vectorBits / 32;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t inFeatures = xType.getDimSize(1);
@@ -330,15 +340,42 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     if (!reader)
       return {};
   }
-  int64_t chunk = int8Reader ? int8Reader->chunk : reader->chunk;
-  int64_t groups = int8Reader ? int8Reader->groups : reader->groups;
+  // An interleaved weight's step is one block of its group of rows.
+  int64_t chunk = interleaved ? hetc::x86::kActivationBlock
+                  : int8Reader ? int8Reader->chunk
+                               : reader->chunk;
+  int64_t groups = interleaved ? 1
+                   : int8Reader ? int8Reader->groups
+                                : reader->groups;
   int64_t groupElements = chunk / groups;
   auto module =
       b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   std::optional<hetc::x86::QuantizedActivations> quantized;
-  if (int8Reader)
+  if (interleaved)
+    quantized = hetc::x86::quantizeActivations(
+        b, loc, x, /*withOffsetSums=*/false, /*withMinSums=*/false,
+        /*withBlockSums=*/true);
+  else if (int8Reader)
     quantized = hetc::x86::quantizeActivations(
         b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
+  // [N/16, blocks, 16 × bytes per block]: a block of a group of rows.
+  Value groupView;
+  if (interleaved) {
+    auto quant = cast<llm::QuantType>(storageType);
+    auto rowsType = cast<RankedTensorType>(weight.getType());
+    int64_t totalBytes = rowsType.getDimSize(0) * rowsType.getDimSize(1);
+    Value flat = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({totalBytes}, rowsType.getElementType()),
+        weight, ArrayRef<ReassociationIndices>{{0, 1}});
+    int64_t groupBlockBytes =
+        hetrt::format::kInterleavedRows * quant.getBytesPerBlock();
+    groupView = tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get({outFeatures / hetrt::format::kInterleavedRows,
+                               xType.getDimSize(1) / chunk, groupBlockBytes},
+                              rowsType.getElementType()),
+        flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
+  }
   int64_t staticRows = xType.getDimSize(0);
   bool rowsKnown = !ShapedType::isDynamic(staticRows);
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
@@ -360,10 +397,15 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t blockColumns = blockRows != 1 ? 4 : storageType.isF32() ? 8 : 1;
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
+  // An interleaved group's 16 rows are the 16 lanes of one vector.
+  if (interleaved)
+    blockColumns = hetrt::format::kInterleavedRows;
   int64_t steps = inFeatures / chunk;
   // Groups are handed to the chains in turn; an iteration covers whole steps
   // and gives every chain at least one group.
-  int64_t chains = blockColumns == 1 ? 4 : 1;
+  int64_t chains = blockColumns == 1 || (interleaved && blockRows == 1)
+                       ? (interleaved ? 2 : 4)
+                       : 1;
   int64_t stepsPerIteration = std::max<int64_t>(chains / groups, 1);
   while (steps % stepsPerIteration != 0) {
     stepsPerIteration /= 2;
@@ -438,7 +480,8 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(f32Vector, b.getF32FloatAttr(0.0f)));
-  int64_t blockSums = blockRows * blockColumns;
+  // Interleaved: one vector per activation row holds the group's 16 sums.
+  int64_t blockSums = interleaved ? blockRows : blockRows * blockColumns;
   SmallVector<Value> inits(chains * blockSums, zeros);
   Value f32Pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   // The first element (along K) of group `group` of step `step`.
@@ -555,9 +598,91 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       }
     }
   };
+  // An interleaved block: 16 weight rows side by side, each 32-bit lane one
+  // row's 4 consecutive codes, so an activation's 4 codes broadcast to every
+  // lane meet all 16 rows in one vpdpbusd; the lanes end as the rows' block
+  // sums, scaled by the rows' scales at once. No horizontal sum is needed.
+  auto accumulateInterleaved = [&](OpBuilder &lb, Location lloc, Value step,
+                                   MutableArrayRef<Value> sums) {
+    auto i8Type = lb.getI8Type();
+    auto bytesType = [&](int64_t count) {
+      return VectorType::get({count}, i8Type);
+    };
+    BlockBytes bytes{lb, lloc, groupView, body->getArgument(0), step, kLanes};
+    // The rows' f16 scales, then 4 runs of 64 bytes whose low nibbles are
+    // elements 4v..4v+3 of each row and high nibbles 16+4v..16+4v+3.
+    Value halfScales = vector::BitCastOp::create(
+        lb, lloc,
+        VectorType::get({hetrt::format::kInterleavedRows}, lb.getF16Type()),
+        bytes.bytes(0, 2 * hetrt::format::kInterleavedRows));
+    Value scales = arith::ExtFOp::create(lb, lloc, f32Vector, halfScales);
+    auto byteSplat = [&](int8_t value) -> Value {
+      return arith::ConstantOp::create(
+          lb, lloc,
+          DenseElementsAttr::get(bytesType(64), lb.getI8IntegerAttr(value)));
+    };
+    Value nibbleMask = byteSplat(15), four = byteSplat(4);
+    SmallVector<Value> lows, highs;
+    for (int64_t run = 0; run < 4; ++run) {
+      Value packed =
+          bytes.bytes(2 * hetrt::format::kInterleavedRows + 64 * run, 64);
+      lows.push_back(arith::AndIOp::create(lb, lloc, packed, nibbleMask));
+      highs.push_back(arith::ShRUIOp::create(lb, lloc, packed, four));
+    }
+    Value firstElement = groupStart(lb, lloc, step, 0);
+    Value firstLane = arith::DivUIOp::create(
+        lb, lloc, firstElement,
+        indexConstant(lb, lloc, hetc::x86::kLaneElements));
+    auto laneIntType = VectorType::get({kLanes}, lb.getI32Type());
+    Value i8Pad = arith::ConstantOp::create(lb, lloc, lb.getI8IntegerAttr(0));
+    Value three = arith::ConstantOp::create(lb, lloc, lb.getI32IntegerAttr(3));
+    Value zeroLanes = arith::ConstantOp::create(
+        lb, lloc, DenseElementsAttr::get(laneIntType, lb.getI32IntegerAttr(0)));
+    Value scalesIndex = indexConstant(lb, lloc, 0);
+    for (int64_t i = 0; i < blockRows; ++i) {
+      Value codes = vector::BitCastOp::create(
+          lb, lloc, VectorType::get({8}, lb.getI32Type()),
+          vector::TransferReadOp::create(
+              lb, lloc, bytesType(hetc::x86::kActivationBlock),
+              quantized->codes, ValueRange{rows[i], firstElement}, i8Pad,
+              ArrayRef<bool>{true}));
+      // Q4_0's codes carry an offset of 8: start from -8 × the block's sum.
+      Value negatedSum = tensor::ExtractOp::create(
+          lb, lloc, quantized->negatedBlockSums, ValueRange{rows[i], step});
+      Value low = vector::BroadcastOp::create(
+          lb, lloc, laneIntType,
+          arith::ShLIOp::create(lb, lloc, negatedSum, three));
+      Value high = zeroLanes;
+      for (int64_t run = 0; run < 4; ++run) {
+        auto quad = [&](int64_t index) -> Value {
+          return vector::BitCastOp::create(
+              lb, lloc, bytesType(64),
+              vector::BroadcastOp::create(
+                  lb, lloc, laneIntType,
+                  vector::ExtractOp::create(lb, lloc, codes, index)));
+        };
+        low = hetc::x86::dotUnsignedSigned(lb, lloc, module, low, lows[run],
+                                           quad(run));
+        high = hetc::x86::dotUnsignedSigned(lb, lloc, module, high,
+                                            highs[run], quad(4 + run));
+      }
+      Value dot = arith::AddIOp::create(lb, lloc, low, high);
+      Value activationScale = tensor::ExtractOp::create(
+          lb, lloc, quantized->laneFloats,
+          ValueRange{rows[i], scalesIndex, firstLane});
+      Value rowScales = arith::MulFOp::create(
+          lb, lloc, scales,
+          vector::BroadcastOp::create(lb, lloc, f32Vector, activationScale));
+      sums[i] = vector::FMAOp::create(
+          lb, lloc, rowScales,
+          arith::SIToFPOp::create(lb, lloc, f32Vector, dot), sums[i]);
+    }
+  };
   auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
                              int64_t group, MutableArrayRef<Value> sums) {
-    if (int8Reader)
+    if (interleaved)
+      accumulateInterleaved(lb, lloc, step, sums);
+    else if (int8Reader)
       accumulateInt8Group(lb, lloc, step, group, sums);
     else
       accumulateFloatGroup(lb, lloc, step, group, sums);
@@ -597,8 +722,11 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     for (int64_t chain = 1; chain < chains; ++chain)
       sum = arith::AddFOp::create(b, loc, sum,
                                   loop.getResult(chain * blockSums + k));
-    dots.push_back(vector::ReductionOp::create(
-        b, loc, vector::CombiningKind::ADD, sum, Value(), fastMath.getValue()));
+    dots.push_back(interleaved ? sum
+                               : vector::ReductionOp::create(
+                                     b, loc, vector::CombiningKind::ADD, sum,
+                                     Value(), fastMath.getValue())
+                                     .getResult());
   }
 
   OpFoldResult ownedRows = b.getIndexAttr(blockRows);
@@ -613,7 +741,7 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   Value written =
       tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, strides);
   Value zero = indexConstant(b, loc, 0);
-  if (wholeRowBlocks) {
+  if (wholeRowBlocks && !interleaved) {
     Value blockValues = vector::FromElementsOp::create(
         b, loc, VectorType::get({blockRows, blockColumns}, b.getF32Type()),
         dots);
@@ -630,9 +758,13 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
         indexConstant(b, loc, 1));
     auto rowType = VectorType::get({blockColumns}, b.getF32Type());
     for (int64_t i = 0; i < blockRows; ++i) {
-      Value rowValues = vector::FromElementsOp::create(
-          b, loc, rowType,
-          ArrayRef<Value>(dots).slice(i * blockColumns, blockColumns));
+      Value rowValues =
+          interleaved
+              ? dots[i]
+              : vector::FromElementsOp::create(
+                    b, loc, rowType,
+                    ArrayRef<Value>(dots).slice(i * blockColumns, blockColumns))
+                    .getResult();
       Value local = arith::MinUIOp::create(b, loc, indexConstant(b, loc, i),
                                            lastOwned);
       written = vector::TransferWriteOp::create(b, loc, rowValues, written,
@@ -691,9 +823,97 @@ void eraseDeadProducers(SmallVector<Value> values) {
   }
 }
 
+/// The offset of the model-file view `weight` reads (a weight bound by
+/// convert-llm-to-linalg: a tensor of a memref.view at a constant offset of
+/// the weights argument), or nothing.
+std::optional<int64_t> weightDataOffset(Value weight) {
+  auto toTensor = weight.getDefiningOp<bufferization::ToTensorOp>();
+  if (!toTensor)
+    return std::nullopt;
+  auto view = toTensor.getBuffer().getDefiningOp<memref::ViewOp>();
+  if (!view || !view.getSizes().empty())
+    return std::nullopt;
+  auto argument = dyn_cast<BlockArgument>(view.getSource());
+  auto func = argument ? dyn_cast<func::FuncOp>(
+                             argument.getOwner()->getParentOp())
+                       : func::FuncOp();
+  if (!func || !func.getArgAttr(argument.getArgNumber(), kWeightsArgAttrName))
+    return std::nullopt;
+  return getConstantIntValue(view.getByteShift());
+}
+
+/// Whether `generic` is a matmul the interleaved kernel can take: Q4_0
+/// weights in whole groups of rows, with int8 dot products on 512-bit
+/// vectors (a group's rows fill the 16 lanes).
+bool takesInterleaved(linalg::GenericOp generic, int64_t vectorBits,
+                      bool int8Dot) {
+  auto storageAttr = generic->getAttrOfType<TypeAttr>(
+      hetc::llm::kMatmulWeightAttrName);
+  auto quant = storageAttr ? dyn_cast<llm::QuantType>(storageAttr.getValue())
+                           : llm::QuantType();
+  if (!int8Dot || vectorBits != 512 || !quant ||
+      quant.getFormat() != llm::QuantFormat::q4_0 || !isPortableMatmul(generic))
+    return false;
+  auto resultType = cast<RankedTensorType>(generic.getResultTypes()[0]);
+  int64_t outFeatures = resultType.getDimSize(1);
+  return !ShapedType::isDynamic(outFeatures) &&
+         outFeatures % hetrt::format::kInterleavedRows == 0;
+}
+
 struct HetcX86BlockMatmulsPass
     : hetc::x86::impl::HetcX86BlockMatmulsPassBase<HetcX86BlockMatmulsPass> {
   using HetcX86BlockMatmulsPassBase::HetcX86BlockMatmulsPassBase;
+
+  /// The weights (by the tensors that bind them) whose rows the kernels read
+  /// interleaved: every read of the model-file bytes at their offset, in any
+  /// entry point, is a matmul that takes the interleaved kernel (a tied
+  /// embedding that also gathers rows keeps the file's layout). Records the
+  /// choices in the module for the code's table (WeightLayout.h).
+  llvm::DenseSet<Value> chooseInterleavedWeights() {
+    ModuleOp module = getOperation();
+    // Per offset: the binding tensors, and whether every read qualifies.
+    std::map<int64_t, std::pair<SmallVector<Value>, bool>> byOffset;
+    std::map<int64_t, std::pair<int64_t, int64_t>> shapes;
+    module.walk([&](bufferization::ToTensorOp toTensor) {
+      Value weight = toTensor.getResult();
+      std::optional<int64_t> offset = weightDataOffset(weight);
+      if (!offset)
+        return;
+      auto [entry, inserted] =
+          byOffset.try_emplace(*offset, SmallVector<Value>{}, true);
+      entry->second.first.push_back(weight);
+      for (OpOperand &use : weight.getUses()) {
+        auto generic = use.getOwner()->getParentOfType<linalg::GenericOp>();
+        bool qualifies = isa<tensor::ExtractOp>(use.getOwner()) && generic &&
+                         generic->isAncestor(use.getOwner()) &&
+                         takesInterleaved(generic, vectorBits, int8Dot);
+        if (qualifies)
+          qualifies = matmulWeight(generic,
+                                   cast<TypeAttr>(generic->getAttr(
+                                                      hetc::llm::
+                                                          kMatmulWeightAttrName))
+                                       .getValue()) == weight;
+        entry->second.second &= qualifies;
+      }
+      auto type = cast<RankedTensorType>(weight.getType());
+      shapes[*offset] = {type.getDimSize(0), type.getDimSize(1)};
+    });
+    llvm::DenseSet<Value> chosen;
+    SmallVector<int64_t> table;
+    for (auto &[offset, entry] : byOffset) {
+      if (!entry.second)
+        continue;
+      chosen.insert(entry.first.begin(), entry.first.end());
+      table.append({offset, shapes[offset].first, shapes[offset].second,
+                    static_cast<int64_t>(hetrt::format::BlockFormat::Q4_0),
+                    static_cast<int64_t>(
+                        hetrt::format::WeightLayoutKind::InterleavedRows16)});
+    }
+    if (!table.empty())
+      module->setAttr(hetrt::format::kWeightLayoutsAttrName,
+                      DenseI64ArrayAttr::get(module.getContext(), table));
+    return chosen;
+  }
 
   void runOnOperation() override {
     if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
@@ -709,6 +929,7 @@ struct HetcX86BlockMatmulsPass
       if (generic->hasAttr(hetc::llm::kMatmulWeightAttrName))
         matmuls.push_back(generic);
     });
+    llvm::DenseSet<Value> interleavedWeights = chooseInterleavedWeights();
     for (linalg::GenericOp generic : matmuls) {
       // The tag is consumed here: nothing after this pass may take a generic
       // that later fused with its neighbours for a plain matmul.
@@ -724,9 +945,9 @@ struct HetcX86BlockMatmulsPass
         continue;
       Value x = generic.getDpsInputs()[0];
       OpBuilder b(generic);
-      Value blocked =
-          buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
-                             resultType.getDimSize(1), vectorBits, int8Dot);
+      Value blocked = buildBlockedMatmul(
+          b, generic.getLoc(), x, weight, storage, resultType.getDimSize(1),
+          vectorBits, int8Dot, interleavedWeights.contains(weight));
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

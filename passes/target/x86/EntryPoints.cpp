@@ -3,6 +3,7 @@
 #include "passes/target/x86/Passes.h"
 
 #include "abi/CodeRecord.h"
+#include "abi/WeightLayout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -192,8 +193,26 @@ struct ExportEntriesPass
         return signalPassFailure();
       record = *segmentRecord;
     }
-    if (record)
+    if (record) {
       writeConstant(hetrt::format::kCodeRecordSymbol, *record);
+      // The weights the code reads in another layout than the file's: the
+      // count, then the entries hetc-x86-block-matmuls recorded.
+      SmallVector<int64_t> layouts = {0};
+      if (auto chosen = getOperation()->getAttrOfType<DenseI64ArrayAttr>(
+              hetrt::format::kWeightLayoutsAttrName)) {
+        if (chosen.size() % hetrt::format::kWeightLayoutFields != 0) {
+          getOperation().emitOpError()
+              << hetrt::format::kWeightLayoutsAttrName << " holds "
+              << chosen.size() << " values, not a whole number of "
+              << static_cast<int>(hetrt::format::kWeightLayoutFields)
+              << "-value entries";
+          return signalPassFailure();
+        }
+        layouts.front() = chosen.size() / hetrt::format::kWeightLayoutFields;
+        llvm::append_range(layouts, chosen.asArrayRef());
+      }
+      writeConstant(hetrt::format::kWeightLayoutsSymbol, layouts);
+    }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(hetc::x86::kEntryAttrName))
         continue;

@@ -124,7 +124,8 @@ std::pair<Value, Value> q4kScalesAndMins(OpBuilder &b, Location loc,
 
 QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
                                          bool withOffsetSums,
-                                         bool withMinSums) {
+                                         bool withMinSums,
+                                         bool withBlockSums) {
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t columns = xType.getDimSize(1);
   int64_t laneCount = columns / kLaneElements;
@@ -140,6 +141,10 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
   SmallVector<Type> elements = {i8, f32};
   if (withOffsetSums) {
     shapes.push_back({laneCount});
+    elements.push_back(i32);
+  }
+  if (withBlockSums) {
+    shapes.push_back({columns / kActivationBlock});
     elements.push_back(i32);
   }
   SmallVector<Value> outs;
@@ -242,6 +247,13 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
         if (withOffsetSums)
           results.push_back(
               write(negatedSums, current[2], {zero, firstLane}));
+        if (withBlockSums) {
+          Value blockSum = vector::ReductionOp::create(
+              lb, lloc, vector::CombiningKind::ADD, negatedSums);
+          results.push_back(tensor::InsertOp::create(
+              lb, lloc, blockSum, current[results.size()],
+              ValueRange{zero, block}));
+        }
         scf::YieldOp::create(lb, lloc, results);
       });
 
@@ -257,6 +269,8 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
   quantized.laneFloats = forall.getResult(1);
   if (withOffsetSums)
     quantized.negatedLaneSums = forall.getResult(2);
+  if (withBlockSums)
+    quantized.negatedBlockSums = forall.getResult(outs.size() - 1);
   return quantized;
 }
 

@@ -29,14 +29,18 @@ struct QuantizedActivations {
   /// [M, K/4] i32 (with offset sums): minus the sum of each lane's 4 codes,
   /// the correction of a weight code offset (shifted left by its log2).
   mlir::Value negatedLaneSums;
+  /// [M, K/32] i32 (with block sums): minus the sum of each block's codes,
+  /// the same correction for kernels that sum whole blocks in one lane.
+  mlir::Value negatedBlockSums;
 };
 
 /// Builds the quantization of `x` ([M, K] f32, K a multiple of 32) as one
 /// parallel loop over its rows, with the lane sums a weight format with a
-/// code offset or with mins reads.
+/// code offset or with mins reads, and the block sums of interleaved weights.
 QuantizedActivations quantizeActivations(mlir::OpBuilder &b, mlir::Location loc,
                                          mlir::Value x, bool withOffsetSums,
-                                         bool withMinSums);
+                                         bool withMinSums,
+                                         bool withBlockSums = false);
 
 /// One vector of weight codes of a row and what turns their dot products
 /// into values: x = laneScale·(code − offset) − laneMin.

@@ -42,6 +42,11 @@ def HetcX86ExportEntriesPass
     buffer types (the logits' vocabulary, and from the KV caches
     `memref<2xCxKxDxT>` the layers, context length, KV heads, head size and
     element bytes). A pack whose manifest disagrees with it is refused.
+    Beside it, `@hetc_weight_layouts` lists the weights the code reads in
+    another layout than the model file's (`abi/WeightLayout.h`): their count,
+    then the entries hetc-x86-block-matmuls recorded in the module attribute
+    `hetc.x86.weight_layouts` (an attribute that is not whole entries is an
+    error).
 
     ```mlir
     llvm.mlir.global external constant @hetc_code_record(dense<[magic, 2,
@@ -228,6 +233,21 @@ def HetcX86BlockMatmulsPass
     scales (weight × activation) are added into the f32 accumulators, and a
     Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K keep
     the float path (their 16-element scales are applied per vector).
+
+    With `int8-dot` and 512-bit vectors, a Q4_0 weight that only matmuls
+    read (in every entry point) and whose rows come in whole groups of 16 is
+    read in an interleaved layout instead (abi/WeightLayout.h): per group of
+    16 rows and block of 32, the rows' f16 scales and then their quant bytes
+    4 at a time side by side, so one vector holds 4 codes of each of the 16
+    rows. Each `vpdpbusd` multiplies them with 4 activation codes broadcast
+    to every lane, the lanes end as the rows' block sums (the offset taken
+    off with the activation block's code sum), and one FMA with the rows'
+    scales times the activation scale adds a block of all 16 rows: no
+    horizontal sums, and a row's 16 results are stored as one vector. The
+    pass records its choices in the module attribute
+    `hetc.x86.weight_layouts` (data offset, rows, row bytes, format, layout
+    per weight); hetc-x86-export-entries writes them into the code, and the
+    runtime rewrites those weights into the layout when it loads the code.
 
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)

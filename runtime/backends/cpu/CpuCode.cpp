@@ -116,6 +116,32 @@ bool readRecord(void *handle, const std::string &origin,
   return true;
 }
 
+/// Reads the code's table of weight layouts (WeightLayout.h) into `layouts`
+/// (the entries, without the count).
+bool readWeightLayouts(void *handle, const std::string &origin,
+                       std::vector<int64_t> &layouts, std::string &error) {
+  using namespace format;
+  size_t size = 0;
+  const char *bytes = dataSymbol(handle, kWeightLayoutsSymbol, size);
+  int64_t count = -1;
+  if (bytes && size >= sizeof(count))
+    std::memcpy(&count, bytes, sizeof(count));
+  if (count < 0 || count > kMaxWeightLayouts ||
+      size != sizeof(int64_t) * static_cast<size_t>(
+                                    1 + count * kWeightLayoutFields)) {
+    error = origin + " carries no valid table of the layouts it reads its "
+                     "weights in (" + kWeightLayoutsSymbol +
+            "); the pack is damaged or was altered (compile the model again "
+            "with `hetc compile`)";
+    return false;
+  }
+  layouts.resize(static_cast<size_t>(count * kWeightLayoutFields));
+  if (!layouts.empty())
+    std::memcpy(layouts.data(), bytes + sizeof(int64_t),
+                layouts.size() * sizeof(int64_t));
+  return true;
+}
+
 } // namespace
 
 bool checkModelHash(const std::array<int64_t, format::kCodeRecordLength> &record,
@@ -217,6 +243,8 @@ std::unique_ptr<CodeImage> CodeImage::load(std::string_view image,
     return nullptr;
   }
   if (!readRecord(loaded->handle_, origin, loaded->record_, error) ||
+      !readWeightLayouts(loaded->handle_, origin, loaded->weightLayouts_,
+                         error) ||
       !checkRequirements(loaded->handle_, origin, claimed, error, failure))
     return nullptr;
   // Code generated with routed allocations exports a table for the buffer

@@ -4,6 +4,7 @@
 #define HETRT_BACKENDS_CPU_CPUCODE_H
 
 #include "abi/CodeRecord.h"
+#include "abi/WeightLayout.h"
 #include "runtime/core/Failure.h"
 #include "runtime/format/Manifest.h"
 #include "runtime/format/Pack.h"
@@ -12,7 +13,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 #include <vector>
 
 namespace hetrt::cpu {
@@ -49,12 +49,16 @@ public:
   const std::array<int64_t, format::kCodeRecordLength> &record() const {
     return record_;
   }
+  /// The weights the code reads in another layout than the model file's:
+  /// kWeightLayoutFields values per entry (abi/WeightLayout.h).
+  const std::vector<int64_t> &weightLayouts() const { return weightLayouts_; }
 
 private:
   CodeImage() = default;
   void *handle_ = nullptr;
   int fd_ = -1;
   std::array<int64_t, format::kCodeRecordLength> record_{};
+  std::vector<int64_t> weightLayouts_;
 };
 
 /// Whether `record` names the model file of content hash `weightsHash` (16
@@ -86,6 +90,9 @@ public:
   /// What the code was compiled for, indexed by format::CodeRecordField.
   const std::array<int64_t, format::kCodeRecordLength> &record() const {
     return image_->record();
+  }
+  const std::vector<int64_t> &weightLayouts() const {
+    return image_->weightLayouts();
   }
 
 private:

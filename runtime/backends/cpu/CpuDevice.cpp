@@ -541,4 +541,10 @@ segmentCodeRecord(const hal::Executable &executable) {
   return code ? &code->image().record() : nullptr;
 }
 
+const std::vector<int64_t> *
+segmentWeightLayouts(const hal::Executable &executable) {
+  auto *code = dynamic_cast<const CpuExecutable *>(&executable);
+  return code ? &code->image().weightLayouts() : nullptr;
+}
+
 } // namespace hetrt::cpu

@@ -24,6 +24,11 @@ std::shared_ptr<hal::Device> createCpuDevice();
 const std::array<int64_t, format::kCodeRecordLength> *
 segmentCodeRecord(const hal::Executable &executable);
 
+/// The weight layouts (CodeImage::weightLayouts) segment code `executable`
+/// reads, when the CPU device loaded it; null for any other executable.
+const std::vector<int64_t> *
+segmentWeightLayouts(const hal::Executable &executable);
+
 } // namespace hetrt::cpu
 
 #endif // HETRT_BACKENDS_CPU_CPUDEVICE_H

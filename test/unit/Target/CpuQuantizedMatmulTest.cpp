@@ -10,7 +10,9 @@
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
+#include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/core/CpuFeatures.h"
+#include "runtime/format/WeightInterleave.h"
 #include "runtime/format/Quantize.h"
 #include "runtime/hal/Device.h"
 
@@ -31,7 +33,6 @@ using hetrt::hal::Error;
 
 namespace {
 
-constexpr int64_t kOut = 24;
 constexpr int64_t kIn = 512;
 
 struct Case {
@@ -39,11 +40,15 @@ struct Case {
   const char *quantName;
   const char *variant;
   bool int8;
+  /// Weight rows: 48 makes three groups of 16, which Q4_0 with int8 dot
+  /// products reads interleaved; 24 keeps every format in the file's layout.
+  int64_t out = 48;
 };
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {
   std::string name = std::string(info.param.quantName) + "_" +
-                     info.param.variant;
+                     info.param.variant + "_" +
+                     std::to_string(info.param.out);
   for (char &c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -52,7 +57,7 @@ std::string caseName(const testing::TestParamInfo<Case> &info) {
 
 /// A module with a prefill entry (any number of rows) and a decode entry (one
 /// row) of `x · wᵀ` for a [kOut, kIn] weight of `quant` at offset 0.
-std::string moduleText(const char *quant) {
+std::string moduleText(const char *quant, int64_t kOut) {
   std::string w = "tensor<" + std::to_string(kOut) + "x" +
                   std::to_string(kIn) + "x!llm.quant<" + quant + ">>";
   std::string in = std::to_string(kIn), out = std::to_string(kOut);
@@ -109,7 +114,7 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(moduleText(c.quantName),
+      mlir::parseSourceString<mlir::ModuleOp>(moduleText(c.quantName, c.out),
                                               &context);
   ASSERT_TRUE(module);
   target::CompileRequest request;
@@ -120,6 +125,7 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
       << error;
   ASSERT_EQ(executables.size(), 1u);
   std::string code(executables[0].code.begin(), executables[0].code.end());
+  const int64_t kOut = c.out;
 
   // Weights around a non-zero center (so Q4_K's mins matter), with a few
   // large values per row (so block scales differ).
@@ -147,6 +153,24 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
       hetrt::hal::ExecutableFormat::X86SharedObject, code,
       {{"prefill_seg0", 3, 16}, {"decode_seg0", 3, 0}}, failure);
   ASSERT_TRUE(executable) << failure.message;
+  // The weights in the layout the code reads them in, as the runtime gives
+  // them to it.
+  const std::vector<int64_t> *layouts =
+      hetrt::cpu::segmentWeightLayouts(*executable);
+  ASSERT_TRUE(layouts);
+  bool interleaved = c.format == BlockFormat::Q4_0 && c.int8 && kOut % 16 == 0;
+  ASSERT_EQ(layouts->size(),
+            interleaved ? size_t(hetrt::format::kWeightLayoutFields) : 0u);
+  if (interleaved) {
+    const int64_t *entry = layouts->data();
+    EXPECT_EQ(entry[hetrt::format::WeightLayoutDataOffset], 0);
+    EXPECT_EQ(entry[hetrt::format::WeightLayoutRows], kOut);
+    EXPECT_EQ(entry[hetrt::format::WeightLayoutRowBytes], rowBytes);
+    hetrt::format::interleaveRows(
+        static_cast<hetrt::format::WeightLayoutKind>(
+            entry[hetrt::format::WeightLayoutId]),
+        bytes.data(), kOut, rowBytes);
+  }
   auto data = device->importHostMemory(bytes.data(), bytes.size(), failure);
   ASSERT_TRUE(data) << failure.message;
   auto queue = device->createQueue(failure);
@@ -199,6 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
     Formats, CpuQuantizedMatmulTest,
     testing::Values(Case{BlockFormat::Q8_0, "q8_0", "avx512-vnni", true},
                     Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true},
+                    Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true, 24},
                     Case{BlockFormat::Q4_K, "q4_k", "avx512-vnni", true},
                     Case{BlockFormat::Q6_K, "q6_k", "avx512-vnni", true},
                     Case{BlockFormat::Q8_0, "q8_0", "x86-64-v4", false},

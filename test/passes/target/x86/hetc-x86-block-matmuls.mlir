@@ -97,19 +97,66 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK-NOT: llm.
 // With int8 dot products (int8-dot) the activation rows are first rounded to
 // int8 blocks of 32 in a parallel loop over rows: scale max|x| / 127, codes
+// roundeven(x / scale), and per block the negated code sum. A Q4_0 weight
+// that only matmuls read, in whole groups of 16 rows, is read interleaved
+// (the module records it for the runtime, which rewrites it at load time):
+// a group's 16 rows are the 16 lanes of a vector, so each vpdpbusd multiplies
+// 4 codes of every row with 4 activation codes broadcast to all lanes,
+// starting from -8 × the block's code sum; each lane ends as its row's block
+// sum, scaled by the rows' f16 scales times the activation scale, and a
+// row's 16 results are written as one vector.
+// INT8: module attributes {hetc.x86.weight_layouts = array<i64: 0, 32, 36, 2, 1>}
+// INT8: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// INT8-LABEL: func.func @q4_0_matmul
+// INT8: scf.forall (%{{.+}}) in (%{{.+}}) shared_outs({{.+}}) -> (tensor<?x64xi8>, tensor<?x1x16xf32>, tensor<?x2xi32>)
+// INT8: vector.reduction <maximumf>
+// INT8: math.roundeven {{.+}} : vector<32xf32>
+// INT8: vector.reduction <add>, {{.+}} : vector<8xi32> into i32
+// INT8: tensor.expand_shape {{.+}} output_shape [2, 2, 288] : tensor<1152xi8> into tensor<2x2x288xi8>
+// INT8: scf.forall (%{{.+}}, %{{.+}}) in (2, %{{.+}})
+// INT8: %[[HALF:.+]] = vector.bitcast {{.+}} : vector<32xi8> to vector<16xf16>
+// INT8: arith.extf %[[HALF]] : vector<16xf16> to vector<16xf32>
+// INT8: arith.andi {{.+}} : vector<64xi8>
+// INT8: arith.shrui {{.+}} : vector<64xi8>
+// INT8: %[[CODES:.+]] = vector.bitcast {{.+}} : vector<32xi8> to vector<8xi32>
+// INT8: %[[SUM:.+]] = tensor.extract {{.+}} : tensor<?x2xi32>
+// INT8: %[[SHIFTED:.+]] = arith.shli %[[SUM]], %{{.+}} : i32
+// INT8: %[[BIAS:.+]] = vector.broadcast %[[SHIFTED]] : i32 to vector<16xi32>
+// INT8: %[[QUAD:.+]] = vector.extract %[[CODES]][0] : i32 from vector<8xi32>
+// INT8: %[[SPLAT:.+]] = vector.broadcast %[[QUAD]] : i32 to vector<16xi32>
+// INT8: %[[BYTES:.+]] = vector.bitcast %[[SPLAT]] : vector<16xi32> to vector<64xi8>
+// INT8: func.call @llvm.x86.avx512.vpdpbusd.512(%[[BIAS]], %{{.+}}, %[[BYTES]])
+// INT8-COUNT-7: func.call @llvm.x86.avx512.vpdpbusd.512
+// INT8: %[[INT:.+]] = arith.sitofp %{{.+}} : vector<16xi32> to vector<16xf32>
+// INT8: vector.fma %{{.+}}, %[[INT]], %{{.+}} : vector<16xf32>
+// INT8-NOT: vector.reduction <add>
+// INT8: vector.transfer_write {{.+}} : vector<16xf32>, tensor<?x16xf32>
+func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// Rows that are not whole groups of 16 keep the file's layout. The activation
+// rows are first rounded to
+// int8 blocks of 32 in a parallel loop over rows: scale max|x| / 127, codes
 // roundeven(x / scale), and per 4-code lane the negated code sums (for the
 // weight's offset) and the scale and scaled sums. A step of the matmul then
 // reads 64 weight codes (two Q4_0 blocks: low nibbles, then high, of each)
 // and multiplies them with 64 activation codes in one vpdpbusd whose
 // accumulator starts at -8 × the lane sums; lane scales (weight × activation)
 // turn the integer lanes into f32 sums.
-// INT8: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
-// INT8-LABEL: func.func @q4_0_matmul
+// INT8-NOT: hetc.x86.weight_layouts
+// CHECK-LABEL: func.func @q4_0_rows_matmul
+// AVX2-LABEL: func.func @q4_0_rows_matmul
+// INT8-LABEL: func.func @q4_0_rows_matmul
 // INT8: scf.forall (%{{.+}}) in (%{{.+}}) shared_outs({{.+}}) -> (tensor<?x64xi8>, tensor<?x1x16xf32>, tensor<?x16xi32>)
 // INT8: vector.reduction <maximumf>
 // INT8: math.roundeven {{.+}} : vector<32xf32>
 // INT8: arith.trunci {{.+}} : vector<32xi32> to vector<32xi8>
-// INT8: scf.forall (%{{.+}}, %{{.+}}) in (8, %{{.+}})
+// INT8: scf.forall (%{{.+}}, %{{.+}}) in (6, %{{.+}})
 // INT8: arith.andi {{.+}} : vector<16xi8>
 // INT8: arith.shrui {{.+}} : vector<16xi8>
 // INT8: vector.shuffle {{.+}} : vector<16xi8>, vector<16xi8>
@@ -120,8 +167,27 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // INT8: %[[DOT:.+]] = func.call @llvm.x86.avx512.vpdpbusd.512(%[[BIAS]], %{{.+}}, %{{.+}})
 // INT8: %[[INT:.+]] = arith.sitofp %[[DOT]] : vector<16xi32> to vector<16xf32>
 // INT8: vector.fma %{{.+}}, %[[INT]], %{{.+}} : vector<16xf32>
-func.func @q4_0_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
-  %w = llm.get_weight @q : tensor<32x64x!llm.quant<q4_0>>
+llm.weight @q {data_offset = 0 : i64} : tensor<24x64x!llm.quant<q4_0>>
+func.func @q4_0_rows_matmul(%x: tensor<?x64xf32>) -> tensor<?x24xf32> {
+  %w = llm.get_weight @q : tensor<24x64x!llm.quant<q4_0>>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<24x64x!llm.quant<q4_0>>) -> tensor<?x24xf32>
+  return %y : tensor<?x24xf32>
+}
+
+// -----
+
+// A weight that is also gathered (an output tied to the token embedding)
+// keeps the file's layout for every read.
+// INT8-NOT: hetc.x86.weight_layouts
+// CHECK-LABEL: func.func @tied_q4_0
+// AVX2-LABEL: func.func @tied_q4_0
+// INT8-LABEL: func.func @tied_q4_0
+// INT8-NOT: tensor.expand_shape {{.+}} output_shape [2, 2, 288]
+// INT8: func.call @llvm.x86.avx512.vpdpbusd.512
+llm.weight @t {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
+func.func @tied_q4_0(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
+  %w = llm.get_weight @t : tensor<32x64x!llm.quant<q4_0>>
+  %x = llm.embedding %ids, %w : (tensor<?xi32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x64xf32>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
 }

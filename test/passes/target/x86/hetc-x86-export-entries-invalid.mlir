@@ -56,3 +56,14 @@ func.func @decode(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
 func.func @prefill_seg0(%x: memref<4xf32, strided<[2]>>) attributes {hetc.segment_entry} {
   return
 }
+
+// -----
+
+// The weight-layout table takes whole entries of 5 values (offset, rows, row
+// bytes, format, layout).
+// expected-error @+1 {{hetc.x86.weight_layouts holds 4 values, not a whole number of 5-value entries}}
+module attributes {hetc.model_hash = "0123456789abcdef", hetc.x86.weight_layouts = array<i64: 0, 32, 36, 2>} {
+  func.func @prefill_seg0(%w: memref<?xi8> {llm.weights}, %x: memref<?x64xf32>) attributes {hetc.segment_entry} {
+    return
+  }
+}

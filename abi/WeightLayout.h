@@ -1,0 +1,57 @@
+// Weight layouts the generated CPU code reads instead of the model file's
+// own. A quantized weight that only matmuls read may be stored with its rows
+// interleaved in groups, so one vector instruction multiplies a block of
+// every row of a group at once. The compiler decides per weight and lists
+// its choices in the code (hetc-x86-block-matmuls records them,
+// hetc-x86-export-entries writes the table); before the code runs, the
+// runtime rewrites those tensors, in a private copy of the mapped model
+// file, into the layout the code reads.
+#ifndef HETC_ABI_WEIGHTLAYOUT_H
+#define HETC_ABI_WEIGHTLAYOUT_H
+
+#include <cstdint>
+
+namespace hetrt::format {
+
+/// The exported symbol of the table: an int64 array, the number of entries
+/// then kWeightLayoutFields values per entry (WeightLayoutField), in
+/// increasing data offset.
+inline constexpr const char *kWeightLayoutsSymbol = "hetc_weight_layouts";
+
+/// The module attribute (an array of i64, the entries without the count)
+/// through which hetc-x86-block-matmuls hands its choices to the pass that
+/// writes the table.
+inline constexpr const char *kWeightLayoutsAttrName = "hetc.x86.weight_layouts";
+
+enum WeightLayoutField : int {
+  /// Offset of the tensor from the start of the model file's data section.
+  WeightLayoutDataOffset = 0,
+  /// Rows (output features) and bytes per row in the model file's format.
+  WeightLayoutRows,
+  WeightLayoutRowBytes,
+  /// The tensor's BlockFormat (BlockFormats.h).
+  WeightLayoutFormat,
+  /// The layout, a WeightLayoutKind.
+  WeightLayoutId,
+  kWeightLayoutFields,
+};
+
+enum class WeightLayoutKind : int64_t {
+  /// Q4_0 rows in groups of kInterleavedRows: for each group (in row order)
+  /// and each block b of 32 elements (in order), 32 + 256 bytes: the f16
+  /// scales of the group's 16 rows, then 4 runs of 64 bytes, where bytes
+  /// 4r..4r+3 of run v are quant bytes 4v..4v+3 of block b of row r of the
+  /// group (low nibbles elements 4v..4v+3, high nibbles 16+4v..16+4v+3).
+  /// The tensor keeps its size and offset.
+  InterleavedRows16 = 1,
+};
+
+/// Rows per interleaved group: one per 32-bit lane of a 512-bit vector.
+inline constexpr int64_t kInterleavedRows = 16;
+
+/// Entries a table may hold (far past any model's weights).
+inline constexpr int64_t kMaxWeightLayouts = 1 << 20;
+
+} // namespace hetrt::format
+
+#endif // HETC_ABI_WEIGHTLAYOUT_H

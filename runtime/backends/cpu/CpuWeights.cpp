@@ -1,0 +1,104 @@
+#include "runtime/backends/cpu/CpuWeights.h"
+
+#include "runtime/format/MappedFiles.h"
+#include "runtime/format/WeightInterleave.h"
+
+#include <map>
+#include <sys/mman.h>
+
+namespace hetrt::cpu {
+
+namespace {
+
+/// Row count and bytes per row of a 2-D tensor of a block format, or false.
+bool rowShape(const format::GgufTensorInfo &tensor, int64_t &rows,
+              int64_t &rowBytes) {
+  if (tensor.dims.size() != 2 || tensor.dims[1] <= 0)
+    return false;
+  rows = tensor.dims[1];
+  rowBytes = static_cast<int64_t>(tensor.sizeBytes) / tensor.dims[1];
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<CpuWeights> CpuWeights::prepare(
+    const format::GgufFile &file, const std::vector<int64_t> &layouts,
+    const std::string &origin, std::string &error) {
+  using namespace format;
+  std::unique_ptr<CpuWeights> weights(new CpuWeights());
+  weights->data_ = file.dataSection();
+  weights->size_ = file.dataSectionSize();
+  if (layouts.empty())
+    return weights;
+  std::map<uint64_t, const GgufTensorInfo *> byOffset;
+  for (const GgufTensorInfo &tensor : file.tensors())
+    byOffset[tensor.offset] = &tensor;
+  // Every entry is checked against the file before anything is rewritten.
+  struct Rewrite {
+    uint64_t offset;
+    int64_t rows, rowBytes;
+    WeightLayoutKind kind;
+  };
+  std::vector<Rewrite> rewrites;
+  for (size_t e = 0; e < layouts.size() / kWeightLayoutFields; ++e) {
+    const int64_t *entry = &layouts[e * kWeightLayoutFields];
+    std::string where = origin + " reads the weight at data offset " +
+                        std::to_string(entry[WeightLayoutDataOffset]) +
+                        " in layout " +
+                        std::to_string(entry[WeightLayoutId]) + ", but ";
+    auto found = byOffset.find(static_cast<uint64_t>(entry[WeightLayoutDataOffset]));
+    if (entry[WeightLayoutDataOffset] < 0 || found == byOffset.end()) {
+      error = where + file.path() +
+              " has no tensor there; the code belongs to another model file "
+              "(compile the model again with `hetc compile`)";
+      return nullptr;
+    }
+    const GgufTensorInfo &tensor = *found->second;
+    int64_t rows = 0, rowBytes = 0;
+    std::string why;
+    if (!rowShape(tensor, rows, rowBytes) ||
+        static_cast<int64_t>(tensor.format) != entry[WeightLayoutFormat] ||
+        rows != entry[WeightLayoutRows] ||
+        rowBytes != entry[WeightLayoutRowBytes]) {
+      error = where + "tensor \"" + tensor.name + "\" of " + file.path() +
+              " has another format or shape than the code was compiled for "
+              "(compile the model again with `hetc compile`)";
+      return nullptr;
+    }
+    auto kind = static_cast<WeightLayoutKind>(entry[WeightLayoutId]);
+    if (!checkInterleavable(kind, tensor.format, rows,
+                            rowBytes, why)) {
+      error = where + why + " (compile the model again with this hetc)";
+      return nullptr;
+    }
+    rewrites.push_back({tensor.offset, rows, rowBytes, kind});
+  }
+  uint8_t *copy = file.mapPrivateCopy(error);
+  if (!copy)
+    return nullptr;
+  weights->copy_ = copy;
+  weights->copySize_ = file.fileSize();
+  registerMappedFile(copy, weights->copySize_, file.path());
+  uint8_t *data = copy + file.dataOffset();
+  for (const Rewrite &rewrite : rewrites) {
+    interleaveRows(rewrite.kind, data + rewrite.offset, rewrite.rows,
+                   rewrite.rowBytes);
+    ++weights->rewrittenTensors_;
+    weights->rewrittenBytes_ +=
+        static_cast<uint64_t>(rewrite.rows * rewrite.rowBytes);
+  }
+  // Read-only from here on, as the file's own mapping is.
+  mprotect(copy, weights->copySize_, PROT_READ);
+  weights->data_ = data;
+  return weights;
+}
+
+CpuWeights::~CpuWeights() {
+  if (copy_) {
+    format::unregisterMappedFile(copy_);
+    munmap(copy_, copySize_);
+  }
+}
+
+} // namespace hetrt::cpu

@@ -1,0 +1,165 @@
+// The interleaved weight layout (abi/WeightLayout.h) and the CPU weights
+// built from a code's table: the rewrite puts every byte where the layout
+// says, leaves the rest of the file and the file itself alone, and a table
+// that does not describe the file is refused with a message naming the
+// weight.
+#include "runtime/backends/cpu/CpuWeights.h"
+#include "runtime/format/GgufWriter.h"
+#include "runtime/format/WeightInterleave.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+using namespace hetrt;
+using format::BlockFormat;
+using format::WeightLayoutKind;
+
+namespace {
+
+constexpr int64_t kRows = 32, kBlocks = 3, kRowBytes = kBlocks * 18;
+
+std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<uint8_t> bytes(count);
+  for (uint8_t &byte : bytes)
+    byte = static_cast<uint8_t>(random());
+  return bytes;
+}
+
+TEST(WeightInterleave, PlacesEveryByteAsTheLayoutSays) {
+  std::vector<uint8_t> plain = randomBytes(kRows * kRowBytes, 1);
+  std::vector<uint8_t> mixed = plain;
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16, mixed.data(),
+                         kRows, kRowBytes);
+  for (int64_t row = 0; row < kRows; ++row)
+    for (int64_t block = 0; block < kBlocks; ++block) {
+      const uint8_t *source = &plain[row * kRowBytes + block * 18];
+      const uint8_t *group =
+          &mixed[(row / 16) * 16 * kRowBytes + block * 16 * 18];
+      int64_t r = row % 16;
+      // The f16 scale among the group's 16, then quant bytes 4v..4v+3 in
+      // lane r of run v.
+      EXPECT_EQ(group[2 * r], source[0]);
+      EXPECT_EQ(group[2 * r + 1], source[1]);
+      for (int64_t byte = 0; byte < 16; ++byte)
+        EXPECT_EQ(group[32 + (byte / 4) * 64 + 4 * r + byte % 4],
+                  source[2 + byte])
+            << "row " << row << ", block " << block << ", byte " << byte;
+    }
+  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16, mixed.data(),
+                           kRows, kRowBytes);
+  EXPECT_EQ(mixed, plain);
+}
+
+TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
+  std::string error;
+  EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                         BlockFormat::Q4_0, 32, 54, error));
+  EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                          BlockFormat::Q4_0, 24, 54, error));
+  EXPECT_NE(error.find("groups of 16"), std::string::npos) << error;
+  EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                          BlockFormat::Q8_0, 32, 68, error));
+  EXPECT_NE(error.find("Q4_0"), std::string::npos) << error;
+  EXPECT_FALSE(format::checkInterleavable(static_cast<WeightLayoutKind>(9),
+                                          BlockFormat::Q4_0, 32, 54, error));
+  EXPECT_NE(error.find("unknown"), std::string::npos) << error;
+}
+
+class CpuWeightsTest : public testing::Test {
+protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("hetc-cpu-weights-" + std::to_string(::getpid()) + ".gguf"))
+                .string();
+    format::GgufWriter writer;
+    writer.addString("general.architecture", "llama");
+    norm_ = randomBytes(64 * 4, 2);
+    weight_ = randomBytes(kRows * kRowBytes, 3);
+    writer.addTensor("norm", {64}, BlockFormat::F32, norm_);
+    writer.addTensor("w", {kBlocks * 32, kRows}, BlockFormat::Q4_0, weight_);
+    std::string error;
+    ASSERT_TRUE(writer.writeFile(path_, error)) << error;
+    file_ = format::GgufFile::open(path_, error);
+    ASSERT_TRUE(file_) << error;
+    weightOffset_ = static_cast<int64_t>(file_->findTensor("w")->offset);
+  }
+  void TearDown() override {
+    file_.reset();
+    std::filesystem::remove(path_);
+  }
+  std::vector<int64_t> entry(int64_t offset, int64_t rows, int64_t rowBytes,
+                             int64_t format, int64_t kind) {
+    return {offset, rows, rowBytes, format, kind};
+  }
+
+  std::string path_;
+  std::unique_ptr<format::GgufFile> file_;
+  std::vector<uint8_t> norm_, weight_;
+  int64_t weightOffset_ = 0;
+};
+
+TEST_F(CpuWeightsTest, WithoutLayoutsReadsTheFileInPlace) {
+  std::string error;
+  auto weights = cpu::CpuWeights::prepare(*file_, {}, "code", error);
+  ASSERT_TRUE(weights) << error;
+  EXPECT_EQ(weights->data(), file_->dataSection());
+  EXPECT_EQ(weights->rewrittenTensors(), 0);
+}
+
+TEST_F(CpuWeightsTest, RewritesTheListedWeightOnlyAndNeverTheFile) {
+  std::string error;
+  auto weights = cpu::CpuWeights::prepare(
+      *file_, entry(weightOffset_, kRows, kRowBytes, 2, 1), "code", error);
+  ASSERT_TRUE(weights) << error;
+  EXPECT_NE(weights->data(), file_->dataSection());
+  EXPECT_EQ(weights->size(), file_->dataSectionSize());
+  EXPECT_EQ(weights->rewrittenTensors(), 1);
+  EXPECT_EQ(weights->rewrittenBytes(), uint64_t(kRows * kRowBytes));
+  std::vector<uint8_t> expected = weight_;
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16, expected.data(),
+                         kRows, kRowBytes);
+  EXPECT_EQ(0, std::memcmp(weights->data() + weightOffset_, expected.data(),
+                           expected.size()));
+  const format::GgufTensorInfo *norm = file_->findTensor("norm");
+  EXPECT_EQ(0, std::memcmp(weights->data() + norm->offset, norm_.data(),
+                           norm_.size()));
+  // The mapped file and the file on disk keep the model's own layout.
+  EXPECT_EQ(0, std::memcmp(file_->dataSection() + weightOffset_,
+                           weight_.data(), weight_.size()));
+  weights.reset();
+  std::ifstream disk(path_, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(disk)), {});
+  EXPECT_EQ(0, std::memcmp(bytes.data() + file_->dataOffset() + weightOffset_,
+                           weight_.data(), weight_.size()));
+}
+
+TEST_F(CpuWeightsTest, RefusesATableThatDoesNotDescribeTheFile) {
+  struct Bad {
+    std::vector<int64_t> table;
+    const char *message;
+  };
+  const Bad cases[] = {
+      {entry(weightOffset_ + 18, kRows, kRowBytes, 2, 1), "has no tensor there"},
+      {entry(-4, kRows, kRowBytes, 2, 1), "has no tensor there"},
+      {entry(weightOffset_, 16, kRowBytes, 2, 1), "another format or shape"},
+      {entry(weightOffset_, kRows, kRowBytes, 8, 1), "another format or shape"},
+      {entry(0, 64, 4, 0, 1), "another format or shape"},
+      {entry(weightOffset_, kRows, kRowBytes, 2, 7), "unknown to this runtime"},
+  };
+  for (const Bad &bad : cases) {
+    std::string error;
+    EXPECT_FALSE(cpu::CpuWeights::prepare(*file_, bad.table, "PACK: code", error));
+    EXPECT_NE(error.find(bad.message), std::string::npos) << error;
+    EXPECT_NE(error.find("PACK: code reads the weight at data offset"),
+              std::string::npos)
+        << error;
+  }
+}
+
+} // namespace
