@@ -42,6 +42,12 @@ enum class WeightLayoutKind : int64_t {
   /// scales of the group's 16 rows, then 4 runs of 64 bytes, where bytes
   /// 4r..4r+3 of run v are quant bytes 4v..4v+3 of block b of row r of the
   /// group (low nibbles elements 4v..4v+3, high nibbles 16+4v..16+4v+3).
+  /// Q4_K rows likewise, per group and super-block of 256 elements, 16 ×
+  /// 144 bytes: the 16 rows' f16 d, their f16 dmin, the 12 packed scale
+  /// bytes byte-major (byte j of row r at 64 + 16j + r), then per sub-block
+  /// pair c (quant bytes 32c..32c+31) 8 runs of 64 bytes, bytes 4r..4r+3 of
+  /// run v being quant bytes 32c+4v..32c+4v+3 of row r (low nibbles
+  /// sub-block 2c, high nibbles 2c+1).
   /// The tensor keeps its size and offset.
   InterleavedRows16 = 1,
 };

@@ -16,14 +16,14 @@ namespace hetrt::format {
 bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
                         int64_t rows, int64_t rowBytes, std::string &error);
 
-/// Rewrites `rows` rows of `rowBytes` bytes at `bytes` in place from the
-/// model file's layout into `kind` (checked by checkInterleavable).
-void interleaveRows(WeightLayoutKind kind, uint8_t *bytes, int64_t rows,
-                    int64_t rowBytes);
+/// Rewrites `rows` rows of `format` of `rowBytes` bytes at `bytes` in place
+/// from the model file's layout into `kind` (checked by checkInterleavable).
+void interleaveRows(WeightLayoutKind kind, BlockFormat format, uint8_t *bytes,
+                    int64_t rows, int64_t rowBytes);
 
 /// The inverse of interleaveRows.
-void deinterleaveRows(WeightLayoutKind kind, uint8_t *bytes, int64_t rows,
-                      int64_t rowBytes);
+void deinterleaveRows(WeightLayoutKind kind, BlockFormat format,
+                      uint8_t *bytes, int64_t rows, int64_t rowBytes);
 
 } // namespace hetrt::format
 

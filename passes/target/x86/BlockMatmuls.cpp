@@ -10,6 +10,7 @@
 
 #include "passes/target/x86/BlockBytes.h"
 #include "passes/target/x86/Int8Dot.h"
+#include "passes/target/x86/InterleavedWeights.h"
 
 #include "abi/BlockFormats.h"
 #include "abi/WeightLayout.h"
@@ -332,19 +333,24 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   // dot products; the decoded-float path serves the rest.
   std::optional<hetc::x86::Int8WeightReader> int8Reader;
   std::optional<WeightReader> reader;
-  if (int8Dot)
+  if (int8Dot && !interleaved)
     int8Reader = hetc::x86::makeInt8Reader(b, loc, weight, storageType,
                                            inFeatures, vectorBits);
-  if (!int8Reader) {
+  if (!int8Reader && !interleaved) {
     reader = makeReader(b, loc, weight, storageType, inFeatures, kLanes);
     if (!reader)
       return {};
   }
   // An interleaved weight's step is one block of its group of rows.
-  int64_t chunk = interleaved ? hetc::x86::kActivationBlock
+  std::optional<hetc::x86::InterleavedReader> interleavedReader;
+  if (interleaved)
+    interleavedReader = hetc::x86::InterleavedReader::make(
+        b, loc, weight, cast<llm::QuantType>(storageType), outFeatures,
+        inFeatures);
+  int64_t chunk = interleaved  ? interleavedReader->chunk
                   : int8Reader ? int8Reader->chunk
                                : reader->chunk;
-  int64_t groups = interleaved ? 1
+  int64_t groups = interleaved  ? interleavedReader->groups
                    : int8Reader ? int8Reader->groups
                                 : reader->groups;
   int64_t groupElements = chunk / groups;
@@ -358,24 +364,6 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   else if (int8Reader)
     quantized = hetc::x86::quantizeActivations(
         b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
-  // [N/16, blocks, 16 × bytes per block]: a block of a group of rows.
-  Value groupView;
-  if (interleaved) {
-    auto quant = cast<llm::QuantType>(storageType);
-    auto rowsType = cast<RankedTensorType>(weight.getType());
-    int64_t totalBytes = rowsType.getDimSize(0) * rowsType.getDimSize(1);
-    Value flat = tensor::CollapseShapeOp::create(
-        b, loc, RankedTensorType::get({totalBytes}, rowsType.getElementType()),
-        weight, ArrayRef<ReassociationIndices>{{0, 1}});
-    int64_t groupBlockBytes =
-        hetrt::format::kInterleavedRows * quant.getBytesPerBlock();
-    groupView = tensor::ExpandShapeOp::create(
-        b, loc,
-        RankedTensorType::get({outFeatures / hetrt::format::kInterleavedRows,
-                               xType.getDimSize(1) / chunk, groupBlockBytes},
-                              rowsType.getElementType()),
-        flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
-  }
   int64_t staticRows = xType.getDimSize(0);
   bool rowsKnown = !ShapedType::isDynamic(staticRows);
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
@@ -598,90 +586,11 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       }
     }
   };
-  // An interleaved block: 16 weight rows side by side, each 32-bit lane one
-  // row's 4 consecutive codes, so an activation's 4 codes broadcast to every
-  // lane meet all 16 rows in one vpdpbusd; the lanes end as the rows' block
-  // sums, scaled by the rows' scales at once. No horizontal sum is needed.
-  auto accumulateInterleaved = [&](OpBuilder &lb, Location lloc, Value step,
-                                   MutableArrayRef<Value> sums) {
-    auto i8Type = lb.getI8Type();
-    auto bytesType = [&](int64_t count) {
-      return VectorType::get({count}, i8Type);
-    };
-    BlockBytes bytes{lb, lloc, groupView, body->getArgument(0), step, kLanes};
-    // The rows' f16 scales, then 4 runs of 64 bytes whose low nibbles are
-    // elements 4v..4v+3 of each row and high nibbles 16+4v..16+4v+3.
-    Value halfScales = vector::BitCastOp::create(
-        lb, lloc,
-        VectorType::get({hetrt::format::kInterleavedRows}, lb.getF16Type()),
-        bytes.bytes(0, 2 * hetrt::format::kInterleavedRows));
-    Value scales = arith::ExtFOp::create(lb, lloc, f32Vector, halfScales);
-    auto byteSplat = [&](int8_t value) -> Value {
-      return arith::ConstantOp::create(
-          lb, lloc,
-          DenseElementsAttr::get(bytesType(64), lb.getI8IntegerAttr(value)));
-    };
-    Value nibbleMask = byteSplat(15), four = byteSplat(4);
-    SmallVector<Value> lows, highs;
-    for (int64_t run = 0; run < 4; ++run) {
-      Value packed =
-          bytes.bytes(2 * hetrt::format::kInterleavedRows + 64 * run, 64);
-      lows.push_back(arith::AndIOp::create(lb, lloc, packed, nibbleMask));
-      highs.push_back(arith::ShRUIOp::create(lb, lloc, packed, four));
-    }
-    Value firstElement = groupStart(lb, lloc, step, 0);
-    Value firstLane = arith::DivUIOp::create(
-        lb, lloc, firstElement,
-        indexConstant(lb, lloc, hetc::x86::kLaneElements));
-    auto laneIntType = VectorType::get({kLanes}, lb.getI32Type());
-    Value i8Pad = arith::ConstantOp::create(lb, lloc, lb.getI8IntegerAttr(0));
-    Value three = arith::ConstantOp::create(lb, lloc, lb.getI32IntegerAttr(3));
-    Value zeroLanes = arith::ConstantOp::create(
-        lb, lloc, DenseElementsAttr::get(laneIntType, lb.getI32IntegerAttr(0)));
-    Value scalesIndex = indexConstant(lb, lloc, 0);
-    for (int64_t i = 0; i < blockRows; ++i) {
-      Value codes = vector::BitCastOp::create(
-          lb, lloc, VectorType::get({8}, lb.getI32Type()),
-          vector::TransferReadOp::create(
-              lb, lloc, bytesType(hetc::x86::kActivationBlock),
-              quantized->codes, ValueRange{rows[i], firstElement}, i8Pad,
-              ArrayRef<bool>{true}));
-      // Q4_0's codes carry an offset of 8: start from -8 × the block's sum.
-      Value negatedSum = tensor::ExtractOp::create(
-          lb, lloc, quantized->negatedBlockSums, ValueRange{rows[i], step});
-      Value low = vector::BroadcastOp::create(
-          lb, lloc, laneIntType,
-          arith::ShLIOp::create(lb, lloc, negatedSum, three));
-      Value high = zeroLanes;
-      for (int64_t run = 0; run < 4; ++run) {
-        auto quad = [&](int64_t index) -> Value {
-          return vector::BitCastOp::create(
-              lb, lloc, bytesType(64),
-              vector::BroadcastOp::create(
-                  lb, lloc, laneIntType,
-                  vector::ExtractOp::create(lb, lloc, codes, index)));
-        };
-        low = hetc::x86::dotUnsignedSigned(lb, lloc, module, low, lows[run],
-                                           quad(run));
-        high = hetc::x86::dotUnsignedSigned(lb, lloc, module, high,
-                                            highs[run], quad(4 + run));
-      }
-      Value dot = arith::AddIOp::create(lb, lloc, low, high);
-      Value activationScale = tensor::ExtractOp::create(
-          lb, lloc, quantized->laneFloats,
-          ValueRange{rows[i], scalesIndex, firstLane});
-      Value rowScales = arith::MulFOp::create(
-          lb, lloc, scales,
-          vector::BroadcastOp::create(lb, lloc, f32Vector, activationScale));
-      sums[i] = vector::FMAOp::create(
-          lb, lloc, rowScales,
-          arith::SIToFPOp::create(lb, lloc, f32Vector, dot), sums[i]);
-    }
-  };
   auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
                              int64_t group, MutableArrayRef<Value> sums) {
     if (interleaved)
-      accumulateInterleaved(lb, lloc, step, sums);
+      interleavedReader->accumulate(lb, lloc, module, body->getArgument(0),
+                                    step, group, rows, *quantized, sums);
     else if (int8Reader)
       accumulateInt8Group(lb, lloc, step, group, sums);
     else
@@ -842,22 +751,20 @@ std::optional<int64_t> weightDataOffset(Value weight) {
   return getConstantIntValue(view.getByteShift());
 }
 
-/// Whether `generic` is a matmul the interleaved kernel can take: Q4_0
-/// weights in whole groups of rows, with int8 dot products on 512-bit
-/// vectors (a group's rows fill the 16 lanes).
+/// Whether `generic` is a matmul whose weight the interleaved kernels can
+/// read (hetc::x86::canInterleave).
 bool takesInterleaved(linalg::GenericOp generic, int64_t vectorBits,
                       bool int8Dot) {
   auto storageAttr = generic->getAttrOfType<TypeAttr>(
       hetc::llm::kMatmulWeightAttrName);
   auto quant = storageAttr ? dyn_cast<llm::QuantType>(storageAttr.getValue())
                            : llm::QuantType();
-  if (!int8Dot || vectorBits != 512 || !quant ||
-      quant.getFormat() != llm::QuantFormat::q4_0 || !isPortableMatmul(generic))
+  if (!quant || !isPortableMatmul(generic))
     return false;
   auto resultType = cast<RankedTensorType>(generic.getResultTypes()[0]);
   int64_t outFeatures = resultType.getDimSize(1);
   return !ShapedType::isDynamic(outFeatures) &&
-         outFeatures % hetrt::format::kInterleavedRows == 0;
+         hetc::x86::canInterleave(quant, outFeatures, vectorBits, int8Dot);
 }
 
 struct HetcX86BlockMatmulsPass
@@ -874,6 +781,7 @@ struct HetcX86BlockMatmulsPass
     // Per offset: the binding tensors, and whether every read qualifies.
     std::map<int64_t, std::pair<SmallVector<Value>, bool>> byOffset;
     std::map<int64_t, std::pair<int64_t, int64_t>> shapes;
+    std::map<int64_t, hetrt::format::BlockFormat> formats;
     module.walk([&](bufferization::ToTensorOp toTensor) {
       Value weight = toTensor.getResult();
       std::optional<int64_t> offset = weightDataOffset(weight);
@@ -897,6 +805,15 @@ struct HetcX86BlockMatmulsPass
       }
       auto type = cast<RankedTensorType>(weight.getType());
       shapes[*offset] = {type.getDimSize(0), type.getDimSize(1)};
+      for (Operation *user : weight.getUsers())
+        if (auto generic = user->getParentOfType<linalg::GenericOp>())
+          if (auto storage = generic->getAttrOfType<TypeAttr>(
+                  hetc::llm::kMatmulWeightAttrName))
+            if (auto quant = dyn_cast<llm::QuantType>(storage.getValue()))
+              formats[*offset] =
+                  quant.getFormat() == llm::QuantFormat::q4_k
+                      ? hetrt::format::BlockFormat::Q4_K
+                      : hetrt::format::BlockFormat::Q4_0;
     });
     llvm::DenseSet<Value> chosen;
     SmallVector<int64_t> table;
@@ -905,7 +822,7 @@ struct HetcX86BlockMatmulsPass
         continue;
       chosen.insert(entry.first.begin(), entry.first.end());
       table.append({offset, shapes[offset].first, shapes[offset].second,
-                    static_cast<int64_t>(hetrt::format::BlockFormat::Q4_0),
+                    static_cast<int64_t>(formats[offset]),
                     static_cast<int64_t>(
                         hetrt::format::WeightLayoutKind::InterleavedRows16)});
     }

@@ -39,6 +39,7 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
     uint64_t offset;
     int64_t rows, rowBytes;
     WeightLayoutKind kind;
+    BlockFormat format;
   };
   std::vector<Rewrite> rewrites;
   for (size_t e = 0; e < layouts.size() / kWeightLayoutFields; ++e) {
@@ -72,7 +73,7 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
       error = where + why + " (compile the model again with this hetc)";
       return nullptr;
     }
-    rewrites.push_back({tensor.offset, rows, rowBytes, kind});
+    rewrites.push_back({tensor.offset, rows, rowBytes, kind, tensor.format});
   }
   uint8_t *copy = file.mapPrivateCopy(error);
   if (!copy)
@@ -82,7 +83,8 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
   registerMappedFile(copy, weights->copySize_, file.path());
   uint8_t *data = copy + file.dataOffset();
   for (const Rewrite &rewrite : rewrites) {
-    interleaveRows(rewrite.kind, data + rewrite.offset, rewrite.rows,
+    interleaveRows(rewrite.kind, rewrite.format, data + rewrite.offset,
+                   rewrite.rows,
                    rewrite.rowBytes);
     ++weights->rewrittenTensors_;
     weights->rewrittenBytes_ +=

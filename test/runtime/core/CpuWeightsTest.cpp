@@ -34,8 +34,8 @@ std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
 TEST(WeightInterleave, PlacesEveryByteAsTheLayoutSays) {
   std::vector<uint8_t> plain = randomBytes(kRows * kRowBytes, 1);
   std::vector<uint8_t> mixed = plain;
-  format::interleaveRows(WeightLayoutKind::InterleavedRows16, mixed.data(),
-                         kRows, kRowBytes);
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
+                         BlockFormat::Q4_0, mixed.data(), kRows, kRowBytes);
   for (int64_t row = 0; row < kRows; ++row)
     for (int64_t block = 0; block < kBlocks; ++block) {
       const uint8_t *source = &plain[row * kRowBytes + block * 18];
@@ -51,8 +51,41 @@ TEST(WeightInterleave, PlacesEveryByteAsTheLayoutSays) {
                   source[2 + byte])
             << "row " << row << ", block " << block << ", byte " << byte;
     }
-  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16, mixed.data(),
-                           kRows, kRowBytes);
+  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
+                           BlockFormat::Q4_0, mixed.data(), kRows, kRowBytes);
+  EXPECT_EQ(mixed, plain);
+}
+
+TEST(WeightInterleave, PlacesEveryQ4_KByteAsTheLayoutSays) {
+  constexpr int64_t kSuperBlocks = 2, kQ4kRowBytes = kSuperBlocks * 144;
+  std::vector<uint8_t> plain = randomBytes(kRows * kQ4kRowBytes, 4);
+  std::vector<uint8_t> mixed = plain;
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
+                         BlockFormat::Q4_K, mixed.data(), kRows, kQ4kRowBytes);
+  for (int64_t row = 0; row < kRows; ++row)
+    for (int64_t block = 0; block < kSuperBlocks; ++block) {
+      const uint8_t *source = &plain[row * kQ4kRowBytes + block * 144];
+      const uint8_t *group =
+          &mixed[(row / 16) * 16 * kQ4kRowBytes + block * 16 * 144];
+      int64_t r = row % 16;
+      // d and dmin among the group's 16 each, scale byte j of all rows
+      // together, then per sub-block pair c and run v, bytes 4v..4v+3 of
+      // the pair's 32 in lane r.
+      for (int64_t half = 0; half < 2; ++half) {
+        EXPECT_EQ(group[2 * r + half], source[half]);
+        EXPECT_EQ(group[32 + 2 * r + half], source[2 + half]);
+      }
+      for (int64_t j = 0; j < 12; ++j)
+        EXPECT_EQ(group[64 + 16 * j + r], source[4 + j]);
+      for (int64_t byte = 0; byte < 128; ++byte)
+        EXPECT_EQ(group[256 + (byte / 32) * 512 + ((byte % 32) / 4) * 64 +
+                        4 * r + byte % 4],
+                  source[16 + byte])
+            << "row " << row << ", block " << block << ", byte " << byte;
+    }
+  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
+                           BlockFormat::Q4_K, mixed.data(), kRows,
+                           kQ4kRowBytes);
   EXPECT_EQ(mixed, plain);
 }
 
@@ -65,7 +98,12 @@ TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
   EXPECT_NE(error.find("groups of 16"), std::string::npos) << error;
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
                                           BlockFormat::Q8_0, 32, 68, error));
-  EXPECT_NE(error.find("Q4_0"), std::string::npos) << error;
+  EXPECT_NE(error.find("Q4_0 and Q4_K"), std::string::npos) << error;
+  EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                         BlockFormat::Q4_K, 16, 288, error));
+  EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                          BlockFormat::Q4_K, 16, 54, error));
+  EXPECT_NE(error.find("144-byte blocks"), std::string::npos) << error;
   EXPECT_FALSE(format::checkInterleavable(static_cast<WeightLayoutKind>(9),
                                           BlockFormat::Q4_0, 32, 54, error));
   EXPECT_NE(error.find("unknown"), std::string::npos) << error;
@@ -122,8 +160,8 @@ TEST_F(CpuWeightsTest, RewritesTheListedWeightOnlyAndNeverTheFile) {
   EXPECT_EQ(weights->rewrittenTensors(), 1);
   EXPECT_EQ(weights->rewrittenBytes(), uint64_t(kRows * kRowBytes));
   std::vector<uint8_t> expected = weight_;
-  format::interleaveRows(WeightLayoutKind::InterleavedRows16, expected.data(),
-                         kRows, kRowBytes);
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
+                         BlockFormat::Q4_0, expected.data(), kRows, kRowBytes);
   EXPECT_EQ(0, std::memcmp(weights->data() + weightOffset_, expected.data(),
                            expected.size()));
   const format::GgufTensorInfo *norm = file_->findTensor("norm");

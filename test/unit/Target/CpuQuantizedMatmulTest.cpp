@@ -40,8 +40,9 @@ struct Case {
   const char *quantName;
   const char *variant;
   bool int8;
-  /// Weight rows: 48 makes three groups of 16, which Q4_0 with int8 dot
-  /// products reads interleaved; 24 keeps every format in the file's layout.
+  /// Weight rows: 48 makes three groups of 16, which Q4_0 and Q4_K with
+  /// int8 dot products read interleaved; 24 keeps every format in the
+  /// file's layout.
   int64_t out = 48;
 };
 
@@ -158,7 +159,9 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
   const std::vector<int64_t> *layouts =
       hetrt::cpu::segmentWeightLayouts(*executable);
   ASSERT_TRUE(layouts);
-  bool interleaved = c.format == BlockFormat::Q4_0 && c.int8 && kOut % 16 == 0;
+  bool interleaved =
+      (c.format == BlockFormat::Q4_0 || c.format == BlockFormat::Q4_K) &&
+      c.int8 && kOut % 16 == 0;
   ASSERT_EQ(layouts->size(),
             interleaved ? size_t(hetrt::format::kWeightLayoutFields) : 0u);
   if (interleaved) {
@@ -169,7 +172,9 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
     hetrt::format::interleaveRows(
         static_cast<hetrt::format::WeightLayoutKind>(
             entry[hetrt::format::WeightLayoutId]),
-        bytes.data(), kOut, rowBytes);
+        c.format, bytes.data(), kOut, rowBytes);
+    EXPECT_EQ(entry[hetrt::format::WeightLayoutFormat],
+              static_cast<int64_t>(c.format));
   }
   auto data = device->importHostMemory(bytes.data(), bytes.size(), failure);
   ASSERT_TRUE(data) << failure.message;
@@ -225,6 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true},
                     Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true, 24},
                     Case{BlockFormat::Q4_K, "q4_k", "avx512-vnni", true},
+                    Case{BlockFormat::Q4_K, "q4_k", "avx512-vnni", true, 24},
                     Case{BlockFormat::Q6_K, "q6_k", "avx512-vnni", true},
                     Case{BlockFormat::Q8_0, "q8_0", "x86-64-v4", false},
                     Case{BlockFormat::Q4_0, "q4_0", "x86-64-v4", false},

@@ -102,17 +102,18 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // (the module records it for the runtime, which rewrites it at load time):
 // a group's 16 rows are the 16 lanes of a vector, so each vpdpbusd multiplies
 // 4 codes of every row with 4 activation codes broadcast to all lanes,
-// starting from -8 × the block's code sum; each lane ends as its row's block
-// sum, scaled by the rows' f16 scales times the activation scale, and a
+// starting from -8 × the block's code sum (two chains of four: their
+// latencies overlap); each lane ends as its row's block sum, scaled by the rows' f16 scales times the activation scale, and a
 // row's 16 results are written as one vector.
 // INT8: module attributes {hetc.x86.weight_layouts = array<i64: 0, 32, 36, 2, 1>}
 // INT8: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
 // INT8-LABEL: func.func @q4_0_matmul
+// INT8-NOT: output_shape [32, 2, 18]
+// INT8: tensor.expand_shape {{.+}} output_shape [2, 2, 288] : tensor<1152xi8> into tensor<2x2x288xi8>
 // INT8: scf.forall (%{{.+}}) in (%{{.+}}) shared_outs({{.+}}) -> (tensor<?x64xi8>, tensor<?x1x16xf32>, tensor<?x2xi32>)
 // INT8: vector.reduction <maximumf>
 // INT8: math.roundeven {{.+}} : vector<32xf32>
 // INT8: vector.reduction <add>, {{.+}} : vector<8xi32> into i32
-// INT8: tensor.expand_shape {{.+}} output_shape [2, 2, 288] : tensor<1152xi8> into tensor<2x2x288xi8>
 // INT8: scf.forall (%{{.+}}, %{{.+}}) in (2, %{{.+}})
 // INT8: %[[HALF:.+]] = vector.bitcast {{.+}} : vector<32xi8> to vector<16xf16>
 // INT8: arith.extf %[[HALF]] : vector<16xf16> to vector<16xf32>
@@ -125,8 +126,10 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // INT8: %[[QUAD:.+]] = vector.extract %[[CODES]][0] : i32 from vector<8xi32>
 // INT8: %[[SPLAT:.+]] = vector.broadcast %[[QUAD]] : i32 to vector<16xi32>
 // INT8: %[[BYTES:.+]] = vector.bitcast %[[SPLAT]] : vector<16xi32> to vector<64xi8>
-// INT8: func.call @llvm.x86.avx512.vpdpbusd.512(%[[BIAS]], %{{.+}}, %[[BYTES]])
-// INT8-COUNT-7: func.call @llvm.x86.avx512.vpdpbusd.512
+// INT8: %[[FIRST:.+]] = func.call @llvm.x86.avx512.vpdpbusd.512(%[[BIAS]], %{{.+}}, %[[BYTES]])
+// INT8: func.call @llvm.x86.avx512.vpdpbusd.512(%{{.+}}, %{{.+}}, %{{.+}})
+// INT8: func.call @llvm.x86.avx512.vpdpbusd.512(%[[FIRST]], %{{.+}}, %{{.+}})
+// INT8-COUNT-5: func.call @llvm.x86.avx512.vpdpbusd.512
 // INT8: %[[INT:.+]] = arith.sitofp %{{.+}} : vector<16xi32> to vector<16xf32>
 // INT8: vector.fma %{{.+}}, %[[INT]], %{{.+}} : vector<16xf32>
 // INT8-NOT: vector.reduction <add>
@@ -190,6 +193,32 @@ func.func @tied_q4_0(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
   %x = llm.embedding %ids, %w : (tensor<?xi32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x64xf32>
   %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64x!llm.quant<q4_0>>) -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// A Q4_K weight in whole groups of 16 rows is read interleaved as well, a
+// super-block of the group at a time: per sub-block, its 16 rows' 6-bit
+// scales and mins are unpacked lane by lane from the scale bytes (stored
+// byte-major), the nibbles of 8 runs meet the activation block's codes, and
+// the mins are taken off with the block's code sum.
+// CHECK-LABEL: func.func @q4_k_interleaved
+// AVX2-LABEL: func.func @q4_k_interleaved
+// INT8: module attributes {hetc.x86.weight_layouts = array<i64: 0, 16, 144, 12, 1>}
+// INT8-LABEL: func.func @q4_k_interleaved
+// INT8: tensor.expand_shape {{.+}} output_shape [1, 1, 2304] : tensor<2304xi8> into tensor<1x1x2304xi8>
+// INT8: scf.forall (%{{.+}}, %{{.+}}) in (1, 1)
+// INT8: arith.extui {{.+}} : vector<16xi8> to vector<16xi32>
+// INT8: arith.andi {{.+}} : vector<16xi32>
+// INT8-COUNT-8: func.call @llvm.x86.avx512.vpdpbusd.512
+// INT8: vector.fma
+// INT8: vector.fma
+// INT8: vector.transfer_write {{.+}} : vector<16xf32>, tensor<1x16xf32>
+llm.weight @k {data_offset = 0 : i64} : tensor<16x256x!llm.quant<q4_k>>
+func.func @q4_k_interleaved(%x: tensor<1x256xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @k : tensor<16x256x!llm.quant<q4_k>>
+  %y = llm.matmul %x, %w : (tensor<1x256xf32>, tensor<16x256x!llm.quant<q4_k>>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
 }
 
 // -----

@@ -1,0 +1,219 @@
+#include "passes/target/x86/InterleavedWeights.h"
+
+#include "passes/target/x86/BlockBytes.h"
+
+#include "abi/WeightLayout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+namespace llm = hetc::llm;
+using hetrt::format::kInterleavedRows;
+
+namespace hetc::x86 {
+
+namespace {
+
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+
+  VectorType bytes(int64_t count) const {
+    return VectorType::get({count}, b.getI8Type());
+  }
+  VectorType lanes(Type element) const {
+    return VectorType::get({kInterleavedRows}, element);
+  }
+  Value byteSplat(int8_t value) const {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(bytes(64), b.getI8IntegerAttr(value)));
+  }
+  Value intSplat(int32_t value) const {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(lanes(b.getI32Type()),
+                               b.getI32IntegerAttr(value)));
+  }
+  /// 16 f16 values at `offset` of a group's block, as f32.
+  Value halves(BlockBytes &block, int64_t offset) const {
+    Value raw = vector::BitCastOp::create(b, loc, lanes(b.getF16Type()),
+                                          block.bytes(offset, 32));
+    return arith::ExtFOp::create(b, loc, lanes(b.getF32Type()), raw);
+  }
+  /// 16 bytes at `offset` (one per row), zero-extended to i32.
+  Value rowBytes(BlockBytes &block, int64_t offset) const {
+    return arith::ExtUIOp::create(b, loc, lanes(b.getI32Type()),
+                                  block.bytes(offset, kInterleavedRows));
+  }
+  Value lowNibbles(Value packed) const {
+    return arith::AndIOp::create(b, loc, packed, byteSplat(15));
+  }
+  Value highNibbles(Value packed) const {
+    return arith::ShRUIOp::create(b, loc, packed, byteSplat(4));
+  }
+  Value toFloat(Value integers) const {
+    return arith::SIToFPOp::create(b, loc, lanes(b.getF32Type()), integers);
+  }
+  Value broadcast(Value scalar) const {
+    return vector::BroadcastOp::create(b, loc, lanes(scalar.getType()), scalar);
+  }
+};
+
+/// The sub-block scale and min of sub-block `s` of each of the 16 rows of a
+/// Q4_K group (get_scale_min_k4 lane by lane), from the 12 scale bytes
+/// stored byte-major: byte j of row r at 64 + 16j + r.
+std::pair<Value, Value> q4kScaleAndMin(Emitter &e, BlockBytes &block,
+                                       int64_t s) {
+  auto byte = [&](int64_t j) { return e.rowBytes(block, 64 + 16 * j); };
+  auto andMask = [&](Value v, int32_t mask) -> Value {
+    return arith::AndIOp::create(e.b, e.loc, v, e.intSplat(mask));
+  };
+  auto topTwo = [&](Value v) -> Value {
+    // (v >> 6) << 4
+    return arith::ShLIOp::create(
+        e.b, e.loc, arith::ShRUIOp::create(e.b, e.loc, v, e.intSplat(6)),
+        e.intSplat(4));
+  };
+  if (s < 4)
+    return {andMask(byte(s), 63), andMask(byte(s + 4), 63)};
+  Value packed = byte(s + 4);
+  Value scale = arith::OrIOp::create(e.b, e.loc, andMask(packed, 15),
+                                     topTwo(byte(s - 4)));
+  Value min = arith::OrIOp::create(
+      e.b, e.loc, arith::ShRUIOp::create(e.b, e.loc, packed, e.intSplat(4)),
+      topTwo(byte(s)));
+  return {scale, min};
+}
+
+} // namespace
+
+bool canInterleave(llm::QuantType quant, int64_t outFeatures,
+                   int64_t vectorBits, bool int8Dot) {
+  if (!quant || !int8Dot || vectorBits != 512 ||
+      outFeatures % kInterleavedRows != 0)
+    return false;
+  return quant.getFormat() == llm::QuantFormat::q4_0 ||
+         quant.getFormat() == llm::QuantFormat::q4_k;
+}
+
+InterleavedReader InterleavedReader::make(OpBuilder &b, Location loc,
+                                          Value weight, llm::QuantType quant,
+                                          int64_t outFeatures,
+                                          int64_t inFeatures) {
+  auto rowsType = cast<RankedTensorType>(weight.getType());
+  int64_t totalBytes = rowsType.getDimSize(0) * rowsType.getDimSize(1);
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({totalBytes}, rowsType.getElementType()),
+      weight, ArrayRef<ReassociationIndices>{{0, 1}});
+  InterleavedReader reader;
+  reader.quant = quant;
+  reader.chunk = quant.getBlockSize();
+  reader.groups = reader.chunk / kActivationBlock;
+  reader.view = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({outFeatures / kInterleavedRows,
+                             inFeatures / reader.chunk,
+                             kInterleavedRows * quant.getBytesPerBlock()},
+                            rowsType.getElementType()),
+      flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
+  return reader;
+}
+
+void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
+                                   Value rowGroup, Value step, int64_t group,
+                                   ArrayRef<Value> rows,
+                                   const QuantizedActivations &activations,
+                                   MutableArrayRef<Value> sums) const {
+  Emitter e{b, loc};
+  BlockBytes block{b, loc, view, rowGroup, step, kInterleavedRows};
+  // Per format: 4 runs of 64 packed bytes whose low nibbles are elements
+  // 4v..4v+3 of the group's 32 and high nibbles 16+4v.. (Q4_0), or one
+  // sub-block of a pair (Q4_K: low nibbles sub-block 2c, high 2c + 1, 8 runs
+  // of 4 elements each); the rows' scales, and Q4_K's mins.
+  SmallVector<Value> codes;
+  SmallVector<int64_t> quads;
+  Value rowScales, rowMins;
+  // Q4_0's codes carry an offset of 8, taken off with the block's sum.
+  int64_t offsetShift = -1;
+  if (quant.getFormat() == llm::QuantFormat::q4_0) {
+    rowScales = e.halves(block, 0);
+    SmallVector<Value> highs;
+    for (int64_t run = 0; run < 4; ++run) {
+      Value packed = block.bytes(32 + 64 * run, 64);
+      codes.push_back(e.lowNibbles(packed));
+      highs.push_back(e.highNibbles(packed));
+      quads.push_back(run);
+    }
+    for (int64_t run = 0; run < 4; ++run) {
+      codes.push_back(highs[run]);
+      quads.push_back(4 + run);
+    }
+    offsetShift = 3;
+  } else {
+    // Q4_K: d, dmin, the 12 scale bytes byte-major, then per sub-block pair
+    // c 8 runs of 64 bytes.
+    auto [scale, min] = q4kScaleAndMin(e, block, group);
+    rowScales = arith::MulFOp::create(b, loc, e.halves(block, 0),
+                                      e.toFloat(scale));
+    rowMins = arith::MulFOp::create(b, loc, e.halves(block, 32),
+                                    e.toFloat(min));
+    int64_t pair = group / 2;
+    for (int64_t run = 0; run < 8; ++run) {
+      Value packed = block.bytes(256 + 512 * pair + 64 * run, 64);
+      codes.push_back(group % 2 ? e.highNibbles(packed) : e.lowNibbles(packed));
+      quads.push_back(run);
+    }
+  }
+
+  auto laneInts = e.lanes(b.getI32Type());
+  Value firstElement = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, step, indexConstant(b, loc, chunk)),
+      indexConstant(b, loc, group * kActivationBlock));
+  Value activationBlock = arith::DivUIOp::create(
+      b, loc, firstElement, indexConstant(b, loc, kActivationBlock));
+  Value firstLane = arith::DivUIOp::create(
+      b, loc, firstElement, indexConstant(b, loc, kLaneElements));
+  Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
+  Value zero = indexConstant(b, loc, 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Value activationCodes = vector::BitCastOp::create(
+        b, loc, VectorType::get({kActivationBlock / 4}, b.getI32Type()),
+        vector::TransferReadOp::create(b, loc, e.bytes(kActivationBlock),
+                                       activations.codes,
+                                       ValueRange{rows[i], firstElement},
+                                       i8Pad, ArrayRef<bool>{true}));
+    Value negatedSum = tensor::ExtractOp::create(
+        b, loc, activations.negatedBlockSums,
+        ValueRange{rows[i], activationBlock});
+    // Two chains of 4 vpdpbusd each: their latency overlaps.
+    Value chains[2] = {e.intSplat(0), e.intSplat(0)};
+    if (offsetShift >= 0)
+      chains[0] = e.broadcast(arith::ShLIOp::create(
+          b, loc, negatedSum,
+          arith::ConstantOp::create(b, loc,
+                                    b.getI32IntegerAttr(offsetShift))));
+    for (size_t run = 0; run < codes.size(); ++run) {
+      Value quad = vector::BitCastOp::create(
+          b, loc, e.bytes(64),
+          e.broadcast(vector::ExtractOp::create(b, loc, activationCodes,
+                                                quads[run])));
+      Value &chain = chains[run % 2];
+      chain = dotUnsignedSigned(b, loc, module, chain, codes[run], quad);
+    }
+    Value dot = arith::AddIOp::create(b, loc, chains[0], chains[1]);
+    Value activationScale = e.broadcast(tensor::ExtractOp::create(
+        b, loc, activations.laneFloats, ValueRange{rows[i], zero, firstLane}));
+    sums[i] = vector::FMAOp::create(
+        b, loc, arith::MulFOp::create(b, loc, rowScales, activationScale),
+        e.toFloat(dot), sums[i]);
+    if (rowMins)
+      // - min · d_a · Σ codes = (min · d_a) · (negated sum)
+      sums[i] = vector::FMAOp::create(
+          b, loc, arith::MulFOp::create(b, loc, rowMins, activationScale),
+          e.toFloat(e.broadcast(negatedSum)), sums[i]);
+  }
+}
+
+} // namespace hetc::x86

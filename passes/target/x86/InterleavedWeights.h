@@ -1,0 +1,53 @@
+// Matmul kernels of weights stored with their rows interleaved in groups of
+// 16 (abi/WeightLayout.h): each 32-bit lane of a 512-bit vector holds 4
+// consecutive codes of one row, so one vpdpbusd multiplies 4 codes of all 16
+// rows with 4 activation codes broadcast to every lane, and the lanes end as
+// the rows' sums: no horizontal reduction, and a row's 16 results are one
+// vector.
+#ifndef HETC_PASSES_TARGET_X86_INTERLEAVEDWEIGHTS_H
+#define HETC_PASSES_TARGET_X86_INTERLEAVEDWEIGHTS_H
+
+#include "passes/target/x86/Int8Dot.h"
+
+#include "dialects/llm/LLMTypes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+
+namespace hetc::x86 {
+
+/// Whether a weight of `quant` with `outFeatures` rows can be read
+/// interleaved by code with `vectorBits`-bit vectors (and int8 dot products).
+bool canInterleave(hetc::llm::QuantType quant, int64_t outFeatures,
+                   int64_t vectorBits, bool int8Dot);
+
+struct InterleavedReader {
+  /// [N/16, steps, 16 × bytes per block]: a block of a group of rows.
+  mlir::Value view;
+  hetc::llm::QuantType quant;
+  /// Elements per step (a block) and groups of 32 per step.
+  int64_t chunk;
+  int64_t groups;
+
+  /// The reader of `weight` ([N, row bytes], already rewritten).
+  static InterleavedReader make(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value weight, hetc::llm::QuantType quant,
+                                int64_t outFeatures, int64_t inFeatures);
+
+  /// Adds group `group` (32 elements) of step `step` of the 16 rows of
+  /// `rowGroup`, times each of the activation rows `rows` (int8 as
+  /// `activations` holds them, with block sums), into `sums` (one vector of
+  /// 16 row sums per activation row).
+  void accumulate(mlir::OpBuilder &b, mlir::Location loc,
+                  mlir::ModuleOp module, mlir::Value rowGroup,
+                  mlir::Value step, int64_t group,
+                  llvm::ArrayRef<mlir::Value> rows,
+                  const QuantizedActivations &activations,
+                  llvm::MutableArrayRef<mlir::Value> sums) const;
+};
+
+} // namespace hetc::x86
+
+#endif // HETC_PASSES_TARGET_X86_INTERLEAVEDWEIGHTS_H
