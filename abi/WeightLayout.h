@@ -48,6 +48,14 @@ enum class WeightLayoutKind : int64_t {
   /// pair c (quant bytes 32c..32c+31) 8 runs of 64 bytes, bytes 4r..4r+3 of
   /// run v being quant bytes 32c+4v..32c+4v+3 of row r (low nibbles
   /// sub-block 2c, high nibbles 2c+1).
+  /// Q6_K rows, 16 × 210 bytes per super-block, not a byte permutation but
+  /// each 32-element quarter with bytes of its own: the 16 rows' f16 d, then
+  /// per quarter q (at 32 + 416q) the rows' two int8 scales (the quarter's
+  /// elements 0-15, then 16-31; row r at 16p + r), 4 runs of 64 bytes whose
+  /// byte 4r+i holds the low 4 bits of the codes of elements 4v+i (low
+  /// nibble) and 16+4v+i (high nibble) of row r, and 2 vectors of 64 bytes
+  /// whose byte 4r+i holds at bits 2v the top 2 bits of the code of element
+  /// 16h+4v+i (vector h).
   /// The tensor keeps its size and offset.
   InterleavedRows16 = 1,
 };

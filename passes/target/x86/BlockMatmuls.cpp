@@ -360,7 +360,7 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   if (interleaved)
     quantized = hetc::x86::quantizeActivations(
         b, loc, x, /*withOffsetSums=*/false, /*withMinSums=*/false,
-        /*withBlockSums=*/true);
+        interleavedReader->blockSumElements());
   else if (int8Reader)
     quantized = hetc::x86::quantizeActivations(
         b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
@@ -813,6 +813,8 @@ struct HetcX86BlockMatmulsPass
               formats[*offset] =
                   quant.getFormat() == llm::QuantFormat::q4_k
                       ? hetrt::format::BlockFormat::Q4_K
+                  : quant.getFormat() == llm::QuantFormat::q6_k
+                      ? hetrt::format::BlockFormat::Q6_K
                       : hetrt::format::BlockFormat::Q4_0;
     });
     llvm::DenseSet<Value> chosen;

@@ -125,7 +125,8 @@ std::pair<Value, Value> q4kScalesAndMins(OpBuilder &b, Location loc,
 QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
                                          bool withOffsetSums,
                                          bool withMinSums,
-                                         bool withBlockSums) {
+                                         int64_t blockSumElements) {
+  bool withBlockSums = blockSumElements > 0;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t columns = xType.getDimSize(1);
   int64_t laneCount = columns / kLaneElements;
@@ -144,7 +145,7 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
     elements.push_back(i32);
   }
   if (withBlockSums) {
-    shapes.push_back({columns / kActivationBlock});
+    shapes.push_back({columns / blockSumElements});
     elements.push_back(i32);
   }
   SmallVector<Value> outs;
@@ -248,11 +249,28 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
           results.push_back(
               write(negatedSums, current[2], {zero, firstLane}));
         if (withBlockSums) {
-          Value blockSum = vector::ReductionOp::create(
-              lb, lloc, vector::CombiningKind::ADD, negatedSums);
-          results.push_back(tensor::InsertOp::create(
-              lb, lloc, blockSum, current[results.size()],
-              ValueRange{zero, block}));
+          // The block's sum, or its halves' (each of blockLanes / parts
+          // lanes).
+          int64_t parts = kActivationBlock / blockSumElements;
+          int64_t partLanes = blockLanes / parts;
+          Value sumsOut = current[results.size()];
+          for (int64_t part = 0; part < parts; ++part) {
+            Value lanes = negatedSums;
+            if (parts > 1)
+              lanes = vector::ExtractStridedSliceOp::create(
+                  lb, lloc, negatedSums, ArrayRef<int64_t>{part * partLanes},
+                  ArrayRef<int64_t>{partLanes}, ArrayRef<int64_t>{1});
+            Value partSum = vector::ReductionOp::create(
+                lb, lloc, vector::CombiningKind::ADD, lanes);
+            Value index = arith::AddIOp::create(
+                lb, lloc,
+                arith::MulIOp::create(lb, lloc, block,
+                                      indexConstant(lb, lloc, parts)),
+                indexConstant(lb, lloc, part));
+            sumsOut = tensor::InsertOp::create(lb, lloc, partSum, sumsOut,
+                                               ValueRange{zero, index});
+          }
+          results.push_back(sumsOut);
         }
         scf::YieldOp::create(lb, lloc, results);
       });

@@ -29,18 +29,20 @@ struct QuantizedActivations {
   /// [M, K/4] i32 (with offset sums): minus the sum of each lane's 4 codes,
   /// the correction of a weight code offset (shifted left by its log2).
   mlir::Value negatedLaneSums;
-  /// [M, K/32] i32 (with block sums): minus the sum of each block's codes,
-  /// the same correction for kernels that sum whole blocks in one lane.
+  /// [M, K/S] i32 (with block sums of S = 32 or 16 codes): minus the sum of
+  /// each block's (or half block's) codes, the same correction for kernels
+  /// that sum whole blocks in one lane.
   mlir::Value negatedBlockSums;
 };
 
 /// Builds the quantization of `x` ([M, K] f32, K a multiple of 32) as one
 /// parallel loop over its rows, with the lane sums a weight format with a
-/// code offset or with mins reads, and the block sums of interleaved weights.
+/// code offset or with mins reads, and the sums of `blockSumElements` codes
+/// (32 or 16; 0 for none) interleaved weights read.
 QuantizedActivations quantizeActivations(mlir::OpBuilder &b, mlir::Location loc,
                                          mlir::Value x, bool withOffsetSums,
                                          bool withMinSums,
-                                         bool withBlockSums = false);
+                                         int64_t blockSumElements = 0);
 
 /// One vector of weight codes of a row and what turns their dot products
 /// into values: x = laneScale·(code − offset) − laneMin.

@@ -95,7 +95,12 @@ bool canInterleave(llm::QuantType quant, int64_t outFeatures,
       outFeatures % kInterleavedRows != 0)
     return false;
   return quant.getFormat() == llm::QuantFormat::q4_0 ||
-         quant.getFormat() == llm::QuantFormat::q4_k;
+         quant.getFormat() == llm::QuantFormat::q4_k ||
+         quant.getFormat() == llm::QuantFormat::q6_k;
+}
+
+int64_t InterleavedReader::blockSumElements() const {
+  return quant.getFormat() == llm::QuantFormat::q6_k ? 16 : kActivationBlock;
 }
 
 InterleavedReader InterleavedReader::make(OpBuilder &b, Location loc,
@@ -132,47 +137,92 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
   // 4v..4v+3 of the group's 32 and high nibbles 16+4v.. (Q4_0), or one
   // sub-block of a pair (Q4_K: low nibbles sub-block 2c, high 2c + 1, 8 runs
   // of 4 elements each); the rows' scales, and Q4_K's mins.
+  // Code vector k holds elements 4k..4k+3 of the group, in every format.
   SmallVector<Value> codes;
-  SmallVector<int64_t> quads;
-  Value rowScales, rowMins;
-  // Q4_0's codes carry an offset of 8, taken off with the block's sum.
+  // The group's codes form `parts` runs of equal length, each with its own
+  // row scales (Q6_K: one per 16 elements) and its own chain of vpdpbusd.
+  SmallVector<Value> partScales;
+  Value rowMins;
+  // log2 of the offset every code carries (Q4_0 8, Q6_K 32), taken off with
+  // the activation sums; -1 for none.
   int64_t offsetShift = -1;
-  if (quant.getFormat() == llm::QuantFormat::q4_0) {
-    rowScales = e.halves(block, 0);
+  switch (quant.getFormat()) {
+  case llm::QuantFormat::q4_0: {
+    // The rows' f16 scales, then 4 runs of 64 packed bytes: low nibbles
+    // elements 4v..4v+3 of the block, high nibbles 16+4v...
+    partScales.push_back(e.halves(block, 0));
     SmallVector<Value> highs;
     for (int64_t run = 0; run < 4; ++run) {
       Value packed = block.bytes(32 + 64 * run, 64);
       codes.push_back(e.lowNibbles(packed));
       highs.push_back(e.highNibbles(packed));
-      quads.push_back(run);
     }
-    for (int64_t run = 0; run < 4; ++run) {
-      codes.push_back(highs[run]);
-      quads.push_back(4 + run);
-    }
+    codes.append(highs);
     offsetShift = 3;
-  } else {
-    // Q4_K: d, dmin, the 12 scale bytes byte-major, then per sub-block pair
-    // c 8 runs of 64 bytes.
+    break;
+  }
+  case llm::QuantFormat::q4_k: {
+    // d, dmin, the 12 scale bytes byte-major, then per sub-block pair c 8
+    // runs of 64 bytes (low nibbles sub-block 2c, high 2c + 1).
     auto [scale, min] = q4kScaleAndMin(e, block, group);
-    rowScales = arith::MulFOp::create(b, loc, e.halves(block, 0),
-                                      e.toFloat(scale));
-    rowMins = arith::MulFOp::create(b, loc, e.halves(block, 32),
-                                    e.toFloat(min));
+    partScales.push_back(
+        arith::MulFOp::create(b, loc, e.halves(block, 0), e.toFloat(scale)));
+    rowMins =
+        arith::MulFOp::create(b, loc, e.halves(block, 32), e.toFloat(min));
     int64_t pair = group / 2;
     for (int64_t run = 0; run < 8; ++run) {
       Value packed = block.bytes(256 + 512 * pair + 64 * run, 64);
       codes.push_back(group % 2 ? e.highNibbles(packed) : e.lowNibbles(packed));
-      quads.push_back(run);
     }
+    break;
   }
-
-  auto laneInts = e.lanes(b.getI32Type());
+  case llm::QuantFormat::q6_k: {
+    // d, then per quarter of 32 elements: the rows' two int8 scales (one
+    // per 16 elements), 4 runs of low nibbles (elements 4v.., and 16+4v..
+    // in the high nibbles) and 2 vectors of high bits (bits 2v of byte i:
+    // element 4v+i of each half).
+    Value d = e.halves(block, 0);
+    int64_t quarter = 32 + 416 * group;
+    for (int64_t part = 0; part < 2; ++part) {
+      Value scale = arith::SIToFPOp::create(
+          b, loc, e.lanes(b.getF32Type()),
+          block.bytes(quarter + 16 * part, kInterleavedRows));
+      partScales.push_back(arith::MulFOp::create(b, loc, d, scale));
+    }
+    Value highBits[2] = {block.bytes(quarter + 288, 64),
+                         block.bytes(quarter + 352, 64)};
+    SmallVector<Value> upper;
+    for (int64_t run = 0; run < 4; ++run) {
+      Value packed = block.bytes(quarter + 32 + 64 * run, 64);
+      // ((bits >> 2v) & 3) << 4 as one shift and a mask.
+      auto high = [&](Value bits) -> Value {
+        int64_t shift = 4 - 2 * run;
+        Value moved = bits;
+        if (shift > 0)
+          moved = arith::ShLIOp::create(b, loc, bits, e.byteSplat(shift));
+        else if (shift < 0)
+          moved = arith::ShRUIOp::create(b, loc, bits, e.byteSplat(-shift));
+        return arith::AndIOp::create(b, loc, moved, e.byteSplat(0x30));
+      };
+      codes.push_back(arith::OrIOp::create(b, loc, e.lowNibbles(packed),
+                                           high(highBits[0])));
+      upper.push_back(arith::OrIOp::create(b, loc, e.highNibbles(packed),
+                                           high(highBits[1])));
+    }
+    codes.append(upper);
+    offsetShift = 5;
+    break;
+  }
+  default:
+    llvm_unreachable("canInterleave admits Q4_0, Q4_K and Q6_K only");
+  }
   Value firstElement = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, step, indexConstant(b, loc, chunk)),
       indexConstant(b, loc, group * kActivationBlock));
-  Value activationBlock = arith::DivUIOp::create(
-      b, loc, firstElement, indexConstant(b, loc, kActivationBlock));
+  int64_t parts = static_cast<int64_t>(partScales.size());
+  int64_t sumElements = blockSumElements();
+  Value firstSum = arith::DivUIOp::create(
+      b, loc, firstElement, indexConstant(b, loc, sumElements));
   Value firstLane = arith::DivUIOp::create(
       b, loc, firstElement, indexConstant(b, loc, kLaneElements));
   Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
@@ -184,35 +234,54 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
                                        activations.codes,
                                        ValueRange{rows[i], firstElement},
                                        i8Pad, ArrayRef<bool>{true}));
-    Value negatedSum = tensor::ExtractOp::create(
-        b, loc, activations.negatedBlockSums,
-        ValueRange{rows[i], activationBlock});
-    // Two chains of 4 vpdpbusd each: their latency overlaps.
+    // Minus the sums of the activation codes each part (or the whole group,
+    // for a single part) multiplies.
+    SmallVector<Value> negatedSums;
+    for (int64_t k = 0; k < kActivationBlock / sumElements; ++k)
+      negatedSums.push_back(tensor::ExtractOp::create(
+          b, loc, activations.negatedBlockSums,
+          ValueRange{rows[i], arith::AddIOp::create(
+                                  b, loc, firstSum, indexConstant(b, loc, k))}));
+    // Two chains: one per part, or the runs alternating for a single part;
+    // either way their latencies overlap.
     Value chains[2] = {e.intSplat(0), e.intSplat(0)};
-    if (offsetShift >= 0)
-      chains[0] = e.broadcast(arith::ShLIOp::create(
-          b, loc, negatedSum,
-          arith::ConstantOp::create(b, loc,
-                                    b.getI32IntegerAttr(offsetShift))));
+    if (offsetShift >= 0) {
+      Value shift =
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offsetShift));
+      for (int64_t part = 0; part < parts; ++part)
+        chains[part] = e.broadcast(
+            arith::ShLIOp::create(b, loc, negatedSums[part], shift));
+    }
+    int64_t runsPerPart = static_cast<int64_t>(codes.size()) / parts;
     for (size_t run = 0; run < codes.size(); ++run) {
       Value quad = vector::BitCastOp::create(
           b, loc, e.bytes(64),
           e.broadcast(vector::ExtractOp::create(b, loc, activationCodes,
-                                                quads[run])));
-      Value &chain = chains[run % 2];
+                                                static_cast<int64_t>(run))));
+      Value &chain = parts == 1 ? chains[run % 2]
+                                : chains[static_cast<int64_t>(run) /
+                                         runsPerPart];
       chain = dotUnsignedSigned(b, loc, module, chain, codes[run], quad);
     }
-    Value dot = arith::AddIOp::create(b, loc, chains[0], chains[1]);
     Value activationScale = e.broadcast(tensor::ExtractOp::create(
         b, loc, activations.laneFloats, ValueRange{rows[i], zero, firstLane}));
-    sums[i] = vector::FMAOp::create(
-        b, loc, arith::MulFOp::create(b, loc, rowScales, activationScale),
-        e.toFloat(dot), sums[i]);
+    if (parts == 1) {
+      Value dot = arith::AddIOp::create(b, loc, chains[0], chains[1]);
+      sums[i] = vector::FMAOp::create(
+          b, loc, arith::MulFOp::create(b, loc, partScales[0], activationScale),
+          e.toFloat(dot), sums[i]);
+    } else {
+      for (int64_t part = 0; part < parts; ++part)
+        sums[i] = vector::FMAOp::create(
+            b, loc,
+            arith::MulFOp::create(b, loc, partScales[part], activationScale),
+            e.toFloat(chains[part]), sums[i]);
+    }
     if (rowMins)
       // - min · d_a · Σ codes = (min · d_a) · (negated sum)
       sums[i] = vector::FMAOp::create(
           b, loc, arith::MulFOp::create(b, loc, rowMins, activationScale),
-          e.toFloat(e.broadcast(negatedSum)), sums[i]);
+          e.toFloat(e.broadcast(negatedSums[0])), sums[i]);
   }
 }
 

@@ -31,6 +31,10 @@ struct InterleavedReader {
   int64_t chunk;
   int64_t groups;
 
+  /// Codes per activation sum the kernel reads (QuantizedActivations):
+  /// Q6_K's scales cover 16 elements, the others' 32.
+  int64_t blockSumElements() const;
+
   /// The reader of `weight` ([N, row bytes], already rewritten).
   static InterleavedReader make(mlir::OpBuilder &b, mlir::Location loc,
                                 mlir::Value weight, hetc::llm::QuantType quant,

@@ -234,13 +234,14 @@ def HetcX86BlockMatmulsPass
     Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K keep
     the float path (their 16-element scales are applied per vector).
 
-    With `int8-dot` and 512-bit vectors, a Q4_0 or Q4_K weight that only
+    With `int8-dot` and 512-bit vectors, a Q4_0, Q4_K or Q6_K weight that only
     matmuls read (in every entry point) and whose rows come in whole groups
     of 16 is read in an interleaved layout instead (abi/WeightLayout.h): per
     group of 16 rows and block, the rows' scales (Q4_K: d, dmin and the
-    packed sub-block scales byte-major, unpacked lane by lane) and then
-    their quant bytes 4 at a time side by side, so one vector holds 4 codes
-    of each of the 16 rows. Each `vpdpbusd` multiplies them with 4 activation codes broadcast
+    packed sub-block scales byte-major, unpacked lane by lane; Q6_K: d and
+    per 32-element quarter its own scales, low nibbles and high bits) and
+    then their quant bytes 4 at a time side by side, so one vector holds 4
+    codes of each of the 16 rows. Each `vpdpbusd` multiplies them with 4 activation codes broadcast
     to every lane, the lanes end as the rows' block sums (the offset taken
     off with the activation block's code sum), and one FMA with the rows'
     scales times the activation scale adds a block of all 16 rows (a Q4_K

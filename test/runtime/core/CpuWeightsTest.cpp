@@ -89,6 +89,44 @@ TEST(WeightInterleave, PlacesEveryQ4_KByteAsTheLayoutSays) {
   EXPECT_EQ(mixed, plain);
 }
 
+TEST(WeightInterleave, PlacesEveryQ6_KCodeAsTheLayoutSays) {
+  constexpr int64_t kQ6kRowBytes = 2 * 210;
+  std::vector<uint8_t> plain = randomBytes(kRows * kQ6kRowBytes, 5);
+  std::vector<uint8_t> mixed = plain;
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
+                         BlockFormat::Q6_K, mixed.data(), kRows, kQ6kRowBytes);
+  for (int64_t row = 0; row < kRows; ++row)
+    for (int64_t block = 0; block < 2; ++block) {
+      const uint8_t *source = &plain[row * kQ6kRowBytes + block * 210];
+      const uint8_t *group =
+          &mixed[(row / 16) * 16 * kQ6kRowBytes + block * 16 * 210];
+      int64_t r = row % 16;
+      EXPECT_EQ(group[2 * r], source[208]);
+      EXPECT_EQ(group[2 * r + 1], source[209]);
+      for (int64_t e = 0; e < 256; ++e) {
+        // ggml's code of element e: a nibble of ql and two bits of qh.
+        int64_t half = e / 128, t = (e % 128) / 32, l = e % 32;
+        int low = source[64 * half + 32 * (t % 2) + l];
+        low = t < 2 ? low & 15 : low >> 4;
+        int code = low | (((source[128 + 32 * half + l] >> (2 * t)) & 3) << 4);
+        const uint8_t *quarter = group + 32 + 416 * (e / 32);
+        int64_t k = e % 32, v = (k % 16) / 4;
+        int nibbles = quarter[32 + 64 * v + 4 * r + k % 4];
+        int mixedLow = k < 16 ? nibbles & 15 : nibbles >> 4;
+        int mixedHigh = (quarter[288 + 64 * (k / 16) + 4 * r + k % 4] >>
+                         (2 * v)) & 3;
+        EXPECT_EQ(mixedLow | (mixedHigh << 4), code)
+            << "row " << row << ", block " << block << ", element " << e;
+      }
+      for (int64_t j = 0; j < 16; ++j)
+        EXPECT_EQ(group[32 + 416 * (j / 2) + 16 * (j % 2) + r], source[192 + j]);
+    }
+  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
+                           BlockFormat::Q6_K, mixed.data(), kRows,
+                           kQ6kRowBytes);
+  EXPECT_EQ(mixed, plain);
+}
+
 TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
   std::string error;
   EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
@@ -98,7 +136,7 @@ TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
   EXPECT_NE(error.find("groups of 16"), std::string::npos) << error;
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
                                           BlockFormat::Q8_0, 32, 68, error));
-  EXPECT_NE(error.find("Q4_0 and Q4_K"), std::string::npos) << error;
+  EXPECT_NE(error.find("Q4_0, Q4_K and Q6_K"), std::string::npos) << error;
   EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
                                          BlockFormat::Q4_K, 16, 288, error));
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
