@@ -18,7 +18,10 @@ def ConvertLLMToLinalgPass : Pass<"convert-llm-to-linalg", "mlir::ModuleOp"> {
       generics; RoPE reads each element's rotation partner;
     - a KV cache becomes `tensor<2 x capacity x kvHeads x headDim x T>` (keys,
       values); `llm.kv_append` inserts rows at the tokens' positions and
-      `llm.attention` scores only the cached prefix up to the largest position;
+      `llm.attention` becomes a forall over tiles of up to 32 query tokens ×
+      heads, each walking the cached prefix up to its last position in
+      blocks of 64 keys with an online softmax (a decode step is one tile of
+      one static row), its two products tagged for targets to block;
     - `llm.get_weight` becomes a view of the model file's data section at the
       weight's `data_offset`: every function that uses weights gets a leading
       `memref<?xi8>` argument (marked `llm.weights`) for the mapped data.

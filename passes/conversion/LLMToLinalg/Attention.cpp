@@ -262,15 +262,10 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
              << "block-quantized KV caches are not lowered to linalg yet";
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    Type f32 = rewriter.getF32Type();
     Value query = adaptor.getQuery();
     Value cache = adaptor.getCache();
     Value positions = adaptor.getPositions();
-    int64_t numHeads = queryType.getDimSize(1);
     int64_t headDim = queryType.getDimSize(2);
-    int64_t kvHeads = cacheType.getKvHeads();
-    int64_t group = numHeads / kvHeads;
-    Type cacheElement = cacheType.getElementType();
     double scale = op.getScale() ? op.getScale()->convertToDouble()
                                  : 1.0 / std::sqrt(static_cast<double>(headDim));
     std::optional<double> softcap;
@@ -312,197 +307,14 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
                                                  ValueRange{})),
         indexConstant(rewriter, loc, 1));
 
-    // A prompt's tokens attend tile by tile: the scores over the whole
-    // context would not fit the caches, and causal tiles skip the keys past
-    // their last position.
-    if (queryType.isDynamicDim(0)) {
-      TiledAttentionParams params{scale, causal, softcap, window};
-      rewriter.replaceOp(op, buildTiledAttention(rewriter, loc, params, query,
-                                                 cache, positions,
-                                                 contextLength));
-      return success();
-    }
-
-    auto prefixType = RankedTensorType::get(
-        {ShapedType::kDynamic, kvHeads, headDim}, cacheElement);
-    auto prefix = [&](int64_t part) -> Value {
-      SmallVector<OpFoldResult> offsets = {
-          rewriter.getIndexAttr(part), rewriter.getIndexAttr(0),
-          rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {
-          rewriter.getIndexAttr(1), contextLength,
-          rewriter.getIndexAttr(kvHeads), rewriter.getIndexAttr(headDim)};
-      SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
-      return tensor::ExtractSliceOp::create(rewriter, loc, prefixType, cache,
-                                            offsets, sizes, strides);
-    };
-    Value keys = prefix(0);
-    Value values = prefix(1);
-
-    OpFoldResult numTokens = tensor::getMixedSize(rewriter, loc, query, 0);
-
-    // scores[s, h, p] = Σ_d q[s, h, d] · k[p, h / group, d]
-    AffineExpr s, h, p, d;
-    bindDims(ctx, s, h, p, d);
-    auto scoresType = RankedTensorType::get(
-        {queryType.getDimSize(0), numHeads, ShapedType::kDynamic}, f32);
-    Value scoresInit = createFilled(
-        rewriter, loc, {numTokens, rewriter.getIndexAttr(numHeads), contextLength},
-        f32, 0.0);
-    Value scores =
-        linalg::GenericOp::create(
-            rewriter, loc, scoresType, ValueRange{query, keys},
-            ValueRange{scoresInit},
-            SmallVector<AffineMap>{
-                AffineMap::get(4, 0, {s, h, d}, ctx),
-                AffineMap::get(4, 0, {p, h.floorDiv(group), d}, ctx),
-                AffineMap::get(4, 0, {s, h, p}, ctx)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel, IteratorType::reduction},
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
-            })
-            .getResult(0);
-
-    // Scale, soft-cap and mask, then exponentiate against the row maximum.
-    AffineExpr s3, h3, p3;
-    bindDims(ctx, s3, h3, p3);
-    Value maskedInit = tensor::EmptyOp::create(
-        rewriter, loc, getMixedSizes(rewriter, loc, scores), f32);
-    Value masked =
-        linalg::GenericOp::create(
-            rewriter, loc, scoresType, ValueRange{scores, positions},
-            ValueRange{maskedInit},
-            SmallVector<AffineMap>{identityMap(ctx, 3),
-                                   AffineMap::get(3, 0, {s3}, ctx),
-                                   identityMap(ctx, 3)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel},
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value score =
-                  arith::MulFOp::create(b, l, args[0], f32Constant(b, l, scale));
-              if (softcap)
-                score = arith::MulFOp::create(
-                    b, l,
-                    math::TanhOp::create(
-                        b, l,
-                        arith::MulFOp::create(b, l, score,
-                                              f32Constant(b, l, 1.0 / *softcap))),
-                    f32Constant(b, l, *softcap));
-              Value key = arith::IndexCastOp::create(
-                  b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 2));
-              Value own = arith::ExtSIOp::create(b, l, b.getI64Type(), args[1]);
-              if (args[1].getType().isInteger(64))
-                own = args[1];
-              Value hidden = arith::ConstantOp::create(b, l, b.getBoolAttr(false));
-              if (causal)
-                hidden = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt,
-                                               key, own);
-              if (window) {
-                // Sliding window: keys more than window - 1 behind are gone.
-                Value oldest = arith::SubIOp::create(
-                    b, l, own,
-                    arith::ConstantOp::create(
-                        b, l, b.getI64IntegerAttr(*window - 1)));
-                hidden = arith::OrIOp::create(
-                    b, l, hidden,
-                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, key,
-                                          oldest));
-              }
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::SelectOp::create(b, l, hidden,
-                                          f32Constant(b, l, -INFINITY), score)
-                      .getResult());
-            })
-            .getResult(0);
-
-    SmallVector<OpFoldResult> rowSizes = {numTokens,
-                                          rewriter.getIndexAttr(numHeads)};
-    auto rowType =
-        RankedTensorType::get({queryType.getDimSize(0), numHeads}, f32);
-    SmallVector<AffineMap> reduceMaps = {identityMap(ctx, 3),
-                                         AffineMap::get(3, 0, {s3, h3}, ctx)};
-    SmallVector<IteratorType> reduceIterators = {
-        IteratorType::parallel, IteratorType::parallel, IteratorType::reduction};
-    Value rowMax =
-        linalg::GenericOp::create(
-            rewriter, loc, rowType, ValueRange{masked},
-            ValueRange{createFilled(rewriter, loc, rowSizes, f32, -INFINITY)},
-            reduceMaps, reduceIterators,
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l, arith::MaximumFOp::create(b, l, args[0], args[1])
-                            .getResult());
-            })
-            .getResult(0);
-    Value exps =
-        linalg::GenericOp::create(
-            rewriter, loc, scoresType, ValueRange{masked, rowMax},
-            ValueRange{maskedInit},
-            SmallVector<AffineMap>{identityMap(ctx, 3), reduceMaps[1],
-                                   identityMap(ctx, 3)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel},
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  math::ExpOp::create(
-                      b, l, arith::SubFOp::create(b, l, args[0], args[1]))
-                      .getResult());
-            })
-            .getResult(0);
-    Value rowSum =
-        linalg::GenericOp::create(
-            rewriter, loc, rowType, ValueRange{exps},
-            ValueRange{createFilled(rewriter, loc, rowSizes, f32, 0.0)},
-            reduceMaps, reduceIterators,
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::AddFOp::create(b, l, args[0], args[1]).getResult());
-            })
-            .getResult(0);
-
-    // out[s, h, d] = Σ_p e[s, h, p] · v[p, h / group, d] / Σ_p e[s, h, p]
-    // Loops run (s, h, p, d): the innermost loop walks a contiguous row of v
-    // and of the output, so it vectorizes, and heads form the kernel grid.
-    AffineExpr so, ho, po, dd;
-    bindDims(ctx, so, ho, po, dd);
-    Value weighted =
-        linalg::GenericOp::create(
-            rewriter, loc, queryType, ValueRange{exps, values},
-            ValueRange{createFilled(rewriter, loc,
-                                    getMixedSizes(rewriter, loc, query), f32,
-                                    0.0)},
-            SmallVector<AffineMap>{
-                AffineMap::get(4, 0, {so, ho, po}, ctx),
-                AffineMap::get(4, 0, {po, ho.floorDiv(group), dd}, ctx),
-                AffineMap::get(4, 0, {so, ho, dd}, ctx)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::reduction, IteratorType::parallel},
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
-            })
-            .getResult(0);
-    Value output =
-        linalg::GenericOp::create(
-            rewriter, loc, queryType, ValueRange{weighted, rowSum},
-            ValueRange{tensor::EmptyOp::create(
-                rewriter, loc, getMixedSizes(rewriter, loc, query), f32)},
-            SmallVector<AffineMap>{identityMap(ctx, 3), reduceMaps[1],
-                                   identityMap(ctx, 3)},
-            {IteratorType::parallel, IteratorType::parallel,
-             IteratorType::parallel},
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::DivFOp::create(b, l, args[0], args[1]).getResult());
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, output);
+    // Tokens attend tile by tile: the scores over the whole context would
+    // not fit the caches, causal tiles skip the keys past their last
+    // position, and a decode step (one tile) streams its keys in blocks with
+    // an online softmax: nothing grows with the context but the reads.
+    TiledAttentionParams params{scale, causal, softcap, window};
+    rewriter.replaceOp(op, buildTiledAttention(rewriter, loc, params, query,
+                                               cache, positions,
+                                               contextLength));
     return success();
   }
 };

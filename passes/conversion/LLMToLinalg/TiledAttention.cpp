@@ -106,9 +106,15 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   Value outputInit = tensor::EmptyOp::create(b, loc, getMixedSizes(b, loc, query),
                                              f32);
 
-  auto rowsType = RankedTensorType::get({dyn}, f32);
-  auto tileType = RankedTensorType::get({dyn, headDim}, f32);
-  auto scoresType = RankedTensorType::get({dyn, dyn}, f32);
+  // A static count of tokens that fits one tile (a decode step) keeps its
+  // tile's rows static, so the products know they hold that many rows.
+  int64_t tileRows = !queryType.isDynamicDim(0) &&
+                             queryType.getDimSize(0) <= kQueryTile
+                         ? queryType.getDimSize(0)
+                         : dyn;
+  auto rowsType = RankedTensorType::get({tileRows}, f32);
+  auto tileType = RankedTensorType::get({tileRows, headDim}, f32);
+  auto scoresType = RankedTensorType::get({tileRows, dyn}, f32);
   auto keysType = RankedTensorType::get({dyn, headDim}, cacheElement);
   AffineExpr i, j, d;
   bindDims(ctx, i, j, d);
@@ -127,8 +133,12 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   Value head = forall.getInductionVar(1);
   Value output = forall.getRegionIterArgs()[0];
   Value firstToken = arith::MulIOp::create(b, loc, tileIndex, queryTile);
-  Value rows = minIndex(b, loc, queryTile,
-                        arith::SubIOp::create(b, loc, numTokens, firstToken));
+  OpFoldResult rows =
+      ShapedType::isDynamic(tileRows)
+          ? OpFoldResult(minIndex(
+                b, loc, queryTile,
+                arith::SubIOp::create(b, loc, numTokens, firstToken)))
+          : OpFoldResult(b.getIndexAttr(tileRows));
   Value kvHead = arith::DivUIOp::create(b, loc, head,
                                         indexConstant(b, loc, group));
 
@@ -143,7 +153,7 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
                                      f32Constant(nb, l, params.scale))
                               .getResult();
                         });
-  auto tilePositionsType = RankedTensorType::get({dyn}, positionElement);
+  auto tilePositionsType = RankedTensorType::get({tileRows}, positionElement);
   Value tilePositions =
       slice(b, loc, tilePositionsType, positions, {firstToken}, {rows});
 

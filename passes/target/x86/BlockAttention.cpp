@@ -26,7 +26,15 @@ using hetc::x86::indexConstant;
 namespace {
 
 /// Query rows per block: each vector of keys or values read serves them all.
-constexpr int64_t kBlockRows = 4;
+/// A product with fewer rows, statically (a decode step), takes blocks of
+/// its own row count instead of repeating its rows.
+constexpr int64_t kMaxBlockRows = 4;
+
+int64_t blockRowsOf(Value rowsOperand) {
+  auto type = cast<RankedTensorType>(rowsOperand.getType());
+  return type.isDynamicDim(0) ? kMaxBlockRows
+                              : std::min(kMaxBlockRows, type.getDimSize(0));
+}
 
 struct Tiles {
   OpBuilder &b;
@@ -113,6 +121,7 @@ struct Tiles {
 Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
                   int64_t headDim, int64_t lanes, int64_t blockKeys) {
   Tiles t{b, loc, lanes};
+  const int64_t kBlockRows = blockRowsOf(queries);
   Value zero = indexConstant(b, loc, 0);
   Value rows = tensor::DimOp::create(b, loc, queries, 0);
   Value cols = tensor::DimOp::create(b, loc, keys, 0);
@@ -174,6 +183,7 @@ Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
 Value blockWeightedValues(OpBuilder &b, Location loc, Value weights,
                           Value values, Value accumulator, int64_t headDim,
                           int64_t lanes, int64_t blockVectors) {
+  const int64_t kBlockRows = blockRowsOf(weights);
   Value zero = indexConstant(b, loc, 0);
   Value one = indexConstant(b, loc, 1);
   Value rows = tensor::DimOp::create(b, loc, weights, 0);

@@ -286,8 +286,8 @@ def HetcX86BlockAttentionPass
     : Pass<"hetc-x86-block-attention", "mlir::ModuleOp"> {
   let summary = "Register-block the products of the tiled attention's steps";
   let description = [{
-    convert-llm-to-linalg lowers a prompt's attention to tiles of query
-    tokens walking blocks of cached keys with an online softmax; each step
+    convert-llm-to-linalg lowers attention to tiles of query tokens
+    walking blocks of cached keys with an online softmax; each step
     has two products, tagged `llm.attention_scores` (`s = q · kᵀ` over the
     head dimension) and `llm.attention_values` (`acc += p · v` over the
     step's keys). This pass replaces them with the x86 CPU's blocking when
@@ -302,7 +302,9 @@ def HetcX86BlockAttentionPass
       value vector multiplied by 4 broadcast weights.
 
     Rows and keys past the end of a tile repeat the last one (reads stay in
-    bounds; a repeated row is written again with the same values). f16 and
+    bounds; a repeated row is written again with the same values); a tile
+    with fewer rows, statically (a decode step's one query), takes blocks of
+    its own row count instead. f16 and
     bf16 caches are widened in registers.
 
     ```mlir

@@ -135,14 +135,18 @@ func.func @cache_and_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %po
 
 // -----
 
-// A decode step's single query attends in one pass: its scores over the
-// cached prefix up to the largest position fit any cache.
+// A decode step is one tile of static rows (its single query): per head,
+// its keys stream by in blocks of 64 with the online softmax, so no score
+// row over the whole context is materialized.
 !cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 8, elementType = f32>
 // CHECK-LABEL: func.func @decode_attention
-// CHECK-NOT: scf.forall
-// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x2x8xf32>
-// CHECK: linalg.generic {indexing_maps = [{{.+}}, affine_map<(d0, d1, d2, d3) -> (d2, d1 floordiv 2, d3)>
+// CHECK: scf.forall ({{.+}}) in ({{.+}}, 4) shared_outs({{.+}}) -> (tensor<1x4x8xf32>)
+// CHECK: tensor.extract_slice {{.+}} : tensor<1x4x8xf32> to tensor<1x8xf32>
+// CHECK: scf.for {{.+}} step %c64 iter_args({{.+}}) -> (tensor<1xf32>, tensor<1xf32>, tensor<1x8xf32>)
+// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x8xf32>
+// CHECK: linalg.generic {{.+}} ins({{.+}} : tensor<1x8xf32>, tensor<?x8xf32>) outs({{.+}} : tensor<1x?xf32>) attrs = {{ *}}{llm.attention_scores}
 // CHECK: math.exp
+// CHECK: linalg.generic {{.+}} outs({{.+}} : tensor<1x8xf32>) attrs = {{ *}}{llm.attention_values}
 // CHECK-NOT: llm.
 func.func @decode_attention(%q: tensor<1x4x8xf32>, %pos: tensor<1xi32>, %c: !cache) -> tensor<1x4x8xf32> {
   %o = llm.attention %q, %c at %pos causal : (tensor<1x4x8xf32>, !cache, tensor<1xi32>) -> tensor<1x4x8xf32>

@@ -65,3 +65,27 @@ func.func @narrow_heads(%q: tensor<?x4x8xf32>, %pos: tensor<?xi32>, %c: !cache) 
   %o = llm.attention %q, %c at %pos causal : (tensor<?x4x8xf32>, !cache, tensor<?xi32>) -> tensor<?x4x8xf32>
   return %o : tensor<?x4x8xf32>
 }
+
+// -----
+
+// A decode step's products have one static query row: blocks of that one
+// row (no repeated rows) × 4 keys, and one row × the head dimension for the
+// values.
+!cache = !llm.kv_cache<capacity = 256, kvHeads = 2, headDim = 32, elementType = f32>
+// CHECK-LABEL: func.func @decode_attention
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{(_[0-9]+)?}} iter_args
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c1{{(_[0-9]+)?}} iter_args
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c4{{(_[0-9]+)?}} iter_args
+// CHECK-COUNT-8: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: vector.shuffle
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-2: vector.transfer_write {{.+}} {in_bounds = [true]} : vector<16xf32>, tensor<1x32xf32>
+// CHECK-NOT: llm.attention
+// AVX2-LABEL: func.func @decode_attention
+func.func @decode_attention(%q: tensor<1x4x32xf32>, %pos: tensor<1xi32>, %c: !cache) -> tensor<1x4x32xf32> {
+  %o = llm.attention %q, %c at %pos causal : (tensor<1x4x32xf32>, !cache, tensor<1xi32>) -> tensor<1x4x32xf32>
+  return %o : tensor<1x4x32xf32>
+}
