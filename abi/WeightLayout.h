@@ -56,6 +56,7 @@ enum class WeightLayoutKind : int64_t {
   /// nibble) and 16+4v+i (high nibble) of row r, and 2 vectors of 64 bytes
   /// whose byte 4r+i holds at bits 2v the top 2 bits of the code of element
   /// 16h+4v+i (vector h).
+  /// Q8_0 rows as Q4_0's, with 8 runs (quant bytes 4v..4v+3, signed).
   /// The tensor keeps its size and offset.
   InterleavedRows16 = 1,
 };

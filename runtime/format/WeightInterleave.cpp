@@ -12,7 +12,8 @@ constexpr int64_t kLaneBytes = 4;
 
 /// Where byte `byte` of a block of row `row` (within its group) lies among
 /// the interleaved bytes of that block of the group (WeightLayout.h).
-int64_t q4_0Offset(int64_t row, int64_t byte) {
+/// Q4_0 and Q8_0: an f16 scale, then quant bytes 4 per lane and run.
+int64_t scaleThenQuantsOffset(int64_t row, int64_t byte) {
   if (byte < 2)
     return 2 * row + byte;
   int64_t quant = byte - 2;
@@ -110,8 +111,10 @@ Layout layoutOf(BlockFormat format) {
   switch (format) {
   case BlockFormat::Q4_K:
     return {144, q4_kOffset};
+  case BlockFormat::Q8_0:
+    return {34, scaleThenQuantsOffset};
   default:
-    return {18, q4_0Offset};
+    return {18, scaleThenQuantsOffset};
   }
 }
 
@@ -158,10 +161,10 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
             " is unknown to this runtime";
     return false;
   }
-  if (format != BlockFormat::Q4_0 && format != BlockFormat::Q4_K &&
-      format != BlockFormat::Q6_K) {
-    error = "the interleaved layout holds Q4_0, Q4_K and Q6_K rows, not "
-            "format " +
+  if (format != BlockFormat::Q4_0 && format != BlockFormat::Q8_0 &&
+      format != BlockFormat::Q4_K && format != BlockFormat::Q6_K) {
+    error = "the interleaved layout holds Q4_0, Q8_0, Q4_K and Q6_K rows, "
+            "not format " +
             std::to_string(static_cast<uint32_t>(format));
     return false;
   }

@@ -751,6 +751,21 @@ std::optional<int64_t> weightDataOffset(Value weight) {
   return getConstantIntValue(view.getByteShift());
 }
 
+/// The runtime's name (abi/BlockFormats.h) of a format the interleaved
+/// kernels read.
+hetrt::format::BlockFormat blockFormatOf(llm::QuantFormat format) {
+  switch (format) {
+  case llm::QuantFormat::q8_0:
+    return hetrt::format::BlockFormat::Q8_0;
+  case llm::QuantFormat::q4_k:
+    return hetrt::format::BlockFormat::Q4_K;
+  case llm::QuantFormat::q6_k:
+    return hetrt::format::BlockFormat::Q6_K;
+  default:
+    return hetrt::format::BlockFormat::Q4_0;
+  }
+}
+
 /// Whether `generic` is a matmul whose weight the interleaved kernels can
 /// read (hetc::x86::canInterleave).
 bool takesInterleaved(linalg::GenericOp generic, int64_t vectorBits,
@@ -810,12 +825,7 @@ struct HetcX86BlockMatmulsPass
           if (auto storage = generic->getAttrOfType<TypeAttr>(
                   hetc::llm::kMatmulWeightAttrName))
             if (auto quant = dyn_cast<llm::QuantType>(storage.getValue()))
-              formats[*offset] =
-                  quant.getFormat() == llm::QuantFormat::q4_k
-                      ? hetrt::format::BlockFormat::Q4_K
-                  : quant.getFormat() == llm::QuantFormat::q6_k
-                      ? hetrt::format::BlockFormat::Q6_K
-                      : hetrt::format::BlockFormat::Q4_0;
+              formats[*offset] = blockFormatOf(quant.getFormat());
     });
     llvm::DenseSet<Value> chosen;
     SmallVector<int64_t> table;

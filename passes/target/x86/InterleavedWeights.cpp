@@ -95,6 +95,7 @@ bool canInterleave(llm::QuantType quant, int64_t outFeatures,
       outFeatures % kInterleavedRows != 0)
     return false;
   return quant.getFormat() == llm::QuantFormat::q4_0 ||
+         quant.getFormat() == llm::QuantFormat::q8_0 ||
          quant.getFormat() == llm::QuantFormat::q4_k ||
          quant.getFormat() == llm::QuantFormat::q6_k;
 }
@@ -161,6 +162,17 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     offsetShift = 3;
     break;
   }
+  case llm::QuantFormat::q8_0: {
+    // The rows' f16 scales, then 8 runs of 64 bytes: elements 4v..4v+3 of
+    // each row, signed; flipping the sign bit makes them unsigned codes
+    // with an offset of 128.
+    partScales.push_back(e.halves(block, 0));
+    for (int64_t run = 0; run < 8; ++run)
+      codes.push_back(arith::XOrIOp::create(
+          b, loc, block.bytes(32 + 64 * run, 64), e.byteSplat(-128)));
+    offsetShift = 7;
+    break;
+  }
   case llm::QuantFormat::q4_k: {
     // d, dmin, the 12 scale bytes byte-major, then per sub-block pair c 8
     // runs of 64 bytes (low nibbles sub-block 2c, high 2c + 1).
@@ -214,7 +226,7 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     break;
   }
   default:
-    llvm_unreachable("canInterleave admits Q4_0, Q4_K and Q6_K only");
+    llvm_unreachable("canInterleave admits Q4_0, Q8_0, Q4_K and Q6_K only");
   }
   Value firstElement = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, step, indexConstant(b, loc, chunk)),

@@ -234,7 +234,7 @@ def HetcX86BlockMatmulsPass
     Q4_K/Q5_K min is taken off with the scaled sums. Q2_K and Q3_K keep
     the float path (their 16-element scales are applied per vector).
 
-    With `int8-dot` and 512-bit vectors, a Q4_0, Q4_K or Q6_K weight that only
+    With `int8-dot` and 512-bit vectors, a Q4_0, Q8_0, Q4_K or Q6_K weight that only
     matmuls read (in every entry point) and whose rows come in whole groups
     of 16 is read in an interleaved layout instead (abi/WeightLayout.h): per
     group of 16 rows and block, the rows' scales (Q4_K: d, dmin and the

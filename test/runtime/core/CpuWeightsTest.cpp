@@ -134,9 +134,12 @@ TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
                                           BlockFormat::Q4_0, 24, 54, error));
   EXPECT_NE(error.find("groups of 16"), std::string::npos) << error;
+  EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                         BlockFormat::Q8_0, 32, 68, error));
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
-                                          BlockFormat::Q8_0, 32, 68, error));
-  EXPECT_NE(error.find("Q4_0, Q4_K and Q6_K"), std::string::npos) << error;
+                                          BlockFormat::Q5_K, 32, 176, error));
+  EXPECT_NE(error.find("Q4_0, Q8_0, Q4_K and Q6_K"), std::string::npos)
+      << error;
   EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
                                          BlockFormat::Q4_K, 16, 288, error));
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
@@ -225,6 +228,7 @@ TEST_F(CpuWeightsTest, RefusesATableThatDoesNotDescribeTheFile) {
       {entry(-4, kRows, kRowBytes, 2, 1), "has no tensor there"},
       {entry(weightOffset_, 16, kRowBytes, 2, 1), "another format or shape"},
       {entry(weightOffset_, kRows, kRowBytes, 8, 1), "another format or shape"},
+      {entry(weightOffset_, kRows, kRowBytes, 13, 1), "another format or shape"},
       {entry(0, 64, 4, 0, 1), "another format or shape"},
       {entry(weightOffset_, kRows, kRowBytes, 2, 7), "unknown to this runtime"},
   };

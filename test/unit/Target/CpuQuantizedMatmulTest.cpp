@@ -40,7 +40,7 @@ struct Case {
   const char *quantName;
   const char *variant;
   bool int8;
-  /// Weight rows: 48 makes three groups of 16, which Q4_0, Q4_K and Q6_K with
+  /// Weight rows: 48 makes three groups of 16, which Q4_0, Q8_0, Q4_K and Q6_K with
   /// int8 dot products read interleaved; 24 keeps every format in the
   /// file's layout.
   int64_t out = 48;
@@ -160,8 +160,8 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
       hetrt::cpu::segmentWeightLayouts(*executable);
   ASSERT_TRUE(layouts);
   bool interleaved =
-      (c.format == BlockFormat::Q4_0 || c.format == BlockFormat::Q4_K ||
-       c.format == BlockFormat::Q6_K) &&
+      c.format != BlockFormat::Q5_K && c.format != BlockFormat::Q2_K &&
+      c.format != BlockFormat::Q3_K &&
       c.int8 && kOut % 16 == 0;
   ASSERT_EQ(layouts->size(),
             interleaved ? size_t(hetrt::format::kWeightLayoutFields) : 0u);
@@ -228,6 +228,7 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
 INSTANTIATE_TEST_SUITE_P(
     Formats, CpuQuantizedMatmulTest,
     testing::Values(Case{BlockFormat::Q8_0, "q8_0", "avx512-vnni", true},
+                    Case{BlockFormat::Q8_0, "q8_0", "avx512-vnni", true, 24},
                     Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true},
                     Case{BlockFormat::Q4_0, "q4_0", "avx512-vnni", true, 24},
                     Case{BlockFormat::Q4_K, "q4_k", "avx512-vnni", true},
