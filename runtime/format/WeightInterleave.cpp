@@ -1,6 +1,8 @@
 #include "runtime/format/WeightInterleave.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace hetrt::format {
@@ -36,15 +38,7 @@ int64_t q4_kOffset(int64_t row, int64_t byte) {
 /// kernel's quarters share no bytes.
 constexpr int64_t kQ6kBytes = 210, kQ6kGroupQuarter = 416;
 
-/// The 6-bit code of element `e` of a Q6_K block in ggml's layout.
-int q6kCode(const uint8_t *block, int64_t e) {
-  int64_t half = e / 128, t = (e % 128) / 32, l = e % 32;
-  uint8_t low = block[64 * half + 32 * (t % 2) + l];
-  low = t < 2 ? (low & 15) : (low >> 4);
-  int high = (block[128 + 32 * half + l] >> (2 * t)) & 3;
-  return low | (high << 4);
-}
-
+/// Sets the 6-bit code of element `e` of a Q6_K block in ggml's layout.
 void setQ6kCode(uint8_t *block, int64_t e, int code) {
   int64_t half = e / 128, t = (e % 128) / 32, l = e % 32;
   uint8_t &low = block[64 * half + 32 * (t % 2) + l];
@@ -72,30 +66,49 @@ void convertQ6kGroup(uint8_t *plain, uint8_t *mixed, int64_t rowBytes) {
       };
       move(out[2 * r], block[208]);
       move(out[2 * r + 1], block[209]);
+      uint8_t codes[256];
+      if (Interleave)
+        // ggml's dequantize_row_q6_K order, a form the compiler vectorizes.
+        for (int64_t half = 0; half < 2; ++half)
+          for (int64_t l = 0; l < 32; ++l) {
+            int low = block[64 * half + l], next = block[64 * half + 32 + l];
+            int high = block[128 + 32 * half + l];
+            uint8_t *c = codes + 128 * half + l;
+            c[0] = static_cast<uint8_t>((low & 15) | ((high & 3) << 4));
+            c[32] = static_cast<uint8_t>((next & 15) | (((high >> 2) & 3) << 4));
+            c[64] = static_cast<uint8_t>((low >> 4) | (((high >> 4) & 3) << 4));
+            c[96] = static_cast<uint8_t>((next >> 4) | (((high >> 6) & 3) << 4));
+          }
       for (int64_t g = 0; g < 8; ++g) {
         uint8_t *quarter = out + 32 + g * kQ6kGroupQuarter;
         for (int64_t part = 0; part < 2; ++part)
           move(quarter[16 * part + r], block[192 + 2 * g + part]);
+        if (Interleave) {
+          const uint8_t *c = codes + 32 * g;
+          for (int64_t i = 0; i < 4; ++i) {
+            int64_t lane = 4 * r + i;
+            uint8_t highs[2] = {0, 0};
+            for (int64_t v = 0; v < 4; ++v) {
+              quarter[32 + 64 * v + lane] = static_cast<uint8_t>(
+                  (c[4 * v + i] & 15) | ((c[16 + 4 * v + i] & 15) << 4));
+              for (int64_t h = 0; h < 2; ++h)
+                highs[h] = static_cast<uint8_t>(
+                    highs[h] | ((c[16 * h + 4 * v + i] >> 4) << (2 * v)));
+            }
+            quarter[288 + lane] = highs[0];
+            quarter[352 + lane] = highs[1];
+          }
+          continue;
+        }
         for (int64_t k = 0; k < 32; ++k) {
-          int64_t e = 32 * g + k;
           // Element k: nibble of run (k mod 16) / 4, low for k < 16; its
           // high bits in vector k / 16 at bits 2((k mod 16) / 4).
           int64_t run = (k % 16) / 4, lane = 4 * r + k % 4;
-          uint8_t &nibbles = quarter[32 + 64 * run + lane];
-          uint8_t &highs = quarter[288 + 64 * (k / 16) + lane];
-          int shift = static_cast<int>(2 * run);
-          if (Interleave) {
-            int code = q6kCode(block, e);
-            nibbles = k < 16 ? static_cast<uint8_t>((nibbles & 0xF0) |
-                                                    (code & 15))
-                             : static_cast<uint8_t>((nibbles & 0x0F) |
-                                                    ((code & 15) << 4));
-            highs = static_cast<uint8_t>((highs & ~(3 << shift)) |
-                                         ((code >> 4) << shift));
-          } else {
-            int low = k < 16 ? nibbles & 15 : nibbles >> 4;
-            setQ6kCode(block, e, low | (((highs >> shift) & 3) << 4));
-          }
+          int nibbles = quarter[32 + 64 * run + lane];
+          int highs = quarter[288 + 64 * (k / 16) + lane];
+          int low = k < 16 ? nibbles & 15 : nibbles >> 4;
+          setQ6kCode(block, 32 * g + k,
+                     low | (((highs >> (2 * run)) & 3) << 4));
         }
       }
     }
@@ -118,37 +131,52 @@ Layout layoutOf(BlockFormat format) {
   }
 }
 
-/// Moves every byte of each group of rows between the file's layout and the
-/// interleaved one, through a copy of the group.
+/// A run of bytes of a block row that stays contiguous in the layout.
+struct Segment {
+  int64_t source, target, length;
+};
+
+/// Moves each group of rows in [firstGroup, endGroup) between the file's
+/// layout and the interleaved one, segment by segment through a copy of
+/// the group.
 template <bool Interleave>
-void permuteGroups(BlockFormat format, uint8_t *bytes, int64_t rows,
-                   int64_t rowBytes) {
+void permuteGroups(BlockFormat format, uint8_t *bytes, int64_t firstGroup,
+                   int64_t endGroup, int64_t rowBytes) {
   Layout layout = layoutOf(format);
   int64_t groupBytes = kInterleavedRows * rowBytes;
   int64_t blocks = rowBytes / layout.blockBytes;
   int64_t groupBlockBytes = kInterleavedRows * layout.blockBytes;
-  // The permutation of one block of a group, computed once.
-  std::vector<int64_t> target(static_cast<size_t>(groupBlockBytes));
+  // The permutation of one block of a group as runs of consecutive bytes
+  // (a lane's 4 quant bytes, a scale), computed once.
+  std::vector<Segment> segments;
   for (int64_t row = 0; row < kInterleavedRows; ++row)
-    for (int64_t byte = 0; byte < layout.blockBytes; ++byte)
-      target[static_cast<size_t>(row * layout.blockBytes + byte)] =
-          layout.offset(row, byte);
+    for (int64_t byte = 0; byte < layout.blockBytes; ++byte) {
+      int64_t source = row * rowBytes + byte;
+      int64_t target = layout.offset(row, byte);
+      if (!segments.empty() &&
+          segments.back().source + segments.back().length == source &&
+          segments.back().target + segments.back().length == target)
+        ++segments.back().length;
+      else
+        segments.push_back({source, target, 1});
+    }
   std::vector<uint8_t> group(static_cast<size_t>(groupBytes));
-  for (int64_t first = 0; first < rows; first += kInterleavedRows) {
-    uint8_t *data = bytes + first * rowBytes;
+  for (int64_t g = firstGroup; g < endGroup; ++g) {
+    uint8_t *data = bytes + g * groupBytes;
     std::memcpy(group.data(), data, static_cast<size_t>(groupBytes));
-    for (int64_t row = 0; row < kInterleavedRows; ++row)
-      for (int64_t block = 0; block < blocks; ++block)
-        for (int64_t byte = 0; byte < layout.blockBytes; ++byte) {
-          int64_t plain = row * rowBytes + block * layout.blockBytes + byte;
-          int64_t mixed =
-              block * groupBlockBytes +
-              target[static_cast<size_t>(row * layout.blockBytes + byte)];
-          if (Interleave)
-            data[mixed] = group[static_cast<size_t>(plain)];
-          else
-            data[plain] = group[static_cast<size_t>(mixed)];
-        }
+    for (int64_t block = 0; block < blocks; ++block) {
+      int64_t plainBlock = block * layout.blockBytes;
+      int64_t mixedBlock = block * groupBlockBytes;
+      for (const Segment &segment : segments) {
+        size_t length = static_cast<size_t>(segment.length);
+        if (Interleave)
+          std::memcpy(data + mixedBlock + segment.target,
+                      group.data() + plainBlock + segment.source, length);
+        else
+          std::memcpy(data + plainBlock + segment.source,
+                      group.data() + mixedBlock + segment.target, length);
+      }
+    }
   }
 }
 
@@ -185,25 +213,44 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
 namespace {
 
 template <bool Interleave>
-void convertRows(BlockFormat format, uint8_t *bytes, int64_t rows,
-                 int64_t rowBytes) {
+void convertGroups(BlockFormat format, uint8_t *bytes, int64_t firstGroup,
+                   int64_t endGroup, int64_t rowBytes) {
   if (format != BlockFormat::Q6_K) {
-    permuteGroups<Interleave>(format, bytes, rows, rowBytes);
+    permuteGroups<Interleave>(format, bytes, firstGroup, endGroup, rowBytes);
     return;
   }
   int64_t groupBytes = kInterleavedRows * rowBytes;
   std::vector<uint8_t> copy(static_cast<size_t>(groupBytes));
-  for (int64_t first = 0; first < rows; first += kInterleavedRows) {
-    uint8_t *data = bytes + first * rowBytes;
+  for (int64_t g = firstGroup; g < endGroup; ++g) {
+    uint8_t *data = bytes + g * groupBytes;
     std::memcpy(copy.data(), data, static_cast<size_t>(groupBytes));
-    if (Interleave) {
-      std::memset(data, 0, static_cast<size_t>(groupBytes));
+    std::memset(data, 0, static_cast<size_t>(groupBytes));
+    if (Interleave)
       convertQ6kGroup<true>(copy.data(), data, rowBytes);
-    } else {
-      std::memset(data, 0, static_cast<size_t>(groupBytes));
+    else
       convertQ6kGroup<false>(data, copy.data(), rowBytes);
-    }
   }
+}
+
+/// The groups split among the machine's cores: a model's weights are
+/// rewritten when it loads, and that time is the user's.
+template <bool Interleave>
+void convertRows(BlockFormat format, uint8_t *bytes, int64_t rows,
+                 int64_t rowBytes) {
+  int64_t groups = rows / kInterleavedRows;
+  int64_t workers = std::min<int64_t>(
+      std::max(1u, std::thread::hardware_concurrency()), groups);
+  // Small tensors are not worth a thread.
+  if (groups * rowBytes < (int64_t(1) << 20))
+    workers = 1;
+  std::vector<std::thread> threads;
+  for (int64_t w = 1; w < workers; ++w)
+    threads.emplace_back(convertGroups<Interleave>, format, bytes,
+                         groups * w / workers, groups * (w + 1) / workers,
+                         rowBytes);
+  convertGroups<Interleave>(format, bytes, 0, groups / workers, rowBytes);
+  for (std::thread &thread : threads)
+    thread.join();
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,32 @@ TEST(WeightInterleave, PlacesEveryQ6_KCodeAsTheLayoutSays) {
                            BlockFormat::Q6_K, mixed.data(), kRows,
                            kQ6kRowBytes);
   EXPECT_EQ(mixed, plain);
+}
+
+TEST(WeightInterleave, LargeTensorsSplitAcrossThreadsAsOneWould) {
+  // Past 1 MiB the groups are split among the cores; every group must land
+  // exactly where a single pass puts it.
+  for (BlockFormat format : {BlockFormat::Q4_0, BlockFormat::Q6_K}) {
+    int64_t rowBytes = format == BlockFormat::Q6_K ? 2 * 210 : 16 * 18;
+    int64_t rows = 16 * 300;
+    std::vector<uint8_t> plain = randomBytes(rows * rowBytes, 6);
+    std::vector<uint8_t> whole = plain;
+    format::interleaveRows(WeightLayoutKind::InterleavedRows16, format,
+                           whole.data(), rows, rowBytes);
+    for (int64_t group : {int64_t(0), int64_t(149), int64_t(150),
+                          int64_t(299)}) {
+      std::vector<uint8_t> one(plain.begin() + group * 16 * rowBytes,
+                               plain.begin() + (group + 1) * 16 * rowBytes);
+      format::interleaveRows(WeightLayoutKind::InterleavedRows16, format,
+                             one.data(), 16, rowBytes);
+      EXPECT_TRUE(std::equal(one.begin(), one.end(),
+                             whole.begin() + group * 16 * rowBytes))
+          << "group " << group;
+    }
+    format::deinterleaveRows(WeightLayoutKind::InterleavedRows16, format,
+                             whole.data(), rows, rowBytes);
+    EXPECT_EQ(whole, plain);
+  }
 }
 
 TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
