@@ -215,7 +215,9 @@ def HetcX86BlockMatmulsPass
     around them). Prefill blocks are 4×4
     with 512-bit vectors (16 accumulators of AVX-512's 32 registers) and 2×4
     with narrower ones; decode streams one weight row at a time, front to
-    back, with independent accumulator chains along it.
+    back, with independent accumulator chains along it (two rows at a time
+    when the activation row passes half of L1, so it is re-read half as
+    often).
 
     `vector-bits` is the width of the device's vector registers, which the
     x86 target reads off the device's architecture: 512 for AVX-512 levels,

@@ -276,6 +276,23 @@ func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 
 // -----
 
+// An activation row past half of L1 (here 8192 floats) is shared by two
+// weight rows per step, so it is re-read half as often.
+llm.weight @wide {data_offset = 0 : i64} : tensor<4x8192xf16>
+// CHECK-LABEL: func.func @wide_decode_matmul
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-2: vector.transfer_read {{.+}} : tensor<4x8192xf16>, vector<16xf16>
+// AVX2-LABEL: func.func @wide_decode_matmul
+// INT8-LABEL: func.func @wide_decode_matmul
+func.func @wide_decode_matmul(%x: tensor<1x8192xf32>) -> tensor<1x4xf32> {
+  %w = llm.get_weight @wide : tensor<4x8192xf16>
+  %y = llm.matmul %x, %w : (tensor<1x8192xf32>, tensor<4x8192xf16>) -> tensor<1x4xf32>
+  return %y : tensor<1x4xf32>
+}
+
+// -----
+
 // f32 rows are long enough for eight interleaved streams to read faster than
 // one: decode keeps eight weight rows per step, one accumulator each.
 llm.weight @f {data_offset = 0 : i64} : tensor<16x64xf32>
