@@ -260,11 +260,6 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
     if (isa<llm::QuantType>(cacheType.getElementType()))
       return op.emitOpError()
              << "block-quantized KV caches are not lowered to linalg yet";
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
-    Value query = adaptor.getQuery();
-    Value cache = adaptor.getCache();
-    Value positions = adaptor.getPositions();
     int64_t headDim = queryType.getDimSize(2);
     double scale = op.getScale() ? op.getScale()->convertToDouble()
                                  : 1.0 / std::sqrt(static_cast<double>(headDim));
@@ -274,47 +269,15 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
     std::optional<int64_t> window;
     if (op.getWindow())
       window = static_cast<int64_t>(*op.getWindow());
-    bool causal = op.getCausal();
-
-    // Only the prefix up to the largest position holds keys.
-    Type positionType =
-        cast<RankedTensorType>(positions.getType()).getElementType();
-    Value minimum = arith::ConstantOp::create(
-        rewriter, loc, rewriter.getIntegerAttr(positionType, 0));
-    Value maxInit = linalg::FillOp::create(
-                        rewriter, loc, ValueRange{minimum},
-                        ValueRange{tensor::EmptyOp::create(
-                            rewriter, loc, ArrayRef<OpFoldResult>{},
-                            positionType)})
-                        .getResult(0);
-    Value maxPosition =
-        linalg::GenericOp::create(
-            rewriter, loc, maxInit.getType(), ValueRange{positions},
-            ValueRange{maxInit},
-            SmallVector<AffineMap>{identityMap(ctx, 1),
-                                   AffineMap::get(1, 0, {}, ctx)},
-            {IteratorType::reduction},
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l, arith::MaxSIOp::create(b, l, args[0], args[1])
-                            .getResult());
-            })
-            .getResult(0);
-    Value contextLength = arith::AddIOp::create(
-        rewriter, loc,
-        integerToIndex(rewriter, loc,
-                       tensor::ExtractOp::create(rewriter, loc, maxPosition,
-                                                 ValueRange{})),
-        indexConstant(rewriter, loc, 1));
 
     // Tokens attend tile by tile: the scores over the whole context would
     // not fit the caches, causal tiles skip the keys past their last
     // position, and a decode step (one tile) streams its keys in blocks with
     // an online softmax: nothing grows with the context but the reads.
-    TiledAttentionParams params{scale, causal, softcap, window};
-    rewriter.replaceOp(op, buildTiledAttention(rewriter, loc, params, query,
-                                               cache, positions,
-                                               contextLength));
+    TiledAttentionParams params{scale, op.getCausal(), softcap, window};
+    rewriter.replaceOp(op, buildTiledAttention(
+                               rewriter, op.getLoc(), params, adaptor.getQuery(),
+                               adaptor.getCache(), adaptor.getPositions()));
     return success();
   }
 };

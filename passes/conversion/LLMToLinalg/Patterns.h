@@ -82,15 +82,14 @@ struct TiledAttentionParams {
   std::optional<int64_t> window;
 };
 
-/// Attention of `query` ([tokens, heads, headDim], f32) over the first
-/// `contextLength` positions of the converted `cache`
-/// ([2, capacity, kvHeads, headDim]) as tiles of queries walking blocks of
-/// keys with an online softmax (see TiledAttention.cpp).
+/// Attention of `query` ([tokens, heads, headDim], f32) at `positions` over
+/// the converted `cache` ([2, capacity, kvHeads, headDim]) up to the largest
+/// position, as tiles of queries walking blocks of keys with an online
+/// softmax (see TiledAttention.cpp).
 mlir::Value buildTiledAttention(mlir::OpBuilder &b, mlir::Location loc,
                                 const TiledAttentionParams &params,
                                 mlir::Value query, mlir::Value cache,
-                                mlir::Value positions,
-                                mlir::Value contextLength);
+                                mlir::Value positions);
 
 } // namespace hetc::conversion
 

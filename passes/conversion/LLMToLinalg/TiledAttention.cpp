@@ -82,11 +82,42 @@ Value finiteOffset(OpBuilder &b, Location loc, Value maximum) {
                                  maximum);
 }
 
+/// One past the largest of `positions` (a 1-D integer tensor), as an
+/// index: the end of the cached keys they attend to.
+Value positionsEnd(OpBuilder &b, Location loc, Value positions) {
+  MLIRContext *ctx = b.getContext();
+  Type element = cast<RankedTensorType>(positions.getType()).getElementType();
+  Value lowest =
+      arith::ConstantOp::create(b, loc, b.getIntegerAttr(element, 0));
+  Value maxInit =
+      linalg::FillOp::create(
+          b, loc, ValueRange{lowest},
+          ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{},
+                                             element)})
+          .getResult(0);
+  Value largest =
+      linalg::GenericOp::create(
+          b, loc, maxInit.getType(), ValueRange{positions}, ValueRange{maxInit},
+          SmallVector<AffineMap>{identityMap(ctx, 1),
+                                 AffineMap::get(1, 0, {}, ctx)},
+          {IteratorType::reduction},
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l,
+                arith::MaxSIOp::create(nb, l, args[0], args[1]).getResult());
+          })
+          .getResult(0);
+  Value last = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, loc, largest, ValueRange{}));
+  return arith::AddIOp::create(b, loc, last, indexConstant(b, loc, 1));
+}
+
 } // namespace
 
 Value buildTiledAttention(OpBuilder &b, Location loc,
                           const TiledAttentionParams &params, Value query,
-                          Value cache, Value positions, Value contextLength) {
+                          Value cache, Value positions) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   auto queryType = cast<RankedTensorType>(query.getType());
@@ -101,6 +132,8 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   constexpr int64_t dyn = ShapedType::kDynamic;
 
   Value numTokens = tensor::DimOp::create(b, loc, query, 0);
+  // Only the prefix up to the largest position holds keys.
+  Value contextLength = positionsEnd(b, loc, positions);
   Value queryTile = indexConstant(b, loc, kQueryTile);
   Value numQueryTiles = arith::CeilDivSIOp::create(b, loc, numTokens, queryTile);
   Value outputInit = tensor::EmptyOp::create(b, loc, getMixedSizes(b, loc, query),
@@ -159,34 +192,9 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
 
   // Keys past the tile's last position are masked for all its rows.
   Value keyEnd = contextLength;
-  if (params.causal) {
-    Value lowest = arith::ConstantOp::create(
-        b, loc, b.getIntegerAttr(positionElement, 0));
-    Value maxInit =
-        linalg::FillOp::create(
-            b, loc, ValueRange{lowest},
-            ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{},
-                                               positionElement)})
-            .getResult(0);
-    Value lastPosition =
-        linalg::GenericOp::create(
-            b, loc, maxInit.getType(), ValueRange{tilePositions},
-            ValueRange{maxInit},
-            SmallVector<AffineMap>{identity1, AffineMap::get(1, 0, {}, ctx)},
-            {IteratorType::reduction},
-            [](OpBuilder &nb, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  nb, l,
-                  arith::MaxSIOp::create(nb, l, args[0], args[1]).getResult());
-            })
-            .getResult(0);
-    Value last = arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        tensor::ExtractOp::create(b, loc, lastPosition, ValueRange{}));
+  if (params.causal)
     keyEnd = minIndex(b, loc, contextLength,
-                      arith::AddIOp::create(b, loc, last,
-                                            indexConstant(b, loc, 1)));
-  }
+                      positionsEnd(b, loc, tilePositions));
 
   SmallVector<OpFoldResult> rowSizes = {rows};
   SmallVector<OpFoldResult> tileSizes = {rows, b.getIndexAttr(headDim)};

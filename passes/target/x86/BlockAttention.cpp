@@ -116,12 +116,11 @@ struct Tiles {
 };
 
 /// scores[i, j] = Σ_d q[i, d] · k[j, d] for `queries` [rows, D] and `keys`
-/// [cols, D]: blocks of kBlockRows queries × `blockKeys` keys, one vector
+/// [cols, D]: blocks of query rows (blockRowsOf) × `blockKeys` keys, one vector
 /// accumulator per pair over D, reduced at the end of the block.
 Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
                   int64_t headDim, int64_t lanes, int64_t blockKeys) {
-  Tiles t{b, loc, lanes};
-  const int64_t kBlockRows = blockRowsOf(queries);
+  const int64_t blockRows = blockRowsOf(queries);
   Value zero = indexConstant(b, loc, 0);
   Value rows = tensor::DimOp::create(b, loc, queries, 0);
   Value cols = tensor::DimOp::create(b, loc, keys, 0);
@@ -131,11 +130,11 @@ Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
       b.getContext(),
       arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
   auto rowLoop = scf::ForOp::create(
-      b, loc, zero, rows, indexConstant(b, loc, kBlockRows), ValueRange{init},
+      b, loc, zero, rows, indexConstant(b, loc, blockRows), ValueRange{init},
       [&](OpBuilder &rb, Location rl, Value firstRow, ValueRange rowCarried) {
         Tiles rt{rb, rl, lanes};
         SmallVector<Value> rowIndices =
-            rt.clampedIndices(firstRow, rows, kBlockRows);
+            rt.clampedIndices(firstRow, rows, blockRows);
         auto keyLoop = scf::ForOp::create(
             rb, rl, zero, cols, indexConstant(rb, rl, blockKeys),
             ValueRange{rowCarried[0]},
@@ -147,21 +146,21 @@ Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
               Value zeroVector = arith::ConstantOp::create(
                   kb, kl,
                   DenseElementsAttr::get(kt.f32Vector(), kb.getF32FloatAttr(0)));
-              SmallVector<Value> sums(kBlockRows * blockKeys, zeroVector);
+              SmallVector<Value> sums(blockRows * blockKeys, zeroVector);
               for (int64_t column = 0; column < headDim; column += lanes) {
                 SmallVector<Value> q, k;
                 for (Value row : rowIndices)
                   q.push_back(kt.readRow(queries, row, column));
                 for (Value key : keyIndices)
                   k.push_back(kt.readRow(keys, key, column));
-                for (int64_t i = 0; i < kBlockRows; ++i)
+                for (int64_t i = 0; i < blockRows; ++i)
                   for (int64_t j = 0; j < blockKeys; ++j) {
                     Value &sum = sums[i * blockKeys + j];
                     sum = vector::FMAOp::create(kb, kl, q[i], k[j], sum);
                   }
               }
               Value scores = keyCarried[0];
-              for (int64_t i = 0; i < kBlockRows; ++i) {
+              for (int64_t i = 0; i < blockRows; ++i) {
                 SmallVector<Value> dots = kt.reduceEach(
                     ArrayRef<Value>(sums).slice(i * blockKeys, blockKeys),
                     fastMath);
@@ -178,23 +177,23 @@ Value blockScores(OpBuilder &b, Location loc, Value queries, Value keys,
 }
 
 /// acc[i, :] += Σ_j p[i, j] · v[j, :] for `weights` [rows, cols], `values`
-/// [cols, D] and `accumulator` [rows, D]: blocks of kBlockRows rows ×
+/// [cols, D] and `accumulator` [rows, D]: blocks of rows (blockRowsOf) ×
 /// `blockVectors` vectors of D stay in registers while the keys stream by.
 Value blockWeightedValues(OpBuilder &b, Location loc, Value weights,
                           Value values, Value accumulator, int64_t headDim,
                           int64_t lanes, int64_t blockVectors) {
-  const int64_t kBlockRows = blockRowsOf(weights);
+  const int64_t blockRows = blockRowsOf(weights);
   Value zero = indexConstant(b, loc, 0);
   Value one = indexConstant(b, loc, 1);
   Value rows = tensor::DimOp::create(b, loc, weights, 0);
   Value cols = tensor::DimOp::create(b, loc, weights, 1);
   auto rowLoop = scf::ForOp::create(
-      b, loc, zero, rows, indexConstant(b, loc, kBlockRows),
+      b, loc, zero, rows, indexConstant(b, loc, blockRows),
       ValueRange{accumulator},
       [&](OpBuilder &rb, Location rl, Value firstRow, ValueRange rowCarried) {
         Tiles rt{rb, rl, lanes};
         SmallVector<Value> rowIndices =
-            rt.clampedIndices(firstRow, rows, kBlockRows);
+            rt.clampedIndices(firstRow, rows, blockRows);
         Value acc = rowCarried[0];
         int64_t chunk = blockVectors * lanes;
         for (int64_t first = 0; first < headDim; first += chunk) {
@@ -211,7 +210,7 @@ Value blockWeightedValues(OpBuilder &b, Location loc, Value weights,
                 SmallVector<Value> v;
                 for (int64_t n = 0; n < vectors; ++n)
                   v.push_back(kt.readRow(values, key, first + n * lanes));
-                for (int64_t i = 0; i < kBlockRows; ++i) {
+                for (int64_t i = 0; i < blockRows; ++i) {
                   Value weight = vector::BroadcastOp::create(
                       kb, kl, kt.f32Vector(),
                       tensor::ExtractOp::create(
@@ -223,7 +222,7 @@ Value blockWeightedValues(OpBuilder &b, Location loc, Value weights,
                 }
                 scf::YieldOp::create(kb, kl, next);
               });
-          for (int64_t i = 0; i < kBlockRows; ++i)
+          for (int64_t i = 0; i < blockRows; ++i)
             for (int64_t n = 0; n < vectors; ++n)
               acc = vector::TransferWriteOp::create(
                         rb, rl, keyLoop.getResult(i * vectors + n), acc,
@@ -259,14 +258,9 @@ struct HetcX86BlockAttentionPass
   using HetcX86BlockAttentionPassBase::HetcX86BlockAttentionPassBase;
 
   void runOnOperation() override {
-    if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
-      getOperation()->emitError()
-          << "hetc-x86-block-attention: vector-bits is "
-          << static_cast<int64_t>(vectorBits)
-          << "; x86 vector registers hold 128 (SSE), 256 (AVX2) or 512 "
-             "(AVX-512) bits";
+    if (!hetc::x86::checkVectorBits(getOperation(), "hetc-x86-block-attention",
+                                    vectorBits))
       return signalPassFailure();
-    }
     int64_t lanes = vectorBits / 32;
     // AVX-512 has 32 vector registers, the narrower levels 16: blocks of
     // 4 × 4 (or 4 × 2) accumulators leave room for the operands.

@@ -1,6 +1,7 @@
 // Reading and decoding the bytes of a quantization block of a weight row
 // inside the x86 matmul kernels: vectors of bytes, nibbles, small integers
-// turned into floats through the float mantissa, and the block's scales.
+// turned into floats through the float mantissa, and the block's scales;
+// and the vector widths the x86 blocking passes take.
 #ifndef HETC_PASSES_TARGET_X86_BLOCKBYTES_H
 #define HETC_PASSES_TARGET_X86_BLOCKBYTES_H
 
@@ -11,6 +12,18 @@
 #include <utility>
 
 namespace hetc::x86 {
+
+/// Whether `vectorBits` is an x86 vector register width; if not, reports it
+/// on `op` in the words of `pass`.
+inline bool checkVectorBits(mlir::Operation *op, llvm::StringRef pass,
+                            int64_t vectorBits) {
+  if (vectorBits == 128 || vectorBits == 256 || vectorBits == 512)
+    return true;
+  op->emitError() << pass << ": vector-bits is " << vectorBits
+                  << "; x86 vector registers hold 128 (SSE), 256 (AVX2) or "
+                     "512 (AVX-512) bits";
+  return false;
+}
 
 inline mlir::Value indexConstant(mlir::OpBuilder &b, mlir::Location loc,
                                  int64_t value) {

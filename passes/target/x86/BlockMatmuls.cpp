@@ -772,20 +772,22 @@ hetrt::format::BlockFormat blockFormatOf(llm::QuantFormat format) {
   }
 }
 
-/// Whether `generic` is a matmul whose weight the interleaved kernels can
-/// read (hetc::x86::canInterleave).
-bool takesInterleaved(linalg::GenericOp generic, int64_t vectorBits,
-                      bool int8Dot) {
+/// The weight's storage when `generic` is a matmul whose weight the
+/// interleaved kernels can read (hetc::x86::canInterleave), else null.
+llm::QuantType interleavableStorage(linalg::GenericOp generic,
+                                    int64_t vectorBits, bool int8Dot) {
   auto storageAttr = generic->getAttrOfType<TypeAttr>(
       hetc::llm::kMatmulWeightAttrName);
   auto quant = storageAttr ? dyn_cast<llm::QuantType>(storageAttr.getValue())
                            : llm::QuantType();
   if (!quant || !isPortableMatmul(generic))
-    return false;
-  auto resultType = cast<RankedTensorType>(generic.getResultTypes()[0]);
-  int64_t outFeatures = resultType.getDimSize(1);
-  return !ShapedType::isDynamic(outFeatures) &&
-         hetc::x86::canInterleave(quant, outFeatures, vectorBits, int8Dot);
+    return {};
+  int64_t outFeatures =
+      cast<RankedTensorType>(generic.getResultTypes()[0]).getDimSize(1);
+  if (ShapedType::isDynamic(outFeatures) ||
+      !hetc::x86::canInterleave(quant, outFeatures, vectorBits, int8Dot))
+    return {};
+  return quant;
 }
 
 struct HetcX86BlockMatmulsPass
@@ -799,48 +801,46 @@ struct HetcX86BlockMatmulsPass
   /// choices in the module for the code's table (WeightLayout.h).
   llvm::DenseSet<Value> chooseInterleavedWeights() {
     ModuleOp module = getOperation();
-    // Per offset: the binding tensors, and whether every read qualifies.
-    std::map<int64_t, std::pair<SmallVector<Value>, bool>> byOffset;
-    std::map<int64_t, std::pair<int64_t, int64_t>> shapes;
-    std::map<int64_t, hetrt::format::BlockFormat> formats;
+    // Per data offset: the tensors that bind the weight, whether every read
+    // of them qualifies, and the entry of the table.
+    struct Weight {
+      SmallVector<Value> tensors;
+      bool qualifies = true;
+      int64_t rows = 0, rowBytes = 0;
+      hetrt::format::BlockFormat format = hetrt::format::BlockFormat::Q4_0;
+    };
+    std::map<int64_t, Weight> byOffset;
     module.walk([&](bufferization::ToTensorOp toTensor) {
-      Value weight = toTensor.getResult();
-      std::optional<int64_t> offset = weightDataOffset(weight);
+      Value tensor = toTensor.getResult();
+      std::optional<int64_t> offset = weightDataOffset(tensor);
       if (!offset)
         return;
-      auto [entry, inserted] =
-          byOffset.try_emplace(*offset, SmallVector<Value>{}, true);
-      entry->second.first.push_back(weight);
-      for (OpOperand &use : weight.getUses()) {
+      Weight &weight = byOffset[*offset];
+      weight.tensors.push_back(tensor);
+      auto type = cast<RankedTensorType>(tensor.getType());
+      weight.rows = type.getDimSize(0);
+      weight.rowBytes = type.getDimSize(1);
+      for (OpOperand &use : tensor.getUses()) {
         auto generic = use.getOwner()->getParentOfType<linalg::GenericOp>();
-        bool qualifies = isa<tensor::ExtractOp>(use.getOwner()) && generic &&
-                         generic->isAncestor(use.getOwner()) &&
-                         takesInterleaved(generic, vectorBits, int8Dot);
-        if (qualifies)
-          qualifies = matmulWeight(generic,
-                                   cast<TypeAttr>(generic->getAttr(
-                                                      hetc::llm::
-                                                          kMatmulWeightAttrName))
-                                       .getValue()) == weight;
-        entry->second.second &= qualifies;
+        llm::QuantType quant =
+            isa<tensor::ExtractOp>(use.getOwner()) && generic
+                ? interleavableStorage(generic, vectorBits, int8Dot)
+                : llm::QuantType();
+        if (!quant || matmulWeight(generic, quant) != tensor) {
+          weight.qualifies = false;
+          continue;
+        }
+        weight.format = blockFormatOf(quant.getFormat());
       }
-      auto type = cast<RankedTensorType>(weight.getType());
-      shapes[*offset] = {type.getDimSize(0), type.getDimSize(1)};
-      for (Operation *user : weight.getUsers())
-        if (auto generic = user->getParentOfType<linalg::GenericOp>())
-          if (auto storage = generic->getAttrOfType<TypeAttr>(
-                  hetc::llm::kMatmulWeightAttrName))
-            if (auto quant = dyn_cast<llm::QuantType>(storage.getValue()))
-              formats[*offset] = blockFormatOf(quant.getFormat());
     });
     llvm::DenseSet<Value> chosen;
     SmallVector<int64_t> table;
-    for (auto &[offset, entry] : byOffset) {
-      if (!entry.second)
+    for (auto &[offset, weight] : byOffset) {
+      if (!weight.qualifies)
         continue;
-      chosen.insert(entry.first.begin(), entry.first.end());
-      table.append({offset, shapes[offset].first, shapes[offset].second,
-                    static_cast<int64_t>(formats[offset]),
+      chosen.insert(weight.tensors.begin(), weight.tensors.end());
+      table.append({offset, weight.rows, weight.rowBytes,
+                    static_cast<int64_t>(weight.format),
                     static_cast<int64_t>(
                         hetrt::format::WeightLayoutKind::InterleavedRows16)});
     }
@@ -851,14 +851,9 @@ struct HetcX86BlockMatmulsPass
   }
 
   void runOnOperation() override {
-    if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
-      getOperation()->emitError()
-          << "hetc-x86-block-matmuls: vector-bits is "
-          << static_cast<int64_t>(vectorBits)
-          << "; x86 vector registers hold 128 (SSE), 256 (AVX2) or 512 "
-             "(AVX-512) bits";
+    if (!hetc::x86::checkVectorBits(getOperation(), "hetc-x86-block-matmuls",
+                                    vectorBits))
       return signalPassFailure();
-    }
     SmallVector<linalg::GenericOp> matmuls;
     getOperation()->walk([&](linalg::GenericOp generic) {
       if (generic->hasAttr(hetc::llm::kMatmulWeightAttrName))

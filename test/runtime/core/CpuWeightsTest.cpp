@@ -32,100 +32,90 @@ std::vector<uint8_t> randomBytes(size_t count, unsigned seed) {
   return bytes;
 }
 
-TEST(WeightInterleave, PlacesEveryByteAsTheLayoutSays) {
-  std::vector<uint8_t> plain = randomBytes(kRows * kRowBytes, 1);
+/// Interleaves kRows random rows of `blocks` blocks of `format`, calls
+/// `check(source, group, r)` for every block of every row (the block in the
+/// file's layout, the same block of its group in the new one, the row's
+/// index in its group), then checks that the inverse restores the bytes.
+template <typename Check>
+void checkLayout(BlockFormat format, int64_t blockBytes, int64_t blocks,
+                 unsigned seed, Check check) {
+  int64_t rowBytes = blocks * blockBytes;
+  std::vector<uint8_t> plain = randomBytes(kRows * rowBytes, seed);
   std::vector<uint8_t> mixed = plain;
-  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
-                         BlockFormat::Q4_0, mixed.data(), kRows, kRowBytes);
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16, format,
+                         mixed.data(), kRows, rowBytes);
   for (int64_t row = 0; row < kRows; ++row)
-    for (int64_t block = 0; block < kBlocks; ++block) {
-      const uint8_t *source = &plain[row * kRowBytes + block * 18];
-      const uint8_t *group =
-          &mixed[(row / 16) * 16 * kRowBytes + block * 16 * 18];
-      int64_t r = row % 16;
-      // The f16 scale among the group's 16, then quant bytes 4v..4v+3 in
-      // lane r of run v.
-      EXPECT_EQ(group[2 * r], source[0]);
-      EXPECT_EQ(group[2 * r + 1], source[1]);
-      for (int64_t byte = 0; byte < 16; ++byte)
-        EXPECT_EQ(group[32 + (byte / 4) * 64 + 4 * r + byte % 4],
-                  source[2 + byte])
-            << "row " << row << ", block " << block << ", byte " << byte;
+    for (int64_t block = 0; block < blocks; ++block) {
+      SCOPED_TRACE("row " + std::to_string(row) + ", block " +
+                   std::to_string(block));
+      check(&plain[row * rowBytes + block * blockBytes],
+            &mixed[(row / 16) * 16 * rowBytes + block * 16 * blockBytes],
+            row % 16);
     }
-  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
-                           BlockFormat::Q4_0, mixed.data(), kRows, kRowBytes);
+  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16, format,
+                           mixed.data(), kRows, rowBytes);
   EXPECT_EQ(mixed, plain);
+}
+
+TEST(WeightInterleave, PlacesEveryQ4_0ByteAsTheLayoutSays) {
+  checkLayout(BlockFormat::Q4_0, 18, kBlocks, 1,
+              [](const uint8_t *source, const uint8_t *group, int64_t r) {
+                // The f16 scale among the group's 16, then quant bytes
+                // 4v..4v+3 in lane r of run v.
+                EXPECT_EQ(group[2 * r], source[0]);
+                EXPECT_EQ(group[2 * r + 1], source[1]);
+                for (int64_t byte = 0; byte < 16; ++byte)
+                  EXPECT_EQ(group[32 + (byte / 4) * 64 + 4 * r + byte % 4],
+                            source[2 + byte])
+                      << "byte " << byte;
+              });
 }
 
 TEST(WeightInterleave, PlacesEveryQ4_KByteAsTheLayoutSays) {
-  constexpr int64_t kSuperBlocks = 2, kQ4kRowBytes = kSuperBlocks * 144;
-  std::vector<uint8_t> plain = randomBytes(kRows * kQ4kRowBytes, 4);
-  std::vector<uint8_t> mixed = plain;
-  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
-                         BlockFormat::Q4_K, mixed.data(), kRows, kQ4kRowBytes);
-  for (int64_t row = 0; row < kRows; ++row)
-    for (int64_t block = 0; block < kSuperBlocks; ++block) {
-      const uint8_t *source = &plain[row * kQ4kRowBytes + block * 144];
-      const uint8_t *group =
-          &mixed[(row / 16) * 16 * kQ4kRowBytes + block * 16 * 144];
-      int64_t r = row % 16;
-      // d and dmin among the group's 16 each, scale byte j of all rows
-      // together, then per sub-block pair c and run v, bytes 4v..4v+3 of
-      // the pair's 32 in lane r.
-      for (int64_t half = 0; half < 2; ++half) {
-        EXPECT_EQ(group[2 * r + half], source[half]);
-        EXPECT_EQ(group[32 + 2 * r + half], source[2 + half]);
-      }
-      for (int64_t j = 0; j < 12; ++j)
-        EXPECT_EQ(group[64 + 16 * j + r], source[4 + j]);
-      for (int64_t byte = 0; byte < 128; ++byte)
-        EXPECT_EQ(group[256 + (byte / 32) * 512 + ((byte % 32) / 4) * 64 +
-                        4 * r + byte % 4],
-                  source[16 + byte])
-            << "row " << row << ", block " << block << ", byte " << byte;
-    }
-  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
-                           BlockFormat::Q4_K, mixed.data(), kRows,
-                           kQ4kRowBytes);
-  EXPECT_EQ(mixed, plain);
+  checkLayout(BlockFormat::Q4_K, 144, 2, 4,
+              [](const uint8_t *source, const uint8_t *group, int64_t r) {
+                // d and dmin among the group's 16 each, scale byte j of all
+                // rows together, then per sub-block pair c and run v, bytes
+                // 4v..4v+3 of the pair's 32 in lane r.
+                for (int64_t half = 0; half < 2; ++half) {
+                  EXPECT_EQ(group[2 * r + half], source[half]);
+                  EXPECT_EQ(group[32 + 2 * r + half], source[2 + half]);
+                }
+                for (int64_t j = 0; j < 12; ++j)
+                  EXPECT_EQ(group[64 + 16 * j + r], source[4 + j]);
+                for (int64_t byte = 0; byte < 128; ++byte)
+                  EXPECT_EQ(group[256 + (byte / 32) * 512 +
+                                  ((byte % 32) / 4) * 64 + 4 * r + byte % 4],
+                            source[16 + byte])
+                      << "byte " << byte;
+              });
 }
 
 TEST(WeightInterleave, PlacesEveryQ6_KCodeAsTheLayoutSays) {
-  constexpr int64_t kQ6kRowBytes = 2 * 210;
-  std::vector<uint8_t> plain = randomBytes(kRows * kQ6kRowBytes, 5);
-  std::vector<uint8_t> mixed = plain;
-  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
-                         BlockFormat::Q6_K, mixed.data(), kRows, kQ6kRowBytes);
-  for (int64_t row = 0; row < kRows; ++row)
-    for (int64_t block = 0; block < 2; ++block) {
-      const uint8_t *source = &plain[row * kQ6kRowBytes + block * 210];
-      const uint8_t *group =
-          &mixed[(row / 16) * 16 * kQ6kRowBytes + block * 16 * 210];
-      int64_t r = row % 16;
-      EXPECT_EQ(group[2 * r], source[208]);
-      EXPECT_EQ(group[2 * r + 1], source[209]);
-      for (int64_t e = 0; e < 256; ++e) {
-        // ggml's code of element e: a nibble of ql and two bits of qh.
-        int64_t half = e / 128, t = (e % 128) / 32, l = e % 32;
-        int low = source[64 * half + 32 * (t % 2) + l];
-        low = t < 2 ? low & 15 : low >> 4;
-        int code = low | (((source[128 + 32 * half + l] >> (2 * t)) & 3) << 4);
-        const uint8_t *quarter = group + 32 + 416 * (e / 32);
-        int64_t k = e % 32, v = (k % 16) / 4;
-        int nibbles = quarter[32 + 64 * v + 4 * r + k % 4];
-        int mixedLow = k < 16 ? nibbles & 15 : nibbles >> 4;
-        int mixedHigh = (quarter[288 + 64 * (k / 16) + 4 * r + k % 4] >>
-                         (2 * v)) & 3;
-        EXPECT_EQ(mixedLow | (mixedHigh << 4), code)
-            << "row " << row << ", block " << block << ", element " << e;
-      }
-      for (int64_t j = 0; j < 16; ++j)
-        EXPECT_EQ(group[32 + 416 * (j / 2) + 16 * (j % 2) + r], source[192 + j]);
-    }
-  format::deinterleaveRows(WeightLayoutKind::InterleavedRows16,
-                           BlockFormat::Q6_K, mixed.data(), kRows,
-                           kQ6kRowBytes);
-  EXPECT_EQ(mixed, plain);
+  checkLayout(
+      BlockFormat::Q6_K, 210, 2, 5,
+      [](const uint8_t *source, const uint8_t *group, int64_t r) {
+        EXPECT_EQ(group[2 * r], source[208]);
+        EXPECT_EQ(group[2 * r + 1], source[209]);
+        for (int64_t e = 0; e < 256; ++e) {
+          // ggml's code of element e: a nibble of ql and two bits of qh.
+          int64_t half = e / 128, t = (e % 128) / 32, l = e % 32;
+          int low = source[64 * half + 32 * (t % 2) + l];
+          low = t < 2 ? low & 15 : low >> 4;
+          int code =
+              low | (((source[128 + 32 * half + l] >> (2 * t)) & 3) << 4);
+          const uint8_t *quarter = group + 32 + 416 * (e / 32);
+          int64_t k = e % 32, v = (k % 16) / 4;
+          int nibbles = quarter[32 + 64 * v + 4 * r + k % 4];
+          int mixedLow = k < 16 ? nibbles & 15 : nibbles >> 4;
+          int mixedHigh =
+              (quarter[288 + 64 * (k / 16) + 4 * r + k % 4] >> (2 * v)) & 3;
+          EXPECT_EQ(mixedLow | (mixedHigh << 4), code) << "element " << e;
+        }
+        for (int64_t j = 0; j < 16; ++j)
+          EXPECT_EQ(group[32 + 416 * (j / 2) + 16 * (j % 2) + r],
+                    source[192 + j]);
+      });
 }
 
 TEST(WeightInterleave, LargeTensorsSplitAcrossThreadsAsOneWould) {
