@@ -11,9 +11,10 @@
 namespace hetrt::format {
 
 /// Version of the calling convention between generated code and the runtime:
-/// the entry arguments' order and descriptors, the runtime interface, the
-/// buffer-allocator table. Bumped on any change to one of them.
-inline constexpr int64_t kKernelAbiVersion = 5;
+/// the entry arguments' order and descriptors (a KV cache is
+/// [2, kvHeads, capacity, headDim] since version 6), the runtime interface,
+/// the buffer-allocator table. Bumped on any change to one of them.
+inline constexpr int64_t kKernelAbiVersion = 6;
 
 /// The exported symbol of the record: an array of kCodeRecordLength int64
 /// values, indexed by CodeRecordField.

@@ -175,7 +175,7 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
   cacheDescriptors.reserve(caches_.size());
   for (std::vector<float> &cache : caches_)
     cacheDescriptors.push_back(describe<4>(
-        cache.data(), {2, m.contextLength, m.numKvHeads, m.headDim}));
+        cache.data(), {2, m.numKvHeads, m.contextLength, m.headDim}));
   auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
 
   std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,

@@ -219,7 +219,7 @@ struct KVAppendLowering : OpConversionPattern<llm::KVAppendOp> {
                                                 b.getIndexAttr(headDim)};
           SmallVector<OpFoldResult> rowStrides(3, b.getIndexAttr(1));
           SmallVector<OpFoldResult> cacheSizes = {
-              b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(kvHeads),
+              b.getIndexAttr(1), b.getIndexAttr(kvHeads), b.getIndexAttr(1),
               b.getIndexAttr(headDim)};
           SmallVector<OpFoldResult> cacheStrides(4, b.getIndexAttr(1));
           Value cache = carried[0];
@@ -228,8 +228,8 @@ struct KVAppendLowering : OpConversionPattern<llm::KVAppendOp> {
             Value row = tensor::ExtractSliceOp::create(
                 b, l, rowType, source, rowOffsets, rowSizes, rowStrides);
             SmallVector<OpFoldResult> cacheOffsets = {
-                b.getIndexAttr(static_cast<int64_t>(part)), position,
-                b.getIndexAttr(0), b.getIndexAttr(0)};
+                b.getIndexAttr(static_cast<int64_t>(part)), b.getIndexAttr(0),
+                position, b.getIndexAttr(0)};
             // Copy through linalg so bufferization writes the row straight
             // into the cache, with loops rather than a runtime copy call.
             Value slot = tensor::ExtractSliceOp::create(

@@ -36,9 +36,12 @@ LLMToLinalgTypeConverter::LLMToLinalgTypeConverter() {
                        : columns / quant.getBlockSize() * quant.getBytesPerBlock();
     return RankedTensorType::get(shape, IntegerType::get(type.getContext(), 8));
   });
+  // Head-major: a head's keys (and values) are one contiguous run, so
+  // attention streams them front to back instead of taking a headDim-sized
+  // piece of every position's row.
   addConversion([](llm::KVCacheType type) -> Type {
     return RankedTensorType::get(
-        {2, type.getCapacity(), type.getKvHeads(), type.getHeadDim()},
+        {2, type.getKvHeads(), type.getCapacity(), type.getHeadDim()},
         type.getElementType());
   });
 }

@@ -83,7 +83,7 @@ struct TiledAttentionParams {
 };
 
 /// Attention of `query` ([tokens, heads, headDim], f32) at `positions` over
-/// the converted `cache` ([2, capacity, kvHeads, headDim]) up to the largest
+/// the converted `cache` ([2, kvHeads, capacity, headDim]) up to the largest
 /// position, as tiles of queries walking blocks of keys with an online
 /// softmax (see TiledAttention.cpp).
 mlir::Value buildTiledAttention(mlir::OpBuilder &b, mlir::Location loc,

@@ -125,7 +125,7 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   Type cacheElement = cacheType.getElementType();
   int64_t numHeads = queryType.getDimSize(1);
   int64_t headDim = queryType.getDimSize(2);
-  int64_t kvHeads = cacheType.getDimSize(2);
+  int64_t kvHeads = cacheType.getDimSize(1);
   int64_t group = numHeads / kvHeads;
   auto positionType = cast<RankedTensorType>(positions.getType());
   Type positionElement = positionType.getElementType();
@@ -213,9 +213,9 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
                               arith::SubIOp::create(lb, l, keyEnd, firstKey));
         auto cacheSlice = [&](int64_t part) {
           return slice(lb, l, keysType, cache,
-                       {lb.getIndexAttr(part), firstKey, kvHead,
+                       {lb.getIndexAttr(part), kvHead, firstKey,
                         lb.getIndexAttr(0)},
-                       {lb.getIndexAttr(1), cols, lb.getIndexAttr(1),
+                       {lb.getIndexAttr(1), lb.getIndexAttr(1), cols,
                         lb.getIndexAttr(headDim)});
         };
         Value keys = cacheSlice(0);

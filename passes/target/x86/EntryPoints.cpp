@@ -88,8 +88,8 @@ FailureOr<CodeRecord> recordOf(func::FuncOp func) {
              << " with a dynamic shape; the runtime allocates caches from "
                 "static shapes";
     CodeRecord cache = record;
-    cache[CodeRecordContextLength] = type.getDimSize(1);
-    cache[CodeRecordNumKvHeads] = type.getDimSize(2);
+    cache[CodeRecordNumKvHeads] = type.getDimSize(1);
+    cache[CodeRecordContextLength] = type.getDimSize(2);
     cache[CodeRecordHeadDim] = type.getDimSize(3);
     cache[CodeRecordKvElementBytes] =
         type.getElementType().getIntOrFloatBitWidth() / 8;

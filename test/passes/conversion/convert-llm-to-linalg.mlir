@@ -89,7 +89,8 @@ func.func @low_bit_k_quant_matmuls(%x: tensor<?x256xf32>) -> (tensor<?x4xf32>, t
 
 // -----
 
-// The KV cache is one tensor of keys and values; appending copies each token's
+// The KV cache is one tensor of keys and values, head-major ([2, kv heads,
+// capacity, head size]): a head's keys are one run. Appending copies each token's
 // rows to its position. A prompt's attention (a dynamic token count) goes
 // tile by tile: a forall over (tiles of 32 query tokens, heads) whose body
 // walks the cached keys of the head's KV head (h / (heads / kv_heads)) in
@@ -99,10 +100,10 @@ func.func @low_bit_k_quant_matmuls(%x: tensor<?x256xf32>) -> (tensor<?x4xf32>, t
 // into the output's rows.
 !cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 8, elementType = f32>
 // CHECK-LABEL: func.func @cache_and_attention
-// CHECK-SAME: tensor<2x64x2x8xf32>
+// CHECK-SAME: tensor<2x2x64x8xf32>
 // CHECK: %[[CACHE:.+]] = scf.for
 // CHECK: linalg.copy
-// CHECK: tensor.insert_slice {{.+}} into tensor<2x64x2x8xf32>
+// CHECK: tensor.insert_slice {{.+}} [1, 2, 1, 8] [1, 1, 1, 1] : tensor<2x8xf32> into tensor<2x2x64x8xf32>
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %{{.+}}, %c32 : index
 // CHECK: scf.forall (%[[TILE:.+]], %[[HEAD:.+]]) in (%[[TILES]], 4) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<?x4x8xf32>)
 // CHECK: %[[KVHEAD:.+]] = arith.divui %[[HEAD]], %c2 : index
@@ -111,8 +112,8 @@ func.func @low_bit_k_quant_matmuls(%x: tensor<?x256xf32>) -> (tensor<?x4xf32>, t
 // CHECK: arith.maxsi
 // CHECK: %[[END:.+]] = arith.minsi
 // CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %[[END]] step %c64 iter_args({{.+}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>)
-// CHECK: tensor.extract_slice %[[CACHE]][0, %[[KEY]], %[[KVHEAD]], 0] [1, %{{.+}}, 1, 8] [1, 1, 1, 1] : tensor<2x64x2x8xf32> to tensor<?x8xf32>
-// CHECK: tensor.extract_slice %[[CACHE]][1, %[[KEY]], %[[KVHEAD]], 0]
+// CHECK: tensor.extract_slice %[[CACHE]][0, %[[KVHEAD]], %[[KEY]], 0] [1, 1, %{{.+}}, 8] [1, 1, 1, 1] : tensor<2x2x64x8xf32> to tensor<?x8xf32>
+// CHECK: tensor.extract_slice %[[CACHE]][1, %[[KVHEAD]], %[[KEY]], 0]
 // CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]{{.+}} attrs = {{ *}}{llm.attention_scores}
 // CHECK: arith.cmpi sgt
 // CHECK: arith.cmpi slt
@@ -143,7 +144,7 @@ func.func @cache_and_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %po
 // CHECK: scf.forall ({{.+}}) in ({{.+}}, 4) shared_outs({{.+}}) -> (tensor<1x4x8xf32>)
 // CHECK: tensor.extract_slice {{.+}} : tensor<1x4x8xf32> to tensor<1x8xf32>
 // CHECK: scf.for {{.+}} step %c64 iter_args({{.+}}) -> (tensor<1xf32>, tensor<1xf32>, tensor<1x8xf32>)
-// CHECK: tensor.extract_slice {{.+}} : tensor<2x64x2x8xf32> to tensor<?x8xf32>
+// CHECK: tensor.extract_slice {{.+}} : tensor<2x2x64x8xf32> to tensor<?x8xf32>
 // CHECK: linalg.generic {{.+}} ins({{.+}} : tensor<1x8xf32>, tensor<?x8xf32>) outs({{.+}} : tensor<1x?xf32>) attrs = {{ *}}{llm.attention_scores}
 // CHECK: math.exp
 // CHECK: linalg.generic {{.+}} outs({{.+}} : tensor<1x8xf32>) attrs = {{ *}}{llm.attention_values}

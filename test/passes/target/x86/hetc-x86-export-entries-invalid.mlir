@@ -30,20 +30,20 @@ func.func @entry(%w: memref<?xi8> {llm.weights}, %c: memref<2x?x4x16xf32>,
 
 // One record describes every layer's cache.
 // expected-error @+1 {{takes KV caches of different shapes}}
-func.func @entry(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
-                 %c1: memref<2x32x4x16xf32>, %out: memref<1x300xf32>) {
+func.func @entry(%w: memref<?xi8> {llm.weights}, %c0: memref<2x4x64x16xf32>,
+                 %c1: memref<2x4x32x16xf32>, %out: memref<1x300xf32>) {
   return
 }
 
 // -----
 
 // Prefill and decode of one module must assume one model.
-func.func @prefill(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
+func.func @prefill(%w: memref<?xi8> {llm.weights}, %c0: memref<2x4x64x16xf32>,
                    %out: memref<1x300xf32>) {
   return
 }
 // expected-error @+1 {{assumes other model shapes than the entry points before it}}
-func.func @decode(%w: memref<?xi8> {llm.weights}, %c0: memref<2x64x4x16xf32>,
+func.func @decode(%w: memref<?xi8> {llm.weights}, %c0: memref<2x4x64x16xf32>,
                   %out: memref<1x301xf32>) {
   return
 }
