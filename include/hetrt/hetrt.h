@@ -32,7 +32,7 @@ extern "C" {
  *    units of a session's devices (hetrt_device_stats_t gains code and
  *    units); hetrt_session_info; hetrt_model_token_piece;
  *    hetrt_model_describe. */
-#define HETRT_API_VERSION 6
+#define HETRT_API_VERSION 7
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -234,6 +234,19 @@ HETRT_API void hetrt_model_release(hetrt_model_t *model);
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_info(const hetrt_model_t *model, int32_t *out_vocab_size,
                  int32_t *out_context_length);
+
+/* The KV cache a session of the model allocates: its element type ("f32",
+ * "f16"; the model's string, valid until it is released), the bytes of one
+ * element, and the bytes of the whole cache (every layer, the full
+ * capacity). Since API version 7. */
+typedef struct hetrt_kv_cache_info_t {
+  const char *element_type;
+  int32_t element_bytes;
+  uint64_t bytes_per_session;
+} hetrt_kv_cache_info_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_kv_cache_info(const hetrt_model_t *model,
+                          hetrt_kv_cache_info_t *out_info);
 
 /* The most text bytes max_tokens tokens can stand for (a generous bound):
  * a longer text cannot tokenize into max_tokens ids, so a caller can refuse

@@ -269,6 +269,10 @@ public:
   const hetrt_model_description_t &description() const { return description_; }
   int32_t vocabSize() const { return description_.vocab_size; }
   int32_t contextLength() const { return description_.context_length; }
+  /// The KV cache each session allocates.
+  bool kvCacheInfo(hetrt_kv_cache_info_t &info, Status &status) const {
+    return detail::check(hetrt_model_kv_cache_info(handle(), &info), status);
+  }
 
   bool maxTextBytes(uint64_t tokens, uint64_t &bytes, Status &status) const {
     return detail::check(

@@ -318,8 +318,18 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
                             b.getI64IntegerAttr(static_cast<int64_t>(tensor.offset)));
   }
 
+  Type cacheElement;
+  if (options.kvElementType == "f32")
+    cacheElement = b.getF32Type();
+  else if (options.kvElementType == "f16")
+    cacheElement = b.getF16Type();
+  else {
+    error = "KV-cache element type \"" + options.kvElementType +
+            "\" is not one of f32, f16";
+    return nullptr;
+  }
   auto cacheType = llm::KVCacheType::get(&context, capacity, config->numKvHeads,
-                                         config->headDim, b.getF32Type());
+                                         config->headDim, cacheElement);
   (*module)->setAttr(
       llm::kModelAttrName,
       llm::ModelAttr::get(&context, config->architecture, config->numLayers,

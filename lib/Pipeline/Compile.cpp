@@ -248,7 +248,37 @@ std::optional<std::string> printPipeline(std::string &error) {
   return text;
 }
 
+std::string defaultKvElementType(const CompileOptions &options) {
+  return options.spirv || !options.system.empty() ? "f32" : "f16";
+}
+
+int64_t kvElementBytesOf(const std::string &type) {
+  return type == "f32" ? 4 : type == "f16" ? 2 : 0;
+}
+
+std::optional<std::string>
+checkKvElementType(const CompileOptions &options) {
+  const std::string &type = options.kvElementType;
+  if (type.empty())
+    return std::nullopt;
+  if (kvElementBytesOf(type) == 0)
+    return "--kv-type " + type + " is not one of f32, f16";
+  if (type != "f32" && (options.spirv || !options.system.empty()))
+    return "--kv-type " + type +
+           ": the SPIR-V kernels and planned programs keep f32 KV caches; "
+           "give --kv-type f32, or drop " +
+           (options.spirv ? "--spirv" : "--system");
+  return std::nullopt;
+}
+
 bool compileModel(const CompileOptions &options, std::string &error) {
+  if (std::optional<std::string> problem = checkKvElementType(options)) {
+    error = *problem;
+    return false;
+  }
+  std::string kvElementType = options.kvElementType.empty()
+                                  ? defaultKvElementType(options)
+                                  : options.kvElementType;
   auto progress = [&](const std::string &line) {
     if (options.progress)
       options.progress(line);
@@ -273,6 +303,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   progress("importing the model into the llm dialect");
   import::ImportOptions importOptions;
   importOptions.contextLength = options.contextLength;
+  importOptions.kvElementType = kvElementType;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       import::importGguf(context, *file, importOptions, error);
   if (!module)
@@ -321,6 +352,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.headDim = config->headDim;
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
+  manifest.kvElementType = kvElementType;
 
   hetrt::format::PackWriter pack;
   bool spirvNeeded = options.spirv;

@@ -3,6 +3,7 @@
 // crosses into C).
 #include "hetrt/hetrt.h"
 
+#include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
 #include "runtime/format/MappedFiles.h"
 #include "runtime/core/Sampler.h"
@@ -12,6 +13,7 @@
 
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 
 struct hetrt_model_t {
@@ -600,6 +602,22 @@ hetrt_status_t hetrt_model_info(const hetrt_model_t *model,
   const hetrt::format::Manifest &manifest = model->model->manifest();
   *out_vocab_size = static_cast<int32_t>(manifest.vocabSize);
   *out_context_length = static_cast<int32_t>(manifest.contextLength);
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_model_kv_cache_info(const hetrt_model_t *model,
+                                         hetrt_kv_cache_info_t *out_info) {
+  if (!model || !out_info)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_kv_cache_info: NULL argument");
+  const hetrt::format::Manifest &manifest = model->model->manifest();
+  // Model::open checked that the product fits.
+  std::optional<uint64_t> bytes = hetrt::core::kvCacheBytes(
+      manifest.numLayers, manifest.contextLength, manifest.numKvHeads,
+      manifest.headDim, manifest.kvElementBytes());
+  *out_info = {manifest.kvElementType.c_str(),
+               static_cast<int32_t>(manifest.kvElementBytes()),
+               bytes.value_or(0)};
   return HETRT_OK;
 }
 

@@ -8,6 +8,8 @@
 #include "runtime/format/NonFinite.h"
 
 #include <cmath>
+#include <cstring>
+#include <new>
 
 #include <system_error>
 
@@ -16,6 +18,8 @@
 namespace hetrt::core {
 
 namespace {
+constexpr size_t kCacheAlignment = 64;
+
 template <int Rank> struct MemRefDescriptor {
   void *allocated;
   void *aligned;
@@ -40,14 +44,22 @@ MemRefDescriptor<Rank> describe(const void *data, const int64_t (&sizes)[Rank]) 
 }
 } // namespace
 
+void Session::CacheDeleter::operator()(std::byte *data) const {
+  ::operator delete[](data, std::align_val_t(kCacheAlignment));
+}
+
 Session::Session(const Model &model, int numThreads)
     : model_(model), pool_(numThreads),
       runtimeInterface_(makeRuntimeInterface(pool_)) {
   const format::Manifest &m = model.manifest();
-  size_t cacheFloats = static_cast<size_t>(2 * m.contextLength * m.numKvHeads *
-                                           m.headDim);
-  caches_.assign(static_cast<size_t>(m.numLayers),
-                 std::vector<float>(cacheFloats, 0.0f));
+  // Session::create checked that this product fits.
+  size_t cacheBytes = static_cast<size_t>(*kvCacheBytes(
+      1, m.contextLength, m.numKvHeads, m.headDim, m.kvElementBytes()));
+  for (int64_t layer = 0; layer < m.numLayers; ++layer) {
+    caches_.emplace_back(static_cast<std::byte *>(
+        ::operator new[](cacheBytes, std::align_val_t(kCacheAlignment))));
+    std::memset(caches_.back().get(), 0, cacheBytes);
+  }
   logits_.assign(static_cast<size_t>(m.vocabSize), 0.0f);
 }
 
@@ -173,9 +185,9 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
   auto positionsDescriptor = describe<1>(positions_.data(), {count});
   std::vector<MemRefDescriptor<4>> cacheDescriptors;
   cacheDescriptors.reserve(caches_.size());
-  for (std::vector<float> &cache : caches_)
+  for (auto &cache : caches_)
     cacheDescriptors.push_back(describe<4>(
-        cache.data(), {2, m.numKvHeads, m.contextLength, m.headDim}));
+        cache.get(), {2, m.numKvHeads, m.contextLength, m.headDim}));
   auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
 
   std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,

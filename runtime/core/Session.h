@@ -5,6 +5,7 @@
 #include "runtime/core/Model.h"
 #include "runtime/core/ThreadPool.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,7 +74,12 @@ private:
   const Model &model_;
   ThreadPool pool_;
   CpuRuntimeInterface runtimeInterface_;
-  std::vector<std::vector<float>> caches_;
+  /// One KV cache per layer, of the manifest's element type, on a cache
+  /// line boundary.
+  struct CacheDeleter {
+    void operator()(std::byte *data) const;
+  };
+  std::vector<std::unique_ptr<std::byte[], CacheDeleter>> caches_;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
   int64_t position_ = 0;

@@ -219,10 +219,10 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                   "\"; kernel ABI version " +
                   std::to_string(kKernelAbiVersion) + " calls it \"" +
                   expected[i] + "\"");
-  if (manifest.kvElementType != "f32")
+  if (manifest.kvElementBytes() == 0)
     return fail("field \"model.kv_element_type\" is \"" +
                 printable(manifest.kvElementType) +
-                "\"; this runtime supports \"f32\"");
+                "\"; this runtime supports \"f32\" and \"f16\"");
   // A list of code variants (name, section, CPU features); false with
   // `problem` set.
   std::string problem;

@@ -83,10 +83,13 @@ struct Manifest {
   int64_t headDim = 0;
   /// KV-cache capacity in positions: the longest sequence a session can hold.
   int64_t contextLength = 0;
-  /// Element type of the KV cache ("f32").
+  /// Element type of the KV cache: "f32", or "f16" (llama.cpp's default,
+  /// half the bytes every decode step reads).
   std::string kvElementType = "f32";
-  /// Bytes of one KV-cache element (fromJson admits only "f32").
-  int64_t kvElementBytes() const { return kvElementType == "f32" ? 4 : 0; }
+  /// Bytes of one KV-cache element (fromJson admits only "f32" and "f16").
+  int64_t kvElementBytes() const {
+    return kvElementType == "f32" ? 4 : kvElementType == "f16" ? 2 : 0;
+  }
 
   /// Symbols of the one-pointer entry wrappers; fromJson admits only the
   /// ones the kernel ABI fixes (CodeRecord.h).

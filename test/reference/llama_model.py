@@ -138,16 +138,26 @@ def quantize_activations(x):
     return (codes.astype(np.float64) * scale.astype(np.float64)).reshape(x.shape)
 
 
+# KV-cache element types hetc packs: keys and values as stored.
+KV_ELEMENT_TYPES = {"f32": np.float32, "f16": np.float16}
+
+
 class LlamaReference:
     """Weights dequantized once and held in float64; every step computes in float64.
 
     With int8_activations, a matmul whose weight is a block format the CPU
     multiplies with int8 dot products (INT8_DOT_TYPES, rows a multiple of
-    INT8_DOT_ROW_MULTIPLE) first rounds its activations as those kernels do."""
+    INT8_DOT_ROW_MULTIPLE) first rounds its activations as those kernels do.
+    With kv_element_type "f16", keys and values are rounded to float16 as
+    they enter the cache (from their float32 values, as the CPU does)."""
 
-    def __init__(self, gguf, int8_activations=False):
+    def __init__(self, gguf, int8_activations=False, kv_element_type="f32"):
+        if kv_element_type not in KV_ELEMENT_TYPES:
+            raise ValueError(f"KV element type {kv_element_type!r} is not one of "
+                             f"{sorted(KV_ELEMENT_TYPES)}")
         self.gguf = gguf
         self.int8_activations = int8_activations
+        self.kv_element_type = kv_element_type
         self.int8_weights = set()
         self.hparams = Hyperparameters.from_gguf(gguf)
         hp = self.hparams
@@ -209,6 +219,14 @@ class LlamaReference:
                 raise GGUFError(f"tensor {bias_name!r} is missing ({hp.architecture} has Q/K/V biases)")
         return layer
 
+    def _stored(self, x):
+        """x as the KV cache holds it; f32 caches are taken as exact (the
+        reference's float64 stands for the CPU's float32 arithmetic)."""
+        if self.kv_element_type == "f32":
+            return x
+        element = KV_ELEMENT_TYPES[self.kv_element_type]
+        return x.astype(np.float32).astype(element).astype(np.float64)
+
     def new_cache(self, capacity):
         if capacity > self.hparams.context_length:
             raise GGUFError(f"{capacity} positions exceed the model's context length "
@@ -266,8 +284,8 @@ class LlamaReference:
             v = v.reshape(count, hp.n_head_kv, hp.head_dim_v)
             self._rope(q, positions)
             self._rope(k, positions)
-            cache.keys[layer_index][start:end] = k
-            cache.values[layer_index][start:end] = v
+            cache.keys[layer_index][start:end] = self._stored(k)
+            cache.values[layer_index][start:end] = self._stored(v)
             # GQA: query head i reads KV head i // heads_per_kv.
             keys = np.repeat(cache.keys[layer_index][:end], heads_per_kv, axis=1)
             values = np.repeat(cache.values[layer_index][:end], heads_per_kv, axis=1)

@@ -22,6 +22,7 @@ struct CompileFlags {
   std::string output;
   std::string compileTo = "pack";
   int64_t contextLength = 0;
+  std::string kvType;
   std::vector<std::string> cpuVariants = {"all"};
   bool spirv = false;
   std::string system;
@@ -58,6 +59,12 @@ Action registerCompileCommand(CLI::App &app) {
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
       ->check(wholeRange(0, INT32_MAX));
+  command->add_option("--kv-type", flags->kvType,
+                      "KV-cache element type: f16 (default, as llama.cpp; "
+                      "half the bytes each decode step reads) or f32 "
+                      "(default with --spirv or --system, whose SPIR-V "
+                      "kernels read f32)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   command->add_flag("--spirv", flags->spirv,
                     "Also pack the model as SPIR-V programs, for Vulkan "
                     "devices (hetc run --device vulkan0)");
@@ -104,6 +111,12 @@ Action registerCompileCommand(CLI::App &app) {
     options.spirv = flags->spirv;
     options.system = flags->system;
     options.deviceMemory = flags->deviceMemory;
+    options.kvElementType = flags->kvType;
+    if (std::optional<std::string> problem =
+            pipeline::checkKvElementType(options)) {
+      std::cerr << "hetc compile: " << *problem << "\n";
+      return 2;
+    }
     if (!options.deviceMemory.empty() && options.system.empty()) {
       std::cerr << "hetc compile: --device-memory caps a plan; give --system "
                    "too\n";

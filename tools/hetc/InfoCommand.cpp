@@ -6,6 +6,7 @@
 #include "Flags.h"
 #include "PackCache.h"
 
+#include "hetc/Pipeline/Compile.h"
 #include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
 #include "runtime/format/Gguf.h"
@@ -31,8 +32,6 @@ struct InfoFlags {
   bool json = false;
 };
 
-/// hetc's CPU code keeps the KV cache in f32.
-constexpr int64_t kKvElementBytes = 4;
 
 } // namespace
 
@@ -94,9 +93,14 @@ Action registerInfoCommand(CLI::App &app) {
       bytes += tensor.sizeBytes;
       weightBytes += tensor.sizeBytes;
     }
+    // A pack's own cache; a model's as a pack compiled with the defaults
+    // would keep it.
+    std::string kvElementType =
+        packed ? packed->manifest().kvElementType
+               : pipeline::defaultKvElementType(pipeline::CompileOptions());
     std::optional<uint64_t> kvBytes = hetrt::core::kvCacheBytes(
         config->numLayers, context, config->numKvHeads, config->headDim,
-        kKvElementBytes);
+        pipeline::kvElementBytesOf(kvElementType));
     const hetrt::format::GgufValue *templateValue =
         file->find("tokenizer.chat_template");
     bool hasTemplate = templateValue && templateValue->asString() &&
@@ -130,6 +134,7 @@ Action registerInfoCommand(CLI::App &app) {
           {"chat_template", hasTemplate},
           {"context", context},
           {"kv_cache_bytes", kvBytes ? nlohmann::json(*kvBytes) : nlohmann::json()},
+          {"kv_element_type", kvElementType},
       };
       if (packed) {
         nlohmann::json variants = nlohmann::json::array();
@@ -168,10 +173,11 @@ Action registerInfoCommand(CLI::App &app) {
     std::printf("\n  tokenizer      %s, %d tokens, BOS %d, EOS %d\n", vocabKind,
                 tokenizer->vocabSize(), tokenizer->bos(), tokenizer->eos());
     std::printf("  chat template  %s\n", hasTemplate ? "present" : "none");
-    std::printf("  memory         at a context of %lld: KV cache %s (f32), "
+    std::printf("  memory         at a context of %lld: KV cache %s (%s), "
                 "with the weights %s\n",
                 static_cast<long long>(context),
                 kvBytes ? hetrt::core::formatBytes(*kvBytes).c_str() : "too large",
+                kvElementType.c_str(),
                 kvBytes ? hetrt::core::formatBytes(*kvBytes + weightBytes).c_str()
                         : "too large");
     if (packed) {

@@ -188,9 +188,13 @@ std::string packFor(const std::string &model, int64_t contextLength,
                  tool.c_str(), static_cast<long long>(contextLength),
                  static_cast<long long>(config->contextLength), model.c_str());
   int64_t context = contextLength > 0 ? contextLength : config->contextLength;
+  pipeline::CompileOptions packed;
+  packed.spirv = needs.spirv;
+  packed.system = needs.system;
   if (!hetrt::core::checkKvCacheFits(
           config->numLayers, context, config->numKvHeads, config->headDim,
-          /*elementBytes=*/4, model,
+          pipeline::kvElementBytesOf(pipeline::defaultKvElementType(packed)),
+          model,
           "give a smaller --context (the model was trained for " +
               std::to_string(config->contextLength) + " tokens)",
           error))

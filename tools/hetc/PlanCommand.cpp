@@ -59,8 +59,9 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
   DevicePlan plan;
   plan.id = id;
   plan.device = &device;
-  // hetc's CPU code keeps an f32 cache; accelerators keep f16.
-  double kvElement = device.kind == hardware::DeviceKind::Cpu ? 4 : 2;
+  // hetc's CPU code keeps an f16 cache (as a pack compiled with the
+  // defaults does), and so do accelerators.
+  double kvElement = 2;
   std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
   plan.kvBytes = static_cast<uint64_t>(
       static_cast<double>(workload.batch) *

@@ -483,6 +483,11 @@ Action registerRunCommand(CLI::App &app) {
         std::cerr << "hetc run: " << status.message << "\n";
         return 1;
       }
+      hetrt_kv_cache_info_t kvCache{};
+      if (!model->kvCacheInfo(kvCache, status)) {
+        std::cerr << "hetc run: " << status.message << "\n";
+        return 1;
+      }
       nlohmann::json result = {
           {"prompt_tokens", prompt},
           {"tokens", generated},
@@ -494,6 +499,9 @@ Action registerRunCommand(CLI::App &app) {
           {"device", onCpu ? std::string("cpu0") : runsOn},
           {"threads", sessionInfo.num_threads},
           {"stop_reason", stopReason},
+          {"kv_cache",
+           {{"element_type", kvCache.element_type},
+            {"bytes", kvCache.bytes_per_session}}},
       };
       if (!onCpu) {
         // What each device ran: the code, the plan's units, its dispatches,

@@ -16,6 +16,8 @@ namespace hetc::import {
 struct ImportOptions {
   /// KV-cache capacity in positions; 0 takes the model's context length.
   int64_t contextLength = 0;
+  /// Element type of the KV cache: "f32" or "f16".
+  std::string kvElementType = "f32";
 };
 
 /// Builds an llm module for `file`: one `llm.weight` per tensor (named as in the

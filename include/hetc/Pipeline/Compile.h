@@ -20,6 +20,9 @@ struct CompileOptions {
   Phase stopAfter = Phase::Pack;
   /// KV-cache capacity in tokens; 0 takes the model's context length.
   int64_t contextLength = 0;
+  /// KV-cache element type, "f32" or "f16"; empty takes
+  /// defaultKvElementType(*this).
+  std::string kvElementType;
   /// CPU code variants to build, by name; "all" for every one, "host" for the
   /// best this machine runs.
   std::vector<std::string> cpuVariants = {"all"};
@@ -34,6 +37,19 @@ struct CompileOptions {
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };
+
+/// The KV-cache element a pack gets when none is asked for: f16, as
+/// llama.cpp keeps it (half the bytes each decode step reads), except where
+/// the pack holds SPIR-V programs or a plan: the SPIR-V kernels read f32.
+std::string defaultKvElementType(const CompileOptions &options);
+
+/// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for another.
+int64_t kvElementBytesOf(const std::string &type);
+
+/// Why `options.kvElementType` cannot be packed as asked (an unknown type,
+/// or f16 beside SPIR-V programs or a plan), naming the flags; nothing
+/// when it can.
+std::optional<std::string> checkKvElementType(const CompileOptions &options);
 
 /// The textual pass pipeline `hetc compile` runs from import to LLVM for
 /// this host's CPU, to replay with `hetc-opt --pass-pipeline='...'`; nothing

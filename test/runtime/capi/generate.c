@@ -27,6 +27,15 @@ int main(int argc, char **argv) {
   int32_t vocab = 0, context = 0;
   if (!check(hetrt_model_info(model, &vocab, &context), "hetrt_model_info"))
     return 1;
+  hetrt_kv_cache_info_t kv;
+  if (!check(hetrt_model_kv_cache_info(model, &kv), "hetrt_model_kv_cache_info"))
+    return 1;
+  printf("kv cache: %s, %d bytes per element, %llu bytes\n", kv.element_type,
+         kv.element_bytes, (unsigned long long)kv.bytes_per_session);
+  if (hetrt_model_kv_cache_info(model, NULL) != HETRT_INVALID_ARGUMENT) {
+    fprintf(stderr, "a NULL kv cache info was not rejected\n");
+    return 1;
+  }
   int32_t ids[4096];
   size_t numIds = 0;
   if (!check(hetrt_model_tokenize(model, argv[2], strlen(argv[2]), 1, ids,
