@@ -125,10 +125,10 @@ public:
   /// The bytes of `tensor` in the mapping (valid while the file is open).
   const uint8_t *tensorData(const GgufTensorInfo &tensor) const;
 
-  /// A second, writable mapping of the whole file (fileSize() bytes) whose
-  /// writes stay private to it (copy-on-write, never written back), or a
-  /// private copy of an in-memory image; unmap it with munmap. Null with
-  /// `error` set when it cannot be made.
+  /// A writable private copy of the whole file (fileSize() bytes) in
+  /// anonymous memory, 2 MiB-aligned and advised into huge pages; the file
+  /// is never written. Unmap it with munmap. Null with `error` set when it
+  /// cannot be made.
   uint8_t *mapPrivateCopy(std::string &error) const;
 
 private:

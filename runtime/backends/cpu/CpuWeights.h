@@ -1,8 +1,7 @@
 // The model file's tensor data as one code variant reads it: the mapped data
 // section itself, or, when the code reads some weights in an interleaved
-// layout (abi/WeightLayout.h), a private copy-on-write mapping of the file
-// with those tensors rewritten. The file and its page cache are never
-// written; the rewritten tensors' pages become the process's own memory.
+// layout (abi/WeightLayout.h), a private copy of the file in huge pages with
+// those tensors rewritten. The file and its page cache are never written.
 #ifndef HETRT_BACKENDS_CPU_CPUWEIGHTS_H
 #define HETRT_BACKENDS_CPU_CPUWEIGHTS_H
 
