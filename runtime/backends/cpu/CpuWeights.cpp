@@ -1,5 +1,6 @@
 #include "runtime/backends/cpu/CpuWeights.h"
 
+#include "runtime/core/Limits.h"
 #include "runtime/format/MappedFiles.h"
 #include "runtime/format/WeightInterleave.h"
 
@@ -25,12 +26,30 @@ bool rowShape(const format::GgufTensorInfo &tensor, int64_t &rows,
 std::unique_ptr<CpuWeights> CpuWeights::prepare(
     const format::GgufFile &file, const std::vector<int64_t> &layouts,
     const std::string &origin, std::string &error) {
+  return prepare(file, layouts, origin, error, core::availableMemoryBytes());
+}
+
+std::unique_ptr<CpuWeights> CpuWeights::prepare(
+    const format::GgufFile &file, const std::vector<int64_t> &layouts,
+    const std::string &origin, std::string &error, uint64_t availableBytes) {
   using namespace format;
   std::unique_ptr<CpuWeights> weights(new CpuWeights());
   weights->data_ = file.dataSection();
   weights->size_ = file.dataSectionSize();
-  if (layouts.empty())
+  if (layouts.empty()) {
+    // Weights in the file's layout stream every decode step too, and read
+    // faster from huge pages (llama-110M, one thread, four alternating
+    // rounds: F32 decode 37 -> 41 tokens/s, F16 101 -> 121); a copy that
+    // would crowd the machine's memory is not worth it, nor a failure.
+    if (availableBytes / 2 < file.fileSize())
+      return weights;
+    std::string ignored;
+    if (!weights->copyFile(file, ignored))
+      return weights;
+    weights->data_ = weights->copy_ + file.dataOffset();
+    mprotect(weights->copy_, weights->copySize_, PROT_READ);
     return weights;
+  }
   std::map<uint64_t, const GgufTensorInfo *> byOffset;
   for (const GgufTensorInfo &tensor : file.tensors())
     byOffset[tensor.offset] = &tensor;
@@ -75,13 +94,9 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
     }
     rewrites.push_back({tensor.offset, rows, rowBytes, kind, tensor.format});
   }
-  uint8_t *copy = file.mapPrivateCopy(error);
-  if (!copy)
+  if (!weights->copyFile(file, error))
     return nullptr;
-  weights->copy_ = copy;
-  weights->copySize_ = file.fileSize();
-  registerMappedFile(copy, weights->copySize_, file.path());
-  uint8_t *data = copy + file.dataOffset();
+  uint8_t *data = weights->copy_ + file.dataOffset();
   for (const Rewrite &rewrite : rewrites) {
     interleaveRows(rewrite.kind, rewrite.format, data + rewrite.offset,
                    rewrite.rows,
@@ -91,9 +106,19 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
         static_cast<uint64_t>(rewrite.rows * rewrite.rowBytes);
   }
   // Read-only from here on, as the file's own mapping is.
-  mprotect(copy, weights->copySize_, PROT_READ);
+  mprotect(weights->copy_, weights->copySize_, PROT_READ);
   weights->data_ = data;
   return weights;
+}
+
+bool CpuWeights::copyFile(const format::GgufFile &file, std::string &error) {
+  copy_ = file.mapPrivateCopy(error);
+  if (!copy_)
+    return false;
+  copySize_ = file.fileSize();
+  // Faults in the copy are reported against the model file.
+  format::registerMappedFile(copy_, copySize_, file.path());
+  return true;
 }
 
 CpuWeights::~CpuWeights() {

@@ -21,10 +21,23 @@ public:
   /// Every entry must name a tensor of the file by its data offset, format
   /// and shape; otherwise returns null with `error` naming `origin`, the
   /// entry and the fix.
+  ///
+  /// The code reads a private copy of the file in huge pages: always when
+  /// it rewrites tensors, and otherwise when `availableBytes` (the memory
+  /// this process may still take) holds the copy twice over, room for the
+  /// page cache the copying fills beside it; else it reads the file's own
+  /// mapping.
+  static std::unique_ptr<CpuWeights> prepare(const format::GgufFile &file,
+                                             const std::vector<int64_t> &layouts,
+                                             const std::string &origin,
+                                             std::string &error,
+                                             uint64_t availableBytes);
   static std::unique_ptr<CpuWeights> prepare(const format::GgufFile &file,
                                              const std::vector<int64_t> &layouts,
                                              const std::string &origin,
                                              std::string &error);
+  /// Whether the code reads a private copy rather than the file's mapping.
+  bool copied() const { return copy_ != nullptr; }
   ~CpuWeights();
   CpuWeights(const CpuWeights &) = delete;
   CpuWeights &operator=(const CpuWeights &) = delete;
@@ -37,6 +50,8 @@ public:
 
 private:
   CpuWeights() = default;
+  /// Makes copy_ a private copy of `file`; false with `error` set.
+  bool copyFile(const format::GgufFile &file, std::string &error);
   const uint8_t *data_ = nullptr;
   uint64_t size_ = 0;
   /// The private mapping (null when the file's own mapping serves).

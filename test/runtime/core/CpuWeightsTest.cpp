@@ -200,12 +200,31 @@ protected:
   int64_t weightOffset_ = 0;
 };
 
-TEST_F(CpuWeightsTest, WithoutLayoutsReadsTheFileInPlace) {
+TEST_F(CpuWeightsTest, WithoutLayoutsCopiesTheFileWhereMemoryAllows) {
   std::string error;
-  auto weights = cpu::CpuWeights::prepare(*file_, {}, "code", error);
+  uint64_t twice = 2 * file_->fileSize();
+  auto weights = cpu::CpuWeights::prepare(*file_, {}, "code", error, twice);
   ASSERT_TRUE(weights) << error;
-  EXPECT_EQ(weights->data(), file_->dataSection());
+  EXPECT_TRUE(weights->copied());
+  EXPECT_NE(weights->data(), file_->dataSection());
   EXPECT_EQ(weights->rewrittenTensors(), 0);
+  ASSERT_EQ(weights->size(), file_->dataSectionSize());
+  EXPECT_EQ(0, std::memcmp(weights->data(), file_->dataSection(),
+                           weights->size()));
+  // The copy is 2 MiB-aligned, so huge pages can back it.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(weights->data() - file_->dataOffset()) %
+                (uintptr_t(2) << 20),
+            0u);
+}
+
+TEST_F(CpuWeightsTest, WithoutLayoutsReadsTheFileInPlaceWhenMemoryIsShort) {
+  std::string error;
+  uint64_t lessThanTwice = 2 * file_->fileSize() - 1;
+  auto weights =
+      cpu::CpuWeights::prepare(*file_, {}, "code", error, lessThanTwice);
+  ASSERT_TRUE(weights) << error;
+  EXPECT_FALSE(weights->copied());
+  EXPECT_EQ(weights->data(), file_->dataSection());
 }
 
 TEST_F(CpuWeightsTest, RewritesTheListedWeightOnlyAndNeverTheFile) {
