@@ -4,6 +4,7 @@
 
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
+#include "hetc/Pipeline/Compile.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/ModelConfig.h"
 #include "runtime/tokenizer/Tokenizer.h"
@@ -29,6 +30,7 @@ struct ImportFlags {
   std::string model;
   std::string output = "-";
   int64_t contextLength = 0;
+  std::string kvType = pipeline::defaultKvElementType(pipeline::CompileOptions());
   bool debugInfo = false;
 };
 } // namespace
@@ -46,6 +48,10 @@ Action registerImportCommand(CLI::App &app) {
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
       ->check(wholeRange(0, INT32_MAX));
+  command->add_option("--kv-type", flags->kvType,
+                      "KV-cache element type: f16 (default, as hetc compile "
+                      "packs it) or f32")
+      ->check(CLI::IsMember({"f32", "f16"}));
   command->add_flag("--debug-info", flags->debugInfo,
                     "Print locations (the model's tensor names)");
   return [command, flags]() -> int {
@@ -76,6 +82,7 @@ Action registerImportCommand(CLI::App &app) {
     mlir::MLIRContext context(registry);
     import::ImportOptions options;
     options.contextLength = flags->contextLength;
+    options.kvElementType = flags->kvType;
     mlir::OwningOpRef<mlir::ModuleOp> module =
         import::importGguf(context, *file, options, error);
     if (!module) {
