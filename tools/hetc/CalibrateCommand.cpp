@@ -267,13 +267,20 @@ hetc::synth::SyntheticModelSpec formatModel(const std::string &format,
 /// compiling it, and the timed decode and prefill runs (four of each), from
 /// figures of a 2-core machine scaled by the measured bandwidth.
 constexpr double kFixedSeconds = 8;
+/// The prompt the formats' prefill is timed on, and the decode steps after
+/// it: the reference rows' prompt (bench/compare-llamacpp.sh), since a
+/// matmul's fixed costs (quantizing its activations, waking the threads)
+/// weigh less per token the longer the prompt (64 tokens predicted the
+/// 128-token prefill of llama-1B 15-23 % slow).
+constexpr int64_t kFormatPrompt = 128, kFormatSteps = 16;
 double formatSeconds(double bytes, double bandwidth) {
   constexpr double kWriteBytesPerSecond = 200e6, kCompileSeconds = 2,
                    kPrefillFlopsPerSecond = 40e9;
   double decode = 4 * 16 * bytes / std::max(bandwidth, 1e9);
-  // Prefill is compute-bound: 64 tokens x 2 FLOPs per weight, at most 4
-  // bytes per weight (f32) and about 1 for the quantized formats.
-  double prefill = 4 * 64 * 2 * (bytes / 2) / kPrefillFlopsPerSecond;
+  // Prefill is compute-bound: kFormatPrompt tokens x 2 FLOPs per weight, at
+  // most 4 bytes per weight (f32) and about 1 for the quantized formats.
+  double prefill =
+      4 * kFormatPrompt * 2 * (bytes / 2) / kPrefillFlopsPerSecond;
   return bytes / kWriteBytesPerSecond + kCompileSeconds + decode + prefill;
 }
 
@@ -544,29 +551,37 @@ Action registerCalibrateCommand(CLI::App &app) {
       hetc::synth::SyntheticModelSpec spec = formatModel(format, formatBytes);
       Timing timing;
       cost::ModelShape shape;
-      if (!measure(format, spec, 64, 16, timing, shape)) {
+      if (!measure(format, spec, kFormatPrompt, kFormatSteps, timing, shape)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;
       }
-      double stepBytes = 0, flopsPerToken = 0, attentionFlops = 0;
+      // The prompt's FLOPs as cost::prefill counts them: the logits of its
+      // last token only, and causal attention over half the square.
+      double stepBytes = 0, promptFlops = 0, attentionFlops = 0;
       int kernels = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 4)) {
+      for (const cost::Unit &unit : cost::unitsOf(shape, 2)) {
         stepBytes += unit.weightBytesPerStep;
-        flopsPerToken += unit.flopsPerToken;
+        promptFlops += unit.flopsPerToken *
+                       (unit.kind == cost::UnitKind::Output ? 1 : kFormatPrompt);
+        promptFlops += unit.attentionFlopsPerContext * kFormatPrompt *
+                       (kFormatPrompt + 1) / 2.0;
         kernels += unit.kernels;
         attentionFlops += unit.attentionFlopsPerContext;
       }
       // What the weights cost beyond the dispatches and the attention over
-      // the 64-token prompt and the steps after it, as a streaming rate.
+      // the prompt and the steps after it, as a streaming rate.
       double attentionRate = calibration.attentionGflopsAt(shape.headDim);
       double attention =
-          attentionRate > 0 ? attentionFlops * (64 + 8.5) / (attentionRate * 1e9) : 0;
+          attentionRate > 0
+              ? attentionFlops * (kFormatPrompt + (kFormatSteps + 1) / 2.0) /
+                    (attentionRate * 1e9)
+              : 0;
       double streaming = std::max(timing.decodeStepSeconds * 0.25,
                                   timing.decodeStepSeconds - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
       double decodeRate = stepBytes / streaming / 1e9;
-      double prefillRate = 64 * flopsPerToken / timing.prefillSeconds / 1e12;
+      double prefillRate = promptFlops / timing.prefillSeconds / 1e12;
       bestPrefill = std::max(bestPrefill, prefillRate);
       std::vector<std::string> names = {format};
       if (format == "q4_k_m")

@@ -226,6 +226,24 @@ TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {
   EXPECT_FALSE(fill.memoryBound());
 }
 
+// A prompt's logits are its last token's: the output projection multiplies
+// one row per sequence, whatever the prompt's length, and still reads its
+// weights once.
+TEST(CostModel, PrefillComputesTheLogitsOfTheLastTokenOnly) {
+  std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  const Unit output = unitsOf(*shape, 2).back();
+  ASSERT_EQ(output.kind, UnitKind::Output);
+  Device gpu = testDevice(false);
+  Workload twoPrompts{2, 0, 2048};
+  Estimate fill =
+      prefill(output, twoPrompts, gpu, gpu.memory[0], gpu.memory[0], {1, 1});
+  EXPECT_NEAR(fill.computeSeconds, 2 * output.flopsPerToken / 100e12, 1e-15);
+  EXPECT_NEAR(fill.memorySeconds, output.weightBytes / 100e9, 1e-12);
+}
+
 // Sampling is costed per sequence and per vocabulary entry: from the
 // device's calibration when it measured the sampler, otherwise from the
 // figures measured on a Zen 5 core (1 µs and 1 ns per entry).
