@@ -59,7 +59,25 @@ enum class WeightLayoutKind : int64_t {
   /// Q8_0 rows as Q4_0's, with 8 runs (quant bytes 4v..4v+3, signed).
   /// The tensor keeps its size and offset.
   InterleavedRows16 = 1,
+  /// The bytes of InterleavedRows16 written to a copy after the data
+  /// section, the tensor itself keeping the file's layout: a weight that
+  /// other code reads too (a tied embedding, which the token gather reads).
+  /// The copies follow in table order, each at a multiple of
+  /// kWeightCopyAlignment, the first at the data section's size rounded up
+  /// to it; the weights buffer ends with the last copy, so the code finds a
+  /// copy at the buffer's size less weightCopiesBytes of the table plus the
+  /// copy's offset among them.
+  InterleavedRows16Copy = 2,
 };
+
+/// Alignment of the weight copies after the data section.
+inline constexpr int64_t kWeightCopyAlignment = 64;
+
+/// Bytes a copy of `rows` rows of `rowBytes` takes among the copies.
+inline constexpr int64_t weightCopyBytes(int64_t rows, int64_t rowBytes) {
+  return (rows * rowBytes + kWeightCopyAlignment - 1) /
+         kWeightCopyAlignment * kWeightCopyAlignment;
+}
 
 /// Rows per interleaved group: one per 32-bit lane of a 512-bit vector.
 inline constexpr int64_t kInterleavedRows = 16;

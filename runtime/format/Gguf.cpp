@@ -544,26 +544,28 @@ GgufFile::~GgufFile() {
     ::close(fd_);
 }
 
-uint8_t *GgufFile::mapPrivateCopy(std::string &error) const {
+uint8_t *GgufFile::mapPrivateCopy(uint64_t extraBytes,
+                                  std::string &error) const {
   // Anonymous memory on a 2 MiB boundary, in huge pages where the kernel
   // gives them: every decode step streams these weights, and with 4 KiB
   // pages each page costs a TLB walk and a restart of the prefetchers'
   // streams (llama-110M, one thread, four alternating rounds: Q8_0 decode
   // 188 -> 203 tokens/s, Q4_K_M 278 -> 294, Q4_0 379 -> 388).
   constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
-  size_t reserved = size_ + kHugePage;
+  size_t total = size_ + extraBytes;
+  size_t reserved = total + kHugePage;
   void *area = mmap(nullptr, reserved, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (area == MAP_FAILED) {
     error = path_ + ": cannot allocate a private copy of the weights (" +
-            std::to_string(size_) + " bytes): " + std::strerror(errno) +
+            std::to_string(total) + " bytes): " + std::strerror(errno) +
             "; free memory";
     return nullptr;
   }
   auto begin = reinterpret_cast<uintptr_t>(area);
   uintptr_t aligned = (begin + kHugePage - 1) & ~(kHugePage - 1);
   uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t end = (aligned + size_ + page - 1) & ~(page - 1);
+  uintptr_t end = (aligned + total + page - 1) & ~(page - 1);
   // The unaligned head and the tail past the copy go back at once.
   if (aligned > begin)
     munmap(area, aligned - begin);
@@ -571,7 +573,7 @@ uint8_t *GgufFile::mapPrivateCopy(std::string &error) const {
     munmap(reinterpret_cast<void *>(end), begin + reserved - end);
   auto *copy = reinterpret_cast<uint8_t *>(aligned);
   // Advice only: without transparent huge pages the copy keeps small ones.
-  madvise(copy, size_, MADV_HUGEPAGE);
+  madvise(copy, total, MADV_HUGEPAGE);
   std::memcpy(copy, base_, size_);
   return copy;
 }

@@ -125,11 +125,11 @@ public:
   /// The bytes of `tensor` in the mapping (valid while the file is open).
   const uint8_t *tensorData(const GgufTensorInfo &tensor) const;
 
-  /// A writable private copy of the whole file (fileSize() bytes) in
-  /// anonymous memory, 2 MiB-aligned and advised into huge pages; the file
-  /// is never written. Unmap it with munmap. Null with `error` set when it
-  /// cannot be made.
-  uint8_t *mapPrivateCopy(std::string &error) const;
+  /// A writable private copy of the whole file (fileSize() bytes, then
+  /// `extraBytes` of zeros) in anonymous memory, 2 MiB-aligned and advised
+  /// into huge pages; the file is never written. Unmap it with munmap. Null
+  /// with `error` set when it cannot be made.
+  uint8_t *mapPrivateCopy(uint64_t extraBytes, std::string &error) const;
 
 private:
   GgufFile() = default;

@@ -184,7 +184,8 @@ void permuteGroups(BlockFormat format, uint8_t *bytes, int64_t firstGroup,
 
 bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
                         int64_t rows, int64_t rowBytes, std::string &error) {
-  if (kind != WeightLayoutKind::InterleavedRows16) {
+  if (kind != WeightLayoutKind::InterleavedRows16 &&
+      kind != WeightLayoutKind::InterleavedRows16Copy) {
     error = "layout kind " + std::to_string(static_cast<int64_t>(kind)) +
             " is unknown to this runtime";
     return false;

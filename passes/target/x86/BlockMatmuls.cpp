@@ -799,13 +799,43 @@ struct HetcX86BlockMatmulsPass
   /// entry point, is a matmul that takes the interleaved kernel (a tied
   /// embedding that also gathers rows keeps the file's layout). Records the
   /// choices in the module for the code's table (WeightLayout.h).
-  llvm::DenseSet<Value> chooseInterleavedWeights() {
+  /// The interleaved weights' tensors; for a copy, the tensor that views
+  /// its copy's bytes instead.
+  struct InterleavedChoice {
+    llvm::DenseSet<Value> inPlace;
+    llvm::DenseMap<Value, Value> copies;
+  };
+
+  /// A view of a weight copy (abi/WeightLayout.h): `copyOffset` into the
+  /// copies, which end the weights buffer and take `copiesBytes`; built
+  /// beside the view of the tensor itself.
+  static Value viewCopy(Value tensor, int64_t copyOffset, int64_t copiesBytes) {
+    auto toTensor = tensor.getDefiningOp<bufferization::ToTensorOp>();
+    auto view = toTensor.getBuffer().getDefiningOp<memref::ViewOp>();
+    OpBuilder b(view);
+    Location loc = view.getLoc();
+    Value size = memref::DimOp::create(b, loc, view.getSource(), 0);
+    Value shift = arith::SubIOp::create(
+        b, loc, size, indexConstant(b, loc, copiesBytes - copyOffset));
+    auto copyView = memref::ViewOp::create(b, loc, view.getType(),
+                                           view.getSource(), shift,
+                                           ValueRange{});
+    b.setInsertionPoint(toTensor);
+    Operation *copyTensor = b.clone(*toTensor);
+    copyTensor->setOperand(0, copyView.getResult());
+    return copyTensor->getResult(0);
+  }
+
+  InterleavedChoice chooseInterleavedWeights() {
     ModuleOp module = getOperation();
-    // Per data offset: the tensors that bind the weight, whether every read
-    // of them qualifies, and the entry of the table.
+    // Per data offset: the tensors that bind the weight, whether every
+    // matmul that reads it qualifies, whether other code reads it too, and
+    // the entry of the table.
     struct Weight {
       SmallVector<Value> tensors;
       bool qualifies = true;
+      bool matmulReads = false;
+      bool otherReads = false;
       int64_t rows = 0, rowBytes = 0;
       hetrt::format::BlockFormat format = hetrt::format::BlockFormat::Q4_0;
     };
@@ -822,28 +852,45 @@ struct HetcX86BlockMatmulsPass
       weight.rowBytes = type.getDimSize(1);
       for (OpOperand &use : tensor.getUses()) {
         auto generic = use.getOwner()->getParentOfType<linalg::GenericOp>();
-        llm::QuantType quant =
-            isa<tensor::ExtractOp>(use.getOwner()) && generic
-                ? interleavableStorage(generic, vectorBits, int8Dot)
-                : llm::QuantType();
+        // Code other than the tagged matmuls (the token gather of a tied
+        // embedding) reads the file's layout, so the matmuls get a copy.
+        if (!generic || !isa<tensor::ExtractOp>(use.getOwner()) ||
+            !generic->hasAttr(hetc::llm::kMatmulWeightAttrName)) {
+          weight.otherReads = true;
+          continue;
+        }
+        llm::QuantType quant = interleavableStorage(generic, vectorBits, int8Dot);
         if (!quant || matmulWeight(generic, quant) != tensor) {
           weight.qualifies = false;
           continue;
         }
+        weight.matmulReads = true;
         weight.format = blockFormatOf(quant.getFormat());
       }
     });
-    llvm::DenseSet<Value> chosen;
+    InterleavedChoice chosen;
     SmallVector<int64_t> table;
+    // Copies take their places in table order (increasing data offset).
+    SmallVector<std::pair<const Weight *, int64_t>> copies;
+    int64_t copiesBytes = 0;
     for (auto &[offset, weight] : byOffset) {
-      if (!weight.qualifies)
+      if (!weight.qualifies || !weight.matmulReads)
         continue;
-      chosen.insert(weight.tensors.begin(), weight.tensors.end());
+      auto kind = hetrt::format::WeightLayoutKind::InterleavedRows16;
+      if (weight.otherReads) {
+        kind = hetrt::format::WeightLayoutKind::InterleavedRows16Copy;
+        copies.emplace_back(&weight, copiesBytes);
+        copiesBytes += hetrt::format::weightCopyBytes(weight.rows, weight.rowBytes);
+      } else {
+        chosen.inPlace.insert(weight.tensors.begin(), weight.tensors.end());
+      }
       table.append({offset, weight.rows, weight.rowBytes,
                     static_cast<int64_t>(weight.format),
-                    static_cast<int64_t>(
-                        hetrt::format::WeightLayoutKind::InterleavedRows16)});
+                    static_cast<int64_t>(kind)});
     }
+    for (auto [weight, copyOffset] : copies)
+      for (Value tensor : weight->tensors)
+        chosen.copies[tensor] = viewCopy(tensor, copyOffset, copiesBytes);
     if (!table.empty())
       module->setAttr(hetrt::format::kWeightLayoutsAttrName,
                       DenseI64ArrayAttr::get(module.getContext(), table));
@@ -859,7 +906,7 @@ struct HetcX86BlockMatmulsPass
       if (generic->hasAttr(hetc::llm::kMatmulWeightAttrName))
         matmuls.push_back(generic);
     });
-    llvm::DenseSet<Value> interleavedWeights = chooseInterleavedWeights();
+    InterleavedChoice interleaved = chooseInterleavedWeights();
     for (linalg::GenericOp generic : matmuls) {
       // The tag is consumed here: nothing after this pass may take a generic
       // that later fused with its neighbours for a plain matmul.
@@ -875,9 +922,15 @@ struct HetcX86BlockMatmulsPass
         continue;
       Value x = generic.getDpsInputs()[0];
       OpBuilder b(generic);
+      bool readsInterleaved = interleaved.inPlace.contains(weight);
+      if (auto copy = interleaved.copies.find(weight);
+          copy != interleaved.copies.end()) {
+        weight = copy->second;
+        readsInterleaved = true;
+      }
       Value blocked = buildBlockedMatmul(
           b, generic.getLoc(), x, weight, storage, resultType.getDimSize(1),
-          vectorBits, int8Dot, interleavedWeights.contains(weight));
+          vectorBits, int8Dot, readsInterleaved);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

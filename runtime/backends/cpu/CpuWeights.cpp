@@ -4,6 +4,7 @@
 #include "runtime/format/MappedFiles.h"
 #include "runtime/format/WeightInterleave.h"
 
+#include <cstring>
 #include <map>
 #include <sys/mman.h>
 
@@ -44,7 +45,7 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
     if (availableBytes / 2 < file.fileSize())
       return weights;
     std::string ignored;
-    if (!weights->copyFile(file, ignored))
+    if (!weights->copyFile(file, 0, ignored))
       return weights;
     weights->data_ = weights->copy_ + file.dataOffset();
     mprotect(weights->copy_, weights->copySize_, PROT_READ);
@@ -59,8 +60,16 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
     int64_t rows, rowBytes;
     WeightLayoutKind kind;
     BlockFormat format;
+    /// Where the rewritten bytes go: the tensor itself, or its copy.
+    uint64_t destination;
   };
   std::vector<Rewrite> rewrites;
+  // Copies follow the data section in table order (abi/WeightLayout.h).
+  uint64_t copiesStart =
+      (file.dataSectionSize() + kWeightCopyAlignment - 1) /
+      kWeightCopyAlignment * kWeightCopyAlignment;
+  uint64_t copiesBytes = 0;
+  int64_t previousOffset = -1;
   for (size_t e = 0; e < layouts.size() / kWeightLayoutFields; ++e) {
     const int64_t *entry = &layouts[e * kWeightLayoutFields];
     std::string where = origin + " reads the weight at data offset " +
@@ -92,14 +101,33 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
       error = where + why + " (compile the model again with this hetc)";
       return nullptr;
     }
-    rewrites.push_back({tensor.offset, rows, rowBytes, kind, tensor.format});
+    // The copies' places follow from the order of the table.
+    if (entry[WeightLayoutDataOffset] <= previousOffset) {
+      error = where + "the table does not list its weights in increasing "
+                      "data offset (compile the model again with this hetc)";
+      return nullptr;
+    }
+    previousOffset = entry[WeightLayoutDataOffset];
+    uint64_t destination = tensor.offset;
+    if (kind == WeightLayoutKind::InterleavedRows16Copy) {
+      destination = copiesStart + copiesBytes;
+      copiesBytes += static_cast<uint64_t>(weightCopyBytes(rows, rowBytes));
+    }
+    rewrites.push_back(
+        {tensor.offset, rows, rowBytes, kind, tensor.format, destination});
   }
-  if (!weights->copyFile(file, error))
+  uint64_t size = copiesBytes ? copiesStart + copiesBytes : file.dataSectionSize();
+  uint64_t end = file.dataOffset() + size;
+  if (!weights->copyFile(file, end > file.fileSize() ? end - file.fileSize() : 0,
+                         error))
     return nullptr;
   uint8_t *data = weights->copy_ + file.dataOffset();
   for (const Rewrite &rewrite : rewrites) {
-    interleaveRows(rewrite.kind, rewrite.format, data + rewrite.offset,
-                   rewrite.rows,
+    uint8_t *target = data + rewrite.destination;
+    if (rewrite.destination != rewrite.offset)
+      std::memcpy(target, data + rewrite.offset,
+                  static_cast<size_t>(rewrite.rows * rewrite.rowBytes));
+    interleaveRows(rewrite.kind, rewrite.format, target, rewrite.rows,
                    rewrite.rowBytes);
     ++weights->rewrittenTensors_;
     weights->rewrittenBytes_ +=
@@ -108,14 +136,16 @@ std::unique_ptr<CpuWeights> CpuWeights::prepare(
   // Read-only from here on, as the file's own mapping is.
   mprotect(weights->copy_, weights->copySize_, PROT_READ);
   weights->data_ = data;
+  weights->size_ = size;
   return weights;
 }
 
-bool CpuWeights::copyFile(const format::GgufFile &file, std::string &error) {
-  copy_ = file.mapPrivateCopy(error);
+bool CpuWeights::copyFile(const format::GgufFile &file, uint64_t extraBytes,
+                          std::string &error) {
+  copy_ = file.mapPrivateCopy(extraBytes, error);
   if (!copy_)
     return false;
-  copySize_ = file.fileSize();
+  copySize_ = file.fileSize() + extraBytes;
   // Faults in the copy are reported against the model file.
   format::registerMappedFile(copy_, copySize_, file.path());
   return true;

@@ -43,6 +43,7 @@ public:
   CpuWeights &operator=(const CpuWeights &) = delete;
 
   const uint8_t *data() const { return data_; }
+  /// The data section's bytes, and the copies after it (abi/WeightLayout.h).
   uint64_t size() const { return size_; }
   /// Tensors rewritten into another layout, and their bytes.
   int64_t rewrittenTensors() const { return rewrittenTensors_; }
@@ -50,8 +51,10 @@ public:
 
 private:
   CpuWeights() = default;
-  /// Makes copy_ a private copy of `file`; false with `error` set.
-  bool copyFile(const format::GgufFile &file, std::string &error);
+  /// Makes copy_ a private copy of `file` with `extraBytes` after it;
+  /// false with `error` set.
+  bool copyFile(const format::GgufFile &file, uint64_t extraBytes,
+                std::string &error);
   const uint8_t *data_ = nullptr;
   uint64_t size_ = 0;
   /// The private mapping (null when the file's own mapping serves).

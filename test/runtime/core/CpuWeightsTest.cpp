@@ -193,6 +193,11 @@ protected:
                              int64_t format, int64_t kind) {
     return {offset, rows, rowBytes, format, kind};
   }
+  static std::vector<int64_t> concat(std::vector<int64_t> first,
+                                     const std::vector<int64_t> &second) {
+    first.insert(first.end(), second.begin(), second.end());
+    return first;
+  }
 
   std::string path_;
   std::unique_ptr<format::GgufFile> file_;
@@ -254,6 +259,27 @@ TEST_F(CpuWeightsTest, RewritesTheListedWeightOnlyAndNeverTheFile) {
                            weight_.data(), weight_.size()));
 }
 
+// A weight other code reads too is interleaved into a copy after the data
+// section (on a 64-byte boundary), the buffer growing by it, while the
+// tensor itself keeps the file's layout.
+TEST_F(CpuWeightsTest, CopiesAWeightThatOtherCodeReadsAfterTheDataSection) {
+  std::string error;
+  auto weights = cpu::CpuWeights::prepare(
+      *file_, entry(weightOffset_, kRows, kRowBytes, 2, 2), "code", error);
+  ASSERT_TRUE(weights) << error;
+  uint64_t copiesStart = (file_->dataSectionSize() + 63) / 64 * 64;
+  EXPECT_EQ(weights->size(),
+            copiesStart + uint64_t(format::weightCopyBytes(kRows, kRowBytes)));
+  EXPECT_EQ(weights->rewrittenTensors(), 1);
+  EXPECT_EQ(0, std::memcmp(weights->data() + weightOffset_, weight_.data(),
+                           weight_.size()));
+  std::vector<uint8_t> expected = weight_;
+  format::interleaveRows(WeightLayoutKind::InterleavedRows16,
+                         BlockFormat::Q4_0, expected.data(), kRows, kRowBytes);
+  EXPECT_EQ(0, std::memcmp(weights->data() + copiesStart, expected.data(),
+                           expected.size()));
+}
+
 TEST_F(CpuWeightsTest, RefusesATableThatDoesNotDescribeTheFile) {
   struct Bad {
     std::vector<int64_t> table;
@@ -267,6 +293,10 @@ TEST_F(CpuWeightsTest, RefusesATableThatDoesNotDescribeTheFile) {
       {entry(weightOffset_, kRows, kRowBytes, 13, 1), "another format or shape"},
       {entry(0, 64, 4, 0, 1), "another format or shape"},
       {entry(weightOffset_, kRows, kRowBytes, 2, 7), "unknown to this runtime"},
+      // The copies' places follow from the table's order.
+      {concat(entry(weightOffset_, kRows, kRowBytes, 2, 2),
+              entry(weightOffset_, kRows, kRowBytes, 2, 1)),
+       "increasing data offset"},
   };
   for (const Bad &bad : cases) {
     std::string error;

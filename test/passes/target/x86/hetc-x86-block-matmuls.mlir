@@ -179,13 +179,24 @@ func.func @q4_0_rows_matmul(%x: tensor<?x64xf32>) -> tensor<?x24xf32> {
 
 // -----
 
-// A weight that is also gathered (an output tied to the token embedding)
-// keeps the file's layout for every read.
-// INT8-NOT: hetc.x86.weight_layouts
+// A weight that other code reads too (an output tied to the token
+// embedding, which the gather reads in the file's layout) is multiplied from
+// an interleaved copy after the data section: its entry is a copy (kind 2),
+// and the copy is viewed from the end of the weights buffer (1152 bytes of
+// copies), while the gather keeps reading the tensor itself.
 // CHECK-LABEL: func.func @tied_q4_0
 // AVX2-LABEL: func.func @tied_q4_0
+// INT8: module attributes {hetc.x86.weight_layouts = array<i64: 0, 32, 36, 2, 2>}
 // INT8-LABEL: func.func @tied_q4_0
-// INT8-NOT: tensor.expand_shape {{.+}} output_shape [2, 2, 288]
+// INT8: %[[SIZE:.+]] = memref.dim %arg0, %{{.+}} : memref<?xi8>
+// INT8: %[[SHIFT:.+]] = arith.subi %[[SIZE]], %c1152 : index
+// INT8: %[[COPY:.+]] = memref.view %arg0[%[[SHIFT]]][] : memref<?xi8> to memref<32x36xi8>
+// INT8: %[[FILE:.+]] = memref.view %arg0[%c0][] : memref<?xi8> to memref<32x36xi8>
+// INT8: %[[COPYT:.+]] = bufferization.to_tensor %[[COPY]]
+// INT8: %[[FILET:.+]] = bufferization.to_tensor %[[FILE]]
+// INT8: tensor.extract %[[FILET]]
+// INT8: tensor.collapse_shape %[[COPYT]]
+// INT8: tensor.expand_shape {{.+}} output_shape [2, 2, 288]
 // INT8: func.call @llvm.x86.avx512.vpdpbusd.512
 llm.weight @t {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 func.func @tied_q4_0(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
