@@ -252,8 +252,8 @@ std::string defaultKvElementType(const CompileOptions &options) {
   return options.spirv || !options.system.empty() ? "f32" : "f16";
 }
 
-int64_t kvElementBytesOf(const std::string &type) {
-  return type == "f32" ? 4 : type == "f16" ? 2 : 0;
+int64_t defaultCpuKvElementBytes() {
+  return hetrt::format::kvElementBytesOf(defaultKvElementType(CompileOptions()));
 }
 
 std::optional<std::string>
@@ -261,7 +261,7 @@ checkKvElementType(const CompileOptions &options) {
   const std::string &type = options.kvElementType;
   if (type.empty())
     return std::nullopt;
-  if (kvElementBytesOf(type) == 0)
+  if (hetrt::format::kvElementBytesOf(type) == 0)
     return "--kv-type " + type + " is not one of f32, f16";
   if (type != "f32" && (options.spirv || !options.system.empty()))
     return "--kv-type " + type +

@@ -69,6 +69,12 @@ struct PlannedCode {
   std::vector<std::pair<std::string, int64_t>> units;
 };
 
+/// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for a type
+/// no runtime of this version allocates.
+inline int64_t kvElementBytesOf(const std::string &type) {
+  return type == "f32" ? 4 : type == "f16" ? 2 : 0;
+}
+
 struct Manifest {
   /// The model file the code binds to (weights are viewed at fixed offsets).
   std::string weightsPath;
@@ -87,9 +93,7 @@ struct Manifest {
   /// half the bytes every decode step reads).
   std::string kvElementType = "f32";
   /// Bytes of one KV-cache element (fromJson admits only "f32" and "f16").
-  int64_t kvElementBytes() const {
-    return kvElementType == "f32" ? 4 : kvElementType == "f16" ? 2 : 0;
-  }
+  int64_t kvElementBytes() const { return kvElementBytesOf(kvElementType); }
 
   /// Symbols of the one-pointer entry wrappers; fromJson admits only the
   /// ones the kernel ABI fixes (CodeRecord.h).

@@ -478,7 +478,8 @@ Action registerCalibrateCommand(CLI::App &app) {
         return false;
       }
       double flopsPerPosition = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+      for (const cost::Unit &unit :
+           cost::unitsOf(shape, hetc::pipeline::defaultCpuKvElementBytes()))
         flopsPerPosition += unit.attentionFlopsPerContext;
       calibration.attentionGflops[shape.headDim] =
           flopsPerPosition / perPosition / 1e9;
@@ -512,7 +513,8 @@ Action registerCalibrateCommand(CLI::App &app) {
         return 1;
       }
       int kernels = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+      for (const cost::Unit &unit :
+           cost::unitsOf(shape, hetc::pipeline::defaultCpuKvElementBytes()))
         kernels += unit.kernels;
       double dispatchSeconds =
           std::max(timing.decodeStepSeconds * 0.25,
@@ -560,7 +562,8 @@ Action registerCalibrateCommand(CLI::App &app) {
       // last token only, and causal attention over half the square.
       double stepBytes = 0, promptFlops = 0, attentionFlops = 0;
       int kernels = 0;
-      for (const cost::Unit &unit : cost::unitsOf(shape, 2)) {
+      for (const cost::Unit &unit :
+           cost::unitsOf(shape, hetc::pipeline::defaultCpuKvElementBytes())) {
         stepBytes += unit.weightBytesPerStep;
         promptFlops += unit.flopsPerToken *
                        (unit.kind == cost::UnitKind::Output ? 1 : kFormatPrompt);

@@ -100,7 +100,7 @@ Action registerInfoCommand(CLI::App &app) {
                : pipeline::defaultKvElementType(pipeline::CompileOptions());
     std::optional<uint64_t> kvBytes = hetrt::core::kvCacheBytes(
         config->numLayers, context, config->numKvHeads, config->headDim,
-        pipeline::kvElementBytesOf(kvElementType));
+        hetrt::format::kvElementBytesOf(kvElementType));
     const hetrt::format::GgufValue *templateValue =
         file->find("tokenizer.chat_template");
     bool hasTemplate = templateValue && templateValue->asString() &&

@@ -193,7 +193,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   packed.system = needs.system;
   if (!hetrt::core::checkKvCacheFits(
           config->numLayers, context, config->numKvHeads, config->headDim,
-          pipeline::kvElementBytesOf(pipeline::defaultKvElementType(packed)),
+          hetrt::format::kvElementBytesOf(pipeline::defaultKvElementType(packed)),
           model,
           "give a smaller --context (the model was trained for " +
               std::to_string(config->contextLength) + " tokens)",

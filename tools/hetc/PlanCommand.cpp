@@ -9,6 +9,7 @@
 #include "hetc/Cost/ModelShape.h"
 #include "hetc/Hardware/Catalog.h"
 #include "hetc/Partition/ModelPlan.h"
+#include "hetc/Pipeline/Compile.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -59,9 +60,10 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
   DevicePlan plan;
   plan.id = id;
   plan.device = &device;
-  // hetc's CPU code keeps an f16 cache (as a pack compiled with the
-  // defaults does), and so do accelerators.
-  double kvElement = 2;
+  // The CPU keeps the cache a pack compiled with the defaults keeps; so do
+  // accelerators.
+  double kvElement =
+      static_cast<double>(pipeline::defaultCpuKvElementBytes());
   std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
   plan.kvBytes = static_cast<uint64_t>(
       static_cast<double>(workload.batch) *

@@ -43,8 +43,9 @@ struct CompileOptions {
 /// the pack holds SPIR-V programs or a plan: the SPIR-V kernels read f32.
 std::string defaultKvElementType(const CompileOptions &options);
 
-/// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for another.
-int64_t kvElementBytesOf(const std::string &type);
+/// Bytes of an element of the KV cache a pack compiled with the defaults
+/// keeps on the CPU.
+int64_t defaultCpuKvElementBytes();
 
 /// Why `options.kvElementType` cannot be packed as asked (an unknown type,
 /// or f16 beside SPIR-V programs or a plan), naming the flags; nothing
