@@ -321,6 +321,57 @@ int64_t prefillChunkRows(int64_t inFeatures) {
   return chunk;
 }
 
+/// The sums of `vectors` (a power of two of them, at most one vector's
+/// lanes), in order, as one vector: pairs are halved and added level by level,
+/// each level one two-source shuffle per half and one add. A reduction per
+/// vector costs a shuffle and an add per halving for each of them: for a 4×4
+/// block of 16 accumulators, 45 instead of 128 operations, a tenth of
+/// llama-110M's prefill matmuls at 768 features.
+Value reduceTransposed(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
+  // Each value holds `vectors.size() / values.size()` groups, one per input
+  // vector in order, of `width` partial sums each.
+  SmallVector<Value> values(vectors.begin(), vectors.end());
+  int64_t width = cast<VectorType>(vectors.front().getType()).getNumElements();
+  auto halves = [&](Value x, Value y, int64_t groups, bool second) {
+    SmallVector<int64_t> mask;
+    int64_t half = width / 2;
+    int64_t xLanes = groups * width;
+    for (int64_t source = 0; source < 2; ++source)
+      for (int64_t group = 0; group < groups; ++group)
+        for (int64_t lane = 0; lane < half; ++lane)
+          mask.push_back(source * xLanes + group * width +
+                         (second ? half : 0) + lane);
+    return vector::ShuffleOp::create(b, loc, x, y, mask).getResult();
+  };
+  int64_t groups = 1;
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < values.size(); i += 2)
+      next.push_back(arith::AddFOp::create(
+          b, loc, halves(values[i], values[i + 1], groups, false),
+          halves(values[i], values[i + 1], groups, true)));
+    values = std::move(next);
+    groups *= 2;
+    width /= 2;
+  }
+  // Fewer vectors than lanes: each group still holds several partial sums.
+  Value reduced = values.front();
+  while (width > 1) {
+    SmallVector<int64_t> first, second;
+    for (int64_t group = 0; group < groups; ++group)
+      for (int64_t lane = 0; lane < width / 2; ++lane) {
+        first.push_back(group * width + lane);
+        second.push_back(group * width + width / 2 + lane);
+      }
+    reduced = arith::AddFOp::create(
+        b, loc, vector::ShuffleOp::create(b, loc, reduced, reduced, first),
+        vector::ShuffleOp::create(b, loc, reduced, reduced, second));
+    width /= 2;
+  }
+  return reduced;
+}
+
+
 /// The blocked form of `x · wᵀ`, or a null value when the storage or K does
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
@@ -377,18 +428,19 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   // Q4_0 decode 91 → 217 tokens/s, F16 67 → 129 with one row instead of
   // eight), and the activation row re-read per weight row stays in L1;
   // `chains` independent accumulators hide the FMA latency along the row.
-  // f32 rows are long enough (4 bytes a weight) for eight streams to read
-  // faster than one (measured 64 against 51 tokens/s), so they keep eight.
+  // f32 weights too, now that they are read from 2 MiB pages (llama-110M F32,
+  // one thread: 41 → 68 tokens/s with one row instead of eight).
   int64_t maxBlockRows = vectorBits >= 512 ? 4 : 2;
   int64_t blockRows =
       rowsKnown && staticRows < maxBlockRows ? staticRows : maxBlockRows;
-  int64_t blockColumns = blockRows != 1 ? 4 : storageType.isF32() ? 8 : 1;
+  int64_t blockColumns = blockRows != 1 ? 4 : 1;
   // An activation row past half of L1 (32 KiB) no longer stays there while
-  // a weight row streams by: two weight rows per step halve its re-reads
-  // (llama-1B F16's down projection, 8192 wide, read its weights at half
-  // the other matmuls' rate one row at a time).
+  // a weight row streams by: two weight rows per step halve its re-reads,
+  // and eight serve one that fills L1 (llama-1B F16's down projection, 8192
+  // wide: 32 ms per step one row at a time, 25 with four, 22 with eight, 25
+  // with sixteen).
   if (blockColumns == 1 && 4 * inFeatures > 16 * 1024)
-    blockColumns = 2;
+    blockColumns = 4 * inFeatures >= 32 * 1024 ? 8 : 2;
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
   // An interleaved group's 16 rows are the 16 lanes of one vector.
@@ -631,17 +683,29 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   auto fastMath = arith::FastMathFlagsAttr::get(
       b.getContext(),
       arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
-  SmallVector<Value> dots;
+  SmallVector<Value> blockVectors;
   for (int64_t k = 0; k < blockSums; ++k) {
     Value sum = loop.getResult(k);
     for (int64_t chain = 1; chain < chains; ++chain)
       sum = arith::AddFOp::create(b, loc, sum,
                                   loop.getResult(chain * blockSums + k));
-    dots.push_back(interleaved ? sum
-                               : vector::ReductionOp::create(
-                                     b, loc, vector::CombiningKind::ADD, sum,
-                                     Value(), fastMath.getValue())
-                                     .getResult());
+    blockVectors.push_back(sum);
+  }
+  SmallVector<Value> dots;
+  if (interleaved) {
+    dots = blockVectors;
+  } else if (blockSums > 1 && llvm::isPowerOf2_64(blockSums) &&
+             blockSums <= kLanes) {
+    Value reduced = reduceTransposed(b, loc, blockVectors);
+    for (int64_t k = 0; k < blockSums; ++k)
+      dots.push_back(vector::ExtractOp::create(b, loc, reduced, k));
+  } else {
+    for (Value sum : blockVectors)
+      dots.push_back(vector::ReductionOp::create(b, loc,
+                                                 vector::CombiningKind::ADD,
+                                                 sum, Value(),
+                                                 fastMath.getValue())
+                         .getResult());
   }
 
   OpFoldResult ownedRows = b.getIndexAttr(blockRows);

@@ -43,7 +43,11 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK: vector.transfer_read %[[X]]
 // CHECK-COUNT-4: vector.fma
 // CHECK: scf.yield
-// CHECK-COUNT-16: vector.reduction <add>
+// The 16 sums are reduced together: pairs halved and added level by level
+// (15 adds of two shuffles each) into one vector of the block's 16 results.
+// CHECK-NOT: vector.reduction
+// CHECK-COUNT-30: vector.shuffle
+// CHECK-NOT: vector.reduction
 // CHECK: %[[OWNED:.+]] = arith.minui %{{.+}}, %{{.+}} : index
 // CHECK: %[[LAST:.+]] = arith.subi %[[OWNED]], %{{.+}} : index
 // CHECK-NOT: vector<4x4xf32>
@@ -93,7 +97,7 @@ llm.weight @q {data_offset = 0 : i64} : tensor<32x64x!llm.quant<q4_0>>
 // CHECK: arith.bitcast {{.+}} : vector<16xi32> to vector<16xf32>
 // CHECK: arith.subf
 // CHECK: vector.fma
-// CHECK: vector.reduction <add>
+// CHECK-COUNT-30: vector.shuffle
 // CHECK-NOT: llm.
 // With int8 dot products (int8-dot) the activation rows are first rounded to
 // int8 blocks of 32 in a parallel loop over rows: scale max|x| / 127, codes
@@ -287,31 +291,35 @@ func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// An activation row past half of L1 (here 8192 floats) is shared by two
-// weight rows per step, so it is re-read half as often.
-llm.weight @wide {data_offset = 0 : i64} : tensor<4x8192xf16>
+// An activation row past half of L1 is shared by two weight rows per step,
+// so it is re-read half as often; one that fills L1 (here 8192 floats) by
+// eight.
+llm.weight @wide {data_offset = 0 : i64} : tensor<16x8192xf16>
 // CHECK-LABEL: func.func @wide_decode_matmul
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
-// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>) {
-// CHECK-COUNT-2: vector.transfer_read {{.+}} : tensor<4x8192xf16>, vector<16xf16>
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-8: vector.transfer_read {{.+}} : tensor<16x8192xf16>, vector<16xf16>
+// CHECK-COUNT-14: vector.shuffle
+// CHECK: vector.transfer_write {{.+}} : vector<1x8xf32>
 // AVX2-LABEL: func.func @wide_decode_matmul
 // INT8-LABEL: func.func @wide_decode_matmul
-func.func @wide_decode_matmul(%x: tensor<1x8192xf32>) -> tensor<1x4xf32> {
-  %w = llm.get_weight @wide : tensor<4x8192xf16>
-  %y = llm.matmul %x, %w : (tensor<1x8192xf32>, tensor<4x8192xf16>) -> tensor<1x4xf32>
-  return %y : tensor<1x4xf32>
+func.func @wide_decode_matmul(%x: tensor<1x8192xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @wide : tensor<16x8192xf16>
+  %y = llm.matmul %x, %w : (tensor<1x8192xf32>, tensor<16x8192xf16>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
 }
 
 // -----
 
-// f32 rows are long enough for eight interleaved streams to read faster than
-// one: decode keeps eight weight rows per step, one accumulator each.
+// Decode reads f32 weights as it reads f16 ones: a row at a time, front to
+// back, with four accumulators along the row.
 llm.weight @f {data_offset = 0 : i64} : tensor<16x64xf32>
 // CHECK-LABEL: func.func @f32_decode_matmul
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
-// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
-// CHECK-COUNT-8: vector.fma
-// CHECK: vector.from_elements {{.+}} : vector<1x8xf32>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 1)
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-4: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK: vector.from_elements {{.+}} : vector<1x1xf32>
 func.func @f32_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = llm.get_weight @f : tensor<16x64xf32>
   %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf32>) -> tensor<1x16xf32>
