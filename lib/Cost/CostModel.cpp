@@ -100,6 +100,7 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
     formats.back() = formats.front();
   }
   for (size_t i = 0; i < units.size(); ++i) {
+    units[i].width = shape.dim;
     uint64_t best = 0;
     for (auto [format, bytes] : formats[i])
       if (bytes > best) {
@@ -152,7 +153,8 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     const hardware::Calibration &c = *device.calibration;
     if (double rate = calibrated(c.decodeGBPerS, unit.format))
       weightRate = rate * 1e9;
-    if (double rate = calibrated(c.prefillTflops, unit.format))
+    if (double rate = c.prefillTflopsAt(
+            std::string(hetrt::format::blockLayout(unit.format).name), unit.width))
       peak = rate * 1e12;
     overheadUs = c.dispatchUs;
   }

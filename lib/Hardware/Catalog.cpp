@@ -382,7 +382,7 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
       check.onlyKnown(*calibration, calibrationPath,
                       {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
                        "sample_us", "sample_ns_per_logit",
-                       "attention_gflops"});
+                       "attention_gflops", "prefill_tflops_by_width"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -434,6 +434,39 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
             measured.attentionGflops[headDim] = check.number(
                 *rates, attentionPath, it.key().c_str(), false,
                 "give a positive measured rate in GFLOP/s");
+          }
+      }
+      // Optional: {"<format>": {"<width>": TFLOP/s}}.
+      std::string widthPath = Checker::join(calibrationPath, "prefill_tflops_by_width");
+      if (const json *formats = check.member(*calibration, calibrationPath,
+                                             "prefill_tflops_by_width", false, "")) {
+        if (!formats->is_object())
+          check.fail(widthPath,
+                     "expected {\"<format>\": {\"<width>\": TFLOP/s}}, got " +
+                         describe(*formats),
+                     "let `hetc calibrate` write it");
+        else
+          for (auto format = formats->begin(); format != formats->end(); ++format) {
+            std::string formatPath = Checker::join(widthPath, format.key().c_str());
+            if (!format->is_object()) {
+              check.fail(formatPath,
+                         "expected {\"<width>\": TFLOP/s}, got " + describe(*format),
+                         "let `hetc calibrate` write it");
+              continue;
+            }
+            for (auto it = format->begin(); it != format->end(); ++it) {
+              char *end = nullptr;
+              long long width = std::strtoll(it.key().c_str(), &end, 10);
+              if (it.key().empty() || *end != '\0' || width <= 0) {
+                check.fail(Checker::join(formatPath, it.key().c_str()),
+                           "is not a model width",
+                           "key each rate by the hidden size it was measured at");
+                continue;
+              }
+              measured.prefillTflopsByWidth[format.key()][width] = check.number(
+                  *format, formatPath, it.key().c_str(), false,
+                  "give a positive measured rate in TFLOP/s");
+            }
           }
       }
       device.calibration = measured;
@@ -793,23 +826,39 @@ std::string defaultCatalogDir() {
   return HETC_DEFAULT_HARDWARE_DIR;
 }
 
-double Calibration::attentionGflopsAt(int64_t headDim) const {
-  if (attentionGflops.empty())
+/// The value of `measured` at `size`: interpolated on a log scale between
+/// the sizes measured, the nearest one's outside them; 0 when empty.
+static double interpolateLog(const std::map<int64_t, double> &measured,
+                             int64_t size) {
+  if (measured.empty())
     return 0;
-  auto above = attentionGflops.lower_bound(headDim);
-  if (above == attentionGflops.begin())
+  auto above = measured.lower_bound(size);
+  if (above == measured.begin())
     return above->second;
-  if (above == attentionGflops.end())
+  if (above == measured.end())
     return std::prev(above)->second;
-  if (above->first == headDim)
+  if (above->first == size)
     return above->second;
   auto below = std::prev(above);
-  double t = (std::log(static_cast<double>(headDim)) -
+  double t = (std::log(static_cast<double>(size)) -
               std::log(static_cast<double>(below->first))) /
              (std::log(static_cast<double>(above->first)) -
               std::log(static_cast<double>(below->first)));
   return std::exp(std::log(below->second) +
                   t * (std::log(above->second) - std::log(below->second)));
+}
+
+double Calibration::attentionGflopsAt(int64_t headDim) const {
+  return interpolateLog(attentionGflops, headDim);
+}
+
+double Calibration::prefillTflopsAt(const std::string &format,
+                                    int64_t width) const {
+  auto byWidth = prefillTflopsByWidth.find(format);
+  if (width > 0 && byWidth != prefillTflopsByWidth.end())
+    return interpolateLog(byWidth->second, width);
+  auto single = prefillTflops.find(format);
+  return single == prefillTflops.end() ? 0 : single->second;
 }
 
 std::string deviceToJson(const Device &device, int indent) {
@@ -848,6 +897,13 @@ std::string deviceToJson(const Device &device, int indent) {
                              {"attention_gflops", nlohmann::json::object()}};
     for (const auto &[headDim, rate] : c.attentionGflops)
       object["calibration"]["attention_gflops"][std::to_string(headDim)] = rate;
+    if (!c.prefillTflopsByWidth.empty()) {
+      json byWidth = json::object();
+      for (const auto &[format, rates] : c.prefillTflopsByWidth)
+        for (const auto &[width, rate] : rates)
+          byWidth[format][std::to_string(width)] = rate;
+      object["calibration"]["prefill_tflops_by_width"] = byWidth;
+    }
   }
   return object.dump(indent);
 }

@@ -4,8 +4,13 @@
 #include "runtime/core/CpuFeatures.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cpuid.h>
 #include <cstdint>
+#include <cstring>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace hetrt::core {
 
@@ -14,6 +19,47 @@ uint64_t readXcr0() {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux's names (asm/prctl.h, asm/fpu/types.h), which glibc does not export.
+constexpr int kArchRequestXcompPermission = 0x1023;
+constexpr int kXfeatureTileData = 18;
+constexpr uint64_t kXcr0TileState = (uint64_t(1) << 17) | (uint64_t(1) << 18);
+
+AmxSupport detectAmx() {
+  AmxSupport amx;
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid_max(0, nullptr) < 7) {
+    amx.reason = "the CPU has no CPUID leaf 7, so no AMX";
+    return amx;
+  }
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  bool tile = edx & (1u << 24), int8 = edx & (1u << 25),
+       bf16 = edx & (1u << 22);
+  if (!tile) {
+    amx.reason = "the CPU reports no AMX tiles (CPUID leaf 7, EDX bit 24)";
+    return amx;
+  }
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  if (!(ecx & bit_OSXSAVE) || (readXcr0() & kXcr0TileState) != kXcr0TileState) {
+    amx.reason = "the OS does not save AMX tile state (XCR0 bits 17-18 are "
+                 "clear): a kernel before Linux 5.16, or a hypervisor hiding "
+                 "it";
+    return amx;
+  }
+  if (syscall(SYS_arch_prctl, kArchRequestXcompPermission, kXfeatureTileData) !=
+      0) {
+    amx.reason = std::string("Linux refused this process AMX tile data "
+                             "(arch_prctl ARCH_REQ_XCOMP_PERM: ") +
+                 std::strerror(errno) + ")";
+    return amx;
+  }
+  amx.usable = true;
+  amx.int8 = int8;
+  amx.bf16 = bf16;
+  if (!int8 && !bf16)
+    amx.reason = "the CPU has AMX tiles but neither int8 nor bf16 products";
+  return amx;
 }
 
 std::vector<std::string> detect() {
@@ -49,9 +95,18 @@ std::vector<std::string> detect() {
     __cpuid_count(7, 1, eax1, ebx1, ecx1, edx1);
     add(osSavesZmm && (eax1 & bit_AVX512BF16), "avx512bf16");
   }
+  const AmxSupport &amx = hostAmxSupport();
+  add(amx.usable, "amx-tile");
+  add(amx.usable && amx.int8, "amx-int8");
+  add(amx.usable && amx.bf16, "amx-bf16");
   return features;
 }
 } // namespace
+
+const AmxSupport &hostAmxSupport() {
+  static const AmxSupport amx = detectAmx();
+  return amx;
+}
 
 const std::vector<std::string> &hostCpuFeatures() {
   static const std::vector<std::string> features = detect();

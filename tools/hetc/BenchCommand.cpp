@@ -5,6 +5,7 @@
 #include "PackCache.h"
 
 #include "runtime/core/Bandwidth.h"
+#include "runtime/core/CpuFeatures.h"
 #include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
 #include "hetrt/hetrt.hpp"
@@ -31,6 +32,15 @@
 namespace hetc::cli {
 
 namespace {
+
+/// Whether this process may use AMX, and why not where it may not.
+nlohmann::json amxReport() {
+  const hetrt::core::AmxSupport &amx = hetrt::core::hostAmxSupport();
+  nlohmann::json report = {{"usable", amx.usable}};
+  if (!amx.reason.empty())
+    report["reason"] = amx.reason;
+  return report;
+}
 
 struct BenchFlags {
   std::string model;
@@ -506,6 +516,7 @@ Action registerBenchCommand(CLI::App &app) {
       nlohmann::json report = {{"model", flags->model},
                                {"weights_fit_last_level_cache", weightsFitCache},
                                {"variant", described.cpu_code},
+                               {"amx", amxReport()},
                                {"weight_bytes_per_token", bytesPerToken},
                                {"prompt_tokens", flags->promptTokens},
                                {"decode_tokens", flags->decodeTokens},
@@ -514,6 +525,8 @@ Action registerBenchCommand(CLI::App &app) {
     } else {
       std::printf("weights read per decode token: %.1f MB; code variant %s\n",
                   bytesPerToken / 1e6, described.cpu_code);
+      const hetrt::core::AmxSupport &amx = hetrt::core::hostAmxSupport();
+      std::printf("AMX: %s\n", amx.usable ? "usable" : amx.reason.c_str());
       if (weightsFitCache)
         std::printf("the weights fit in the %s last-level cache, so decode "
                     "is not bound by DRAM and may pass its roofline\n",

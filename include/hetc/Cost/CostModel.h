@@ -47,6 +47,8 @@ struct Unit {
   double attentionFlopsPerContext = 0;
   /// Elements per attention head (attention units only).
   int64_t headDim = 0;
+  /// The model's hidden size: how wide its matmuls' rows of activations are.
+  int64_t width = 0;
   /// KV-cache bytes per token of context (one layer's K and V).
   double kvBytesPerContext = 0;
   /// Kernels one step dispatches.

@@ -51,11 +51,20 @@ struct Calibration {
   /// heads loop over positions, large ones vectorize. Empty when not
   /// measured.
   std::map<int64_t, double> attentionGflops;
+  /// Prefill FLOP rates per weight format and model width (hidden size)
+  /// measured: narrow models lose more of each matmul to its fixed costs
+  /// (the reduction of a block's sums, quantizing its activations). Empty
+  /// for a format measured at one width only (`prefillTflops`).
+  std::map<std::string, std::map<int64_t, double>> prefillTflopsByWidth;
 
   /// The attention rate for heads of `headDim` elements: interpolated on a
   /// log scale between the sizes measured, the nearest one's outside them;
   /// 0 when none was measured.
   double attentionGflopsAt(int64_t headDim) const;
+  /// The prefill rate of `format` for a model `width` wide: interpolated
+  /// like attentionGflopsAt between the widths measured, `prefillTflops`
+  /// where only that was measured (or `width` is 0), 0 when neither was.
+  double prefillTflopsAt(const std::string &format, int64_t width) const;
 };
 
 struct Device {

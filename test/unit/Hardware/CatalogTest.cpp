@@ -157,6 +157,42 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
                     "calibration.attention_gflops.wide", "is not a head size");
 }
 
+// Prefill rates per model width: interpolated on a log scale between the
+// widths measured, the nearest outside them; a format measured at one width
+// (or a unit without a width) keeps its single rate.
+TEST(Catalog, PrefillRatesByWidthAreInterpolated) {
+  const std::string calibration =
+      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
+      "{\"q4_0\": 20.5, \"f16\": 30}, \"prefill_tflops\": {\"q4_0\": 0.4, "
+      "\"f16\": 0.2}, \"dispatch_us\": 0.3, \"threads\": 2, "
+      "\"prefill_tflops_by_width\": {\"q4_0\": {\"512\": 0.1, \"2048\": 0.4}}}";
+  std::string error;
+  std::optional<Device> device = parseDevice(
+      deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
+  ASSERT_TRUE(device && device->calibration) << error;
+  std::optional<Device> again =
+      parseDevice(deviceToJson(*device, -1), "again.json", error);
+  ASSERT_TRUE(again && again->calibration) << error;
+  const Calibration &c = *again->calibration;
+  EXPECT_DOUBLE_EQ(c.prefillTflopsAt("q4_0", 256), 0.1);
+  EXPECT_DOUBLE_EQ(c.prefillTflopsAt("q4_0", 4096), 0.4);
+  EXPECT_NEAR(c.prefillTflopsAt("q4_0", 1024), 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(c.prefillTflopsAt("q4_0", 0), 0.4);
+  EXPECT_DOUBLE_EQ(c.prefillTflopsAt("f16", 768), 0.2);
+  EXPECT_EQ(c.prefillTflopsAt("q8_0", 768), 0);
+
+  std::string badWidth = calibration;
+  badWidth.replace(badWidth.find("\"512\""), 5, "\"narrow\"");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", badWidth),
+                    "calibration.prefill_tflops_by_width.q4_0.narrow",
+                    "is not a model width");
+  std::string notObject = calibration;
+  notObject.replace(notObject.find("{\"512\""), 25, "3");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", notObject),
+                    "calibration.prefill_tflops_by_width.q4_0",
+                    "expected {\"<width>\": TFLOP/s}");
+}
+
 TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
   expectDeviceError("{ not json", "", "is not valid JSON");
   expectDeviceError("[1, 2]", "", "expected a JSON object");
