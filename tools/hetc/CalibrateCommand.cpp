@@ -556,8 +556,25 @@ Action registerCalibrateCommand(CLI::App &app) {
     }
 
     double bestPrefill = 0;
+    // The estimate up front is a guess from the bandwidth; once a format has
+    // been measured, the rest are predicted from its time.
+    auto formatsStart = std::chrono::steady_clock::now();
+    size_t formatsDone = 0;
     for (const std::string &format : flags->formats) {
-      progress("measuring " + format + " kernels");
+      if (formatsDone > 0) {
+        double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - formatsStart)
+                             .count();
+        size_t left = flags->formats.size() - formatsDone;
+        progress("measuring " + format + " kernels (about " +
+                 std::to_string(static_cast<int>(
+                     elapsed / static_cast<double>(formatsDone) *
+                     static_cast<double>(left))) +
+                 " s left)");
+      } else {
+        progress("measuring " + format + " kernels");
+      }
+      ++formatsDone;
       hetc::synth::SyntheticModelSpec spec =
           formatModel(format, formatBytes, kWideWidth);
       Timing timing, narrowTiming;
