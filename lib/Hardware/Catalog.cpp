@@ -413,6 +413,20 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
           *calibration, calibrationPath, "sample_ns_per_logit", true,
           "give the measured sampling cost per vocabulary entry in ns",
           /*required=*/false);
+      // {"<size>": rate} objects: each key a positive whole number.
+      auto readBySize = [&](const json &rates, const std::string &path,
+                            std::map<int64_t, double> &into, const char *notSize,
+                            const char *keyFix, const char *rateFix) {
+        for (auto it = rates.begin(); it != rates.end(); ++it) {
+          char *end = nullptr;
+          long long size = std::strtoll(it.key().c_str(), &end, 10);
+          if (it.key().empty() || *end != '\0' || size <= 0) {
+            check.fail(Checker::join(path, it.key().c_str()), notSize, keyFix);
+            continue;
+          }
+          into[size] = check.number(rates, path, it.key().c_str(), false, rateFix);
+        }
+      };
       // Optional: {"<head size>": GFLOP/s}.
       std::string attentionPath = Checker::join(calibrationPath, "attention_gflops");
       if (const json *rates = check.member(*calibration, calibrationPath,
@@ -422,19 +436,10 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                      "expected {\"<head size>\": GFLOP/s}, got " + describe(*rates),
                      "let `hetc calibrate` write it");
         else
-          for (auto it = rates->begin(); it != rates->end(); ++it) {
-            char *end = nullptr;
-            long long headDim = std::strtoll(it.key().c_str(), &end, 10);
-            if (it.key().empty() || *end != '\0' || headDim <= 0) {
-              check.fail(Checker::join(attentionPath, it.key().c_str()),
-                         "is not a head size",
-                         "key each rate by the head size it was measured at");
-              continue;
-            }
-            measured.attentionGflops[headDim] = check.number(
-                *rates, attentionPath, it.key().c_str(), false,
-                "give a positive measured rate in GFLOP/s");
-          }
+          readBySize(*rates, attentionPath, measured.attentionGflops,
+                     "is not a head size",
+                     "key each rate by the head size it was measured at",
+                     "give a positive measured rate in GFLOP/s");
       }
       // Optional: {"<format>": {"<width>": TFLOP/s}}.
       std::string widthPath = Checker::join(calibrationPath, "prefill_tflops_by_width");
@@ -454,19 +459,11 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                          "let `hetc calibrate` write it");
               continue;
             }
-            for (auto it = format->begin(); it != format->end(); ++it) {
-              char *end = nullptr;
-              long long width = std::strtoll(it.key().c_str(), &end, 10);
-              if (it.key().empty() || *end != '\0' || width <= 0) {
-                check.fail(Checker::join(formatPath, it.key().c_str()),
-                           "is not a model width",
-                           "key each rate by the hidden size it was measured at");
-                continue;
-              }
-              measured.prefillTflopsByWidth[format.key()][width] = check.number(
-                  *format, formatPath, it.key().c_str(), false,
-                  "give a positive measured rate in TFLOP/s");
-            }
+            readBySize(*format, formatPath,
+                       measured.prefillTflopsByWidth[format.key()],
+                       "is not a model width",
+                       "key each rate by the hidden size it was measured at",
+                       "give a positive measured rate in TFLOP/s");
           }
       }
       device.calibration = measured;
