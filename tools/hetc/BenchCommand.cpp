@@ -3,6 +3,7 @@
 #include "Commands.h"
 #include "Flags.h"
 #include "PackCache.h"
+#include "Topology.h"
 
 #include "runtime/core/Bandwidth.h"
 #include "runtime/core/CpuFeatures.h"
@@ -33,13 +34,11 @@ namespace hetc::cli {
 
 namespace {
 
-/// Whether this process may use AMX, and why not where it may not.
+/// Whether this process may use AMX, and why not where it may not (the
+/// reason is empty where it may).
 nlohmann::json amxReport() {
   const hetrt::core::AmxSupport &amx = hetrt::core::hostAmxSupport();
-  nlohmann::json report = {{"usable", amx.usable}};
-  if (!amx.reason.empty())
-    report["reason"] = amx.reason;
-  return report;
+  return {{"usable", amx.usable}, {"reason", amx.reason}};
 }
 
 struct BenchFlags {
@@ -508,8 +507,7 @@ Action registerBenchCommand(CLI::App &app) {
     }
     // The roofline is DRAM's: a model whose weights stay in the caches
     // decodes faster than it, which the report says rather than hides.
-    long cacheBytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    double lastLevelCache = cacheBytes > 0 ? static_cast<double>(cacheBytes) : 0;
+    double lastLevelCache = static_cast<double>(readTopology().l3Bytes);
     bool weightsFitCache =
         lastLevelCache > 0 && static_cast<double>(bytesPerToken) < lastLevelCache;
     if (flags->json) {

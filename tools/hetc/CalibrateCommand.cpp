@@ -5,6 +5,7 @@
 #include "CalibrateVulkan.h"
 #include "Commands.h"
 #include "Flags.h"
+#include "Topology.h"
 
 #include "hetc/Cost/CostModel.h"
 #include "hetc/Cost/ModelShape.h"
@@ -20,7 +21,6 @@
 #include "runtime/format/OutputFile.h"
 
 #include <CLI/CLI.hpp>
-#include <hwloc.h>
 #include <nlohmann/json.hpp>
 
 #include "llvm/TargetParser/Host.h"
@@ -53,36 +53,6 @@ struct CalibrateFlags {
   bool quiet = false;
   bool cpuOnly = false;
 };
-
-struct Topology {
-  int cores = 0;
-  uint64_t l2Bytes = 0;
-  uint64_t l3Bytes = 0;
-  uint64_t memoryBytes = 0;
-};
-
-Topology readTopology() {
-  Topology topology;
-  hwloc_topology_t handle;
-  if (hwloc_topology_init(&handle) == 0 && hwloc_topology_load(handle) == 0) {
-    topology.cores = hwloc_get_nbobjs_by_type(handle, HWLOC_OBJ_CORE);
-    auto cacheSize = [&](hwloc_obj_type_t type) -> uint64_t {
-      hwloc_obj_t cache = hwloc_get_obj_by_type(handle, type, 0);
-      return cache && cache->attr ? cache->attr->cache.size : 0;
-    };
-    topology.l2Bytes = cacheSize(HWLOC_OBJ_L2CACHE);
-    topology.l3Bytes = cacheSize(HWLOC_OBJ_L3CACHE);
-    hwloc_obj_t root = hwloc_get_root_obj(handle);
-    topology.memoryBytes = root ? root->total_memory : 0;
-    hwloc_topology_destroy(handle);
-  }
-  if (topology.cores <= 0)
-    topology.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (topology.memoryBytes == 0)
-    topology.memoryBytes = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                           static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  return topology;
-}
 
 double seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
