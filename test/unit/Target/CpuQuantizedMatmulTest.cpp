@@ -6,7 +6,9 @@
 // the weights and multiplies the activations as they are. Both the prefill
 // blocking (several rows, a partial last block of rows) and the decode form
 // (one row) are run for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K; Q2_K and Q3_K, decoded
-// in registers with float activations, on the float variants.
+// in registers with float activations, on the float variants. F16 and F32
+// weights 8192 wide check the decode form that shares an L1-filling
+// activation row among eight weight rows.
 #include "hetc/InitAll.h"
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
@@ -33,8 +35,6 @@ using hetrt::hal::Error;
 
 namespace {
 
-constexpr int64_t kIn = 512;
-
 struct Case {
   BlockFormat format;
   const char *quantName;
@@ -44,12 +44,15 @@ struct Case {
   /// int8 dot products read interleaved; 24 keeps every format in the
   /// file's layout.
   int64_t out = 48;
+  /// Weight columns (the activation row's width).
+  int64_t in = 512;
 };
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {
   std::string name = std::string(info.param.quantName) + "_" +
                      info.param.variant + "_" +
-                     std::to_string(info.param.out);
+                     std::to_string(info.param.out) + "x" +
+                     std::to_string(info.param.in);
   for (char &c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -57,10 +60,14 @@ std::string caseName(const testing::TestParamInfo<Case> &info) {
 }
 
 /// A module with a prefill entry (any number of rows) and a decode entry (one
-/// row) of `x · wᵀ` for a [kOut, kIn] weight of `quant` at offset 0.
-std::string moduleText(const char *quant, int64_t kOut) {
+/// row) of `x · wᵀ` for a [kOut, kIn] weight of `quant` (or "f16", "f32")
+/// at offset 0.
+std::string moduleText(const char *quant, int64_t kOut, int64_t kIn) {
+  std::string element = std::string(quant) == "f16" || std::string(quant) == "f32"
+                            ? std::string(quant)
+                            : "!llm.quant<" + std::string(quant) + ">";
   std::string w = "tensor<" + std::to_string(kOut) + "x" +
-                  std::to_string(kIn) + "x!llm.quant<" + quant + ">>";
+                  std::to_string(kIn) + "x" + element + ">";
   std::string in = std::to_string(kIn), out = std::to_string(kOut);
   return "module {\n"
          "  llm.weight @w {data_offset = 0 : i64} : " + w + "\n"
@@ -115,8 +122,8 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(moduleText(c.quantName, c.out),
-                                              &context);
+      mlir::parseSourceString<mlir::ModuleOp>(
+          moduleText(c.quantName, c.out, c.in), &context);
   ASSERT_TRUE(module);
   target::CompileRequest request;
   request.cpuVariants = {c.variant};
@@ -126,7 +133,7 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
       << error;
   ASSERT_EQ(executables.size(), 1u);
   std::string code(executables[0].code.begin(), executables[0].code.end());
-  const int64_t kOut = c.out;
+  const int64_t kOut = c.out, kIn = c.in;
 
   // Weights around a non-zero center (so Q4_K's mins matter), with a few
   // large values per row (so block scales differ).
@@ -159,10 +166,13 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
   const std::vector<int64_t> *layouts =
       hetrt::cpu::segmentWeightLayouts(*executable);
   ASSERT_TRUE(layouts);
+  // Float weights multiply the activations as they are, on every variant.
+  bool floatWeights =
+      c.format == BlockFormat::F16 || c.format == BlockFormat::F32;
   bool interleaved =
       c.format != BlockFormat::Q5_K && c.format != BlockFormat::Q2_K &&
-      c.format != BlockFormat::Q3_K &&
-      c.int8 && kOut % 16 == 0;
+      c.format != BlockFormat::Q3_K && !floatWeights && c.int8 &&
+      kOut % 16 == 0;
   ASSERT_EQ(layouts->size(),
             interleaved ? size_t(hetrt::format::kWeightLayoutFields) : 0u);
   if (interleaved) {
@@ -208,7 +218,7 @@ TEST_P(CpuQuantizedMatmulTest, MatchesTheExactArithmetic) {
       std::vector<float> xRow(x.begin() + row * kIn,
                               x.begin() + (row + 1) * kIn);
       std::vector<double> a =
-          c.int8 ? roundedActivations(xRow)
+          c.int8 && !floatWeights ? roundedActivations(xRow)
                  : std::vector<double>(xRow.begin(), xRow.end());
       for (int64_t column = 0; column < kOut; ++column) {
         double sum = 0, magnitude = 0;
@@ -246,5 +256,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{BlockFormat::Q2_K, "q2_k", "x86-64-v4", false},
                     Case{BlockFormat::Q3_K, "q3_k", "x86-64-v4", false},
                     Case{BlockFormat::Q2_K, "q2_k", "x86-64-v3", false},
-                    Case{BlockFormat::Q3_K, "q3_k", "x86-64-v3", false}),
+                    Case{BlockFormat::Q3_K, "q3_k", "x86-64-v3", false},
+                    Case{BlockFormat::F16, "f16", "avx512-vnni", true, 24, 8192},
+                    Case{BlockFormat::F32, "f32", "avx512-vnni", true, 24, 8192},
+                    Case{BlockFormat::F16, "f16", "x86-64-v3", false, 24, 8192}),
     caseName);
