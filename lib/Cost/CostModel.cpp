@@ -123,10 +123,15 @@ DataType computeType(const hardware::Device &device, BlockFormat format) {
 
 namespace {
 
+/// The name a calibration keys `format`'s rates by.
+std::string calibrationKey(BlockFormat format) {
+  return std::string(hetrt::format::blockLayout(format).name);
+}
+
 /// The measured rate of `format` in `rates`, or 0.
 double calibrated(const std::map<std::string, double> &rates,
                   BlockFormat format) {
-  auto found = rates.find(std::string(hetrt::format::blockLayout(format).name));
+  auto found = rates.find(calibrationKey(format));
   return found == rates.end() ? 0 : found->second;
 }
 
@@ -153,8 +158,7 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     const hardware::Calibration &c = *device.calibration;
     if (double rate = calibrated(c.decodeGBPerS, unit.format))
       weightRate = rate * 1e9;
-    if (double rate = c.prefillTflopsAt(
-            std::string(hetrt::format::blockLayout(unit.format).name), unit.width))
+    if (double rate = c.prefillTflopsAt(calibrationKey(unit.format), unit.width))
       peak = rate * 1e12;
     overheadUs = c.dispatchUs;
   }
