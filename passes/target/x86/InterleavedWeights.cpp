@@ -5,6 +5,8 @@
 #include "abi/WeightLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -124,7 +126,46 @@ InterleavedReader InterleavedReader::make(OpBuilder &b, Location loc,
                              kInterleavedRows * quant.getBytesPerBlock()},
                             rowsType.getElementType()),
       flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
+  reader.stepsPerRowGroup = inFeatures / reader.chunk;
+  if (auto toTensor = weight.getDefiningOp<bufferization::ToTensorOp>()) {
+    Value buffer = toTensor.getBuffer();
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (type && type.getLayout().isIdentity() && type.hasStaticShape())
+      reader.flatBuffer = memref::CollapseShapeOp::create(
+          b, loc, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
+  }
   return reader;
+}
+
+void InterleavedReader::prefetchAhead(OpBuilder &b, Location loc,
+                                      Value rowGroup, Value step,
+                                      int64_t group) const {
+  if (!flatBuffer)
+    return;
+  int64_t blockBytes = kInterleavedRows * quant.getBytesPerBlock();
+  int64_t blockLines = llvm::divideCeil(blockBytes, kCacheLine);
+  int64_t total = cast<MemRefType>(flatBuffer.getType()).getDimSize(0);
+  Value block = arith::MulIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, rowGroup,
+                                indexConstant(b, loc, stepsPerRowGroup)),
+          step),
+      indexConstant(b, loc, blockBytes));
+  // The group's share of the block's lines, each clamped on its own: the
+  // separate address computations let the scheduler spread the prefetches
+  // between the loads, where one burst per group gained nothing.
+  for (int64_t line = blockLines * group / groups;
+       line < blockLines * (group + 1) / groups; ++line) {
+    Value at = arith::AddIOp::create(
+        b, loc, block,
+        indexConstant(b, loc, kCacheLine * line + kPrefetchDistance));
+    at = arith::MinUIOp::create(b, loc, at, indexConstant(b, loc, total - 1));
+    memref::PrefetchOp::create(b, loc, flatBuffer, ValueRange{at},
+                               /*isWrite=*/false, /*localityHint=*/3,
+                               /*isDataCache=*/true);
+  }
 }
 
 void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
@@ -140,18 +181,24 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
   // of 4 elements each); the rows' scales, and Q4_K's mins.
   // Code vector k holds elements 4k..4k+3 of the group, in every format.
   SmallVector<Value> codes;
-  // The group's codes form `parts` runs of equal length, each with its own
-  // row scales (Q6_K: one per 16 elements) and its own chain of vpdpbusd.
-  SmallVector<Value> partScales;
+  // The rows' f32 scale of the group.
+  Value rowScales;
+  // The group's codes form runs of equal length, each with its own chain of
+  // vpdpbusd; with more than one (Q6_K: 16 elements each), each run has its
+  // own integer row scales, which weight the chains' sums before the one
+  // conversion to f32.
+  SmallVector<Value> partIntScales;
   Value rowMins;
   // log2 of the offset every code carries (Q4_0 8, Q6_K 32), taken off with
   // the activation sums; -1 for none.
   int64_t offsetShift = -1;
+  if (quant.getFormat() == llm::QuantFormat::q6_k)
+    prefetchAhead(b, loc, rowGroup, step, group);
   switch (quant.getFormat()) {
   case llm::QuantFormat::q4_0: {
     // The rows' f16 scales, then 4 runs of 64 packed bytes: low nibbles
     // elements 4v..4v+3 of the block, high nibbles 16+4v...
-    partScales.push_back(e.halves(block, 0));
+    rowScales = e.halves(block, 0);
     SmallVector<Value> highs;
     for (int64_t run = 0; run < 4; ++run) {
       Value packed = block.bytes(32 + 64 * run, 64);
@@ -166,7 +213,7 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     // The rows' f16 scales, then 8 runs of 64 bytes: elements 4v..4v+3 of
     // each row, signed; flipping the sign bit makes them unsigned codes
     // with an offset of 128.
-    partScales.push_back(e.halves(block, 0));
+    rowScales = e.halves(block, 0);
     for (int64_t run = 0; run < 8; ++run)
       codes.push_back(arith::XOrIOp::create(
           b, loc, block.bytes(32 + 64 * run, 64), e.byteSplat(-128)));
@@ -177,8 +224,8 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     // d, dmin, the 12 scale bytes byte-major, then per sub-block pair c 8
     // runs of 64 bytes (low nibbles sub-block 2c, high 2c + 1).
     auto [scale, min] = q4kScaleAndMin(e, block, group);
-    partScales.push_back(
-        arith::MulFOp::create(b, loc, e.halves(block, 0), e.toFloat(scale)));
+    rowScales =
+        arith::MulFOp::create(b, loc, e.halves(block, 0), e.toFloat(scale));
     rowMins =
         arith::MulFOp::create(b, loc, e.halves(block, 32), e.toFloat(min));
     int64_t pair = group / 2;
@@ -193,14 +240,12 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     // per 16 elements), 4 runs of low nibbles (elements 4v.., and 16+4v..
     // in the high nibbles) and 2 vectors of high bits (bits 2v of byte i:
     // element 4v+i of each half).
-    Value d = e.halves(block, 0);
     int64_t quarter = 32 + 416 * group;
-    for (int64_t part = 0; part < 2; ++part) {
-      Value scale = arith::SIToFPOp::create(
-          b, loc, e.lanes(b.getF32Type()),
-          block.bytes(quarter + 16 * part, kInterleavedRows));
-      partScales.push_back(arith::MulFOp::create(b, loc, d, scale));
-    }
+    rowScales = e.halves(block, 0);
+    for (int64_t part = 0; part < 2; ++part)
+      partIntScales.push_back(arith::ExtSIOp::create(
+          b, loc, e.lanes(b.getI32Type()),
+          block.bytes(quarter + 16 * part, kInterleavedRows)));
     Value highBits[2] = {block.bytes(quarter + 288, 64),
                          block.bytes(quarter + 352, 64)};
     SmallVector<Value> upper;
@@ -231,7 +276,7 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
   Value firstElement = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, step, indexConstant(b, loc, chunk)),
       indexConstant(b, loc, group * kActivationBlock));
-  int64_t parts = static_cast<int64_t>(partScales.size());
+  int64_t parts = std::max<int64_t>(partIntScales.size(), 1);
   int64_t sumElements = blockSumElements();
   Value firstSum = arith::DivUIOp::create(
       b, loc, firstElement, indexConstant(b, loc, sumElements));
@@ -277,18 +322,15 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     }
     Value activationScale = e.broadcast(tensor::ExtractOp::create(
         b, loc, activations.laneFloats, ValueRange{rows[i], zero, firstLane}));
-    if (parts == 1) {
-      Value dot = arith::AddIOp::create(b, loc, chains[0], chains[1]);
-      sums[i] = vector::FMAOp::create(
-          b, loc, arith::MulFOp::create(b, loc, partScales[0], activationScale),
-          e.toFloat(dot), sums[i]);
-    } else {
-      for (int64_t part = 0; part < parts; ++part)
-        sums[i] = vector::FMAOp::create(
-            b, loc,
-            arith::MulFOp::create(b, loc, partScales[part], activationScale),
-            e.toFloat(chains[part]), sums[i]);
+    Value first = chains[0], second = chains[1];
+    if (parts == 2) {
+      first = arith::MulIOp::create(b, loc, first, partIntScales[0]);
+      second = arith::MulIOp::create(b, loc, second, partIntScales[1]);
     }
+    Value dot = arith::AddIOp::create(b, loc, first, second);
+    sums[i] = vector::FMAOp::create(
+        b, loc, arith::MulFOp::create(b, loc, rowScales, activationScale),
+        e.toFloat(dot), sums[i]);
     if (rowMins)
       // - min · d_a · Σ codes = (min · d_a) · (negated sum)
       sums[i] = vector::FMAOp::create(

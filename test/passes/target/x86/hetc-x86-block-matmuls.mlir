@@ -241,14 +241,21 @@ func.func @q4_k_interleaved(%x: tensor<1x256xf32>) -> tensor<1x16xf32> {
 // Q6_K, interleaved with each quarter's low nibbles and high bits apart
 // (quarters share no bytes): a quarter's two 16-element halves have their
 // own scales, so each half is a chain of 4 vpdpbusd starting from -32 × the
-// half's activation code sum.
+// half's activation code sum, and the halves' int8 scales weight the
+// chains' integer sums before one conversion to f32. Each group prefetches
+// its share of the block's lines 512 bytes ahead, clamped to the weight.
 // CHECK-LABEL: func.func @q6_k_interleaved
 // AVX2-LABEL: func.func @q6_k_interleaved
 // INT8: module attributes {hetc.x86.weight_layouts = array<i64: 0, 16, 210, 14, 1>}
 // INT8-LABEL: func.func @q6_k_interleaved
 // INT8: tensor.expand_shape {{.+}} output_shape [1, 1, 3360] : tensor<3360xi8> into tensor<1x1x3360xi8>
+// INT8: %[[FLAT:.+]] = memref.collapse_shape %{{.+}} {{\[}}[0, 1]] : memref<16x210xi8> into memref<3360xi8>
 // INT8: scf.forall (%{{.+}}) in (1) shared_outs({{.+}}) -> (tensor<1x256xi8>, tensor<1x1x64xf32>, tensor<1x16xi32>)
-// INT8: arith.sitofp {{.+}} : vector<16xi8> to vector<16xf32>
+// INT8: %[[AHEAD:.+]] = arith.addi %{{.+}}, %c512 : index
+// INT8: %[[CLAMPED:.+]] = arith.minui %[[AHEAD]], %c3359 : index
+// INT8: memref.prefetch %[[FLAT]][%[[CLAMPED]]], read, locality<3>, data : memref<3360xi8>
+// INT8: %[[SCALE0:.+]] = arith.extsi {{.+}} : vector<16xi8> to vector<16xi32>
+// INT8: %[[SCALE1:.+]] = arith.extsi {{.+}} : vector<16xi8> to vector<16xi32>
 // INT8: %[[LOW:.+]] = arith.shli %{{.+}}, %{{.+}} : i32
 // INT8: %[[LOWBIAS:.+]] = vector.broadcast %[[LOW]] : i32 to vector<16xi32>
 // INT8: %[[HIGH:.+]] = arith.shli %{{.+}}, %{{.+}} : i32
@@ -258,6 +265,9 @@ func.func @q4_k_interleaved(%x: tensor<1x256xf32>) -> tensor<1x16xf32> {
 // INT8: func.call @llvm.x86.avx512.vpdpbusd.512(
 // INT8: func.call @llvm.x86.avx512.vpdpbusd.512(
 // INT8: func.call @llvm.x86.avx512.vpdpbusd.512(%[[HIGHBIAS]],
+// INT8: arith.muli %{{.+}}, %[[SCALE0]] : vector<16xi32>
+// INT8: arith.muli %{{.+}}, %[[SCALE1]] : vector<16xi32>
+// INT8: arith.sitofp %{{.+}} : vector<16xi32> to vector<16xf32>
 llm.weight @s {data_offset = 0 : i64} : tensor<16x256x!llm.quant<q6_k>>
 func.func @q6_k_interleaved(%x: tensor<1x256xf32>) -> tensor<1x16xf32> {
   %w = llm.get_weight @s : tensor<16x256x!llm.quant<q6_k>>
