@@ -434,12 +434,14 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
       rowsKnown && staticRows < maxBlockRows ? staticRows : maxBlockRows;
   int64_t blockColumns = blockRows != 1 ? 4 : 1;
   // An activation row past half of L1 (32 KiB) no longer stays there while
-  // a weight row streams by: two weight rows per step halve its re-reads,
-  // and eight serve one that fills L1 (llama-1B F16's down projection, 8192
-  // wide: 32 ms per step one row at a time, 25 with four, 22 with eight, 25
-  // with sixteen).
+  // a weight row streams by: eight weight rows per step share its re-reads
+  // (llama-1B F16's down projection, 8192 wide: 32 ms per step one row at a
+  // time, 25 with four, 22 with eight, 25 with sixteen; F16 5632 wide, one
+  // thread: 3.7 ms one row at a time, 4.2 with two, 3.4 with four, 2.9 with
+  // eight). Up to 16 KiB one row at a time stays best (2048 wide: 4.6 ms,
+  // 8.1 with four, 6.8 with eight).
   if (blockColumns == 1 && 4 * inFeatures > 16 * 1024)
-    blockColumns = 4 * inFeatures >= 32 * 1024 ? 8 : 2;
+    blockColumns = 8;
   while (outFeatures % blockColumns != 0)
     blockColumns /= 2;
   // An interleaved group's 16 rows are the 16 lanes of one vector.

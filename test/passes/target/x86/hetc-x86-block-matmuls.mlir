@@ -301,21 +301,20 @@ func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// An activation row past half of L1 is shared by two weight rows per step,
-// so it is re-read half as often; one that fills L1 (here 8192 floats) by
-// eight.
-llm.weight @wide {data_offset = 0 : i64} : tensor<16x8192xf16>
+// An activation row past half of L1 (here 5632 floats) is shared by eight
+// weight rows per step, so it is re-read an eighth as often.
+llm.weight @wide {data_offset = 0 : i64} : tensor<16x5632xf16>
 // CHECK-LABEL: func.func @wide_decode_matmul
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
-// CHECK-COUNT-8: vector.transfer_read {{.+}} : tensor<16x8192xf16>, vector<16xf16>
+// CHECK-COUNT-8: vector.transfer_read {{.+}} : tensor<16x5632xf16>, vector<16xf16>
 // CHECK-COUNT-14: vector.shuffle
 // CHECK: vector.transfer_write {{.+}} : vector<1x8xf32>
 // AVX2-LABEL: func.func @wide_decode_matmul
 // INT8-LABEL: func.func @wide_decode_matmul
-func.func @wide_decode_matmul(%x: tensor<1x8192xf32>) -> tensor<1x16xf32> {
-  %w = llm.get_weight @wide : tensor<16x8192xf16>
-  %y = llm.matmul %x, %w : (tensor<1x8192xf32>, tensor<16x8192xf16>) -> tensor<1x16xf32>
+func.func @wide_decode_matmul(%x: tensor<1x5632xf32>) -> tensor<1x16xf32> {
+  %w = llm.get_weight @wide : tensor<16x5632xf16>
+  %y = llm.matmul %x, %w : (tensor<1x5632xf32>, tensor<16x5632xf16>) -> tensor<1x16xf32>
   return %y : tensor<1x16xf32>
 }
 
