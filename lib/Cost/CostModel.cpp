@@ -128,13 +128,6 @@ std::string calibrationKey(BlockFormat format) {
   return std::string(hetrt::format::blockLayout(format).name);
 }
 
-/// The measured rate of `format` in `rates`, or 0.
-double calibrated(const std::map<std::string, double> &rates,
-                  BlockFormat format) {
-  auto found = rates.find(calibrationKey(format));
-  return found == rates.end() ? 0 : found->second;
-}
-
 /// `attentionFlops`: those of `flops` a decode step's attention kernels do
 /// over the cache. A prefill passes 0: its attention works on a block of
 /// queries at once, far faster per FLOP than the decode rate at short
@@ -156,7 +149,7 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
   // the table. They hold for the home tier they were measured in.
   if (device.calibration && &weightTier == &device.memory.front()) {
     const hardware::Calibration &c = *device.calibration;
-    if (double rate = calibrated(c.decodeGBPerS, unit.format))
+    if (double rate = c.decodeGBPerSAt(calibrationKey(unit.format), unit.width))
       weightRate = rate * 1e9;
     if (double rate = c.prefillTflopsAt(calibrationKey(unit.format), unit.width))
       peak = rate * 1e12;

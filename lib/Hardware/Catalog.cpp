@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -382,7 +383,8 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
       check.onlyKnown(*calibration, calibrationPath,
                       {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
                        "sample_us", "sample_ns_per_logit",
-                       "attention_gflops", "prefill_tflops_by_width"});
+                       "attention_gflops", "prefill_tflops_by_width",
+                       "decode_gb_per_s_by_width"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -441,30 +443,36 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                      "key each rate by the head size it was measured at",
                      "give a positive measured rate in GFLOP/s");
       }
-      // Optional: {"<format>": {"<width>": TFLOP/s}}.
-      std::string widthPath = Checker::join(calibrationPath, "prefill_tflops_by_width");
-      if (const json *formats = check.member(*calibration, calibrationPath,
-                                             "prefill_tflops_by_width", false, "")) {
-        if (!formats->is_object())
+      // Optional: {"<format>": {"<width>": rate}}.
+      for (auto [key, unit, target] :
+           {std::tuple{"prefill_tflops_by_width", "TFLOP/s",
+                       &measured.prefillTflopsByWidth},
+            std::tuple{"decode_gb_per_s_by_width", "GB/s",
+                       &measured.decodeGBPerSByWidth}}) {
+        std::string widthPath = Checker::join(calibrationPath, key);
+        const json *formats = check.member(*calibration, calibrationPath, key, false, "");
+        if (!formats)
+          continue;
+        std::string shape = std::string("{\"<width>\": ") + unit + "}";
+        if (!formats->is_object()) {
           check.fail(widthPath,
-                     "expected {\"<format>\": {\"<width>\": TFLOP/s}}, got " +
-                         describe(*formats),
+                     "expected {\"<format>\": " + shape + "}, got " + describe(*formats),
                      "let `hetc calibrate` write it");
-        else
-          for (auto format = formats->begin(); format != formats->end(); ++format) {
-            std::string formatPath = Checker::join(widthPath, format.key().c_str());
-            if (!format->is_object()) {
-              check.fail(formatPath,
-                         "expected {\"<width>\": TFLOP/s}, got " + describe(*format),
-                         "let `hetc calibrate` write it");
-              continue;
-            }
-            readBySize(*format, formatPath,
-                       measured.prefillTflopsByWidth[format.key()],
-                       "is not a model width",
-                       "key each rate by the hidden size it was measured at",
-                       "give a positive measured rate in TFLOP/s");
+          continue;
+        }
+        std::string rateFix = std::string("give a positive measured rate in ") + unit;
+        for (auto format = formats->begin(); format != formats->end(); ++format) {
+          std::string formatPath = Checker::join(widthPath, format.key().c_str());
+          if (!format->is_object()) {
+            check.fail(formatPath, "expected " + shape + ", got " + describe(*format),
+                       "let `hetc calibrate` write it");
+            continue;
           }
+          readBySize(*format, formatPath, (*target)[format.key()],
+                     "is not a model width",
+                     "key each rate by the hidden size it was measured at",
+                     rateFix.c_str());
+        }
       }
       device.calibration = measured;
     }
@@ -849,13 +857,28 @@ double Calibration::attentionGflopsAt(int64_t headDim) const {
   return interpolateLog(attentionGflops, headDim);
 }
 
+namespace {
+/// `format`'s rate for a model `width` wide from rates per width, else its
+/// single rate, else 0.
+double rateAt(const std::map<std::string, std::map<int64_t, double>> &byWidth,
+              const std::map<std::string, double> &single,
+              const std::string &format, int64_t width) {
+  auto rates = byWidth.find(format);
+  if (width > 0 && rates != byWidth.end())
+    return interpolateLog(rates->second, width);
+  auto rate = single.find(format);
+  return rate == single.end() ? 0 : rate->second;
+}
+} // namespace
+
 double Calibration::prefillTflopsAt(const std::string &format,
                                     int64_t width) const {
-  auto byWidth = prefillTflopsByWidth.find(format);
-  if (width > 0 && byWidth != prefillTflopsByWidth.end())
-    return interpolateLog(byWidth->second, width);
-  auto single = prefillTflops.find(format);
-  return single == prefillTflops.end() ? 0 : single->second;
+  return rateAt(prefillTflopsByWidth, prefillTflops, format, width);
+}
+
+double Calibration::decodeGBPerSAt(const std::string &format,
+                                   int64_t width) const {
+  return rateAt(decodeGBPerSByWidth, decodeGBPerS, format, width);
 }
 
 std::string deviceToJson(const Device &device, int indent) {
@@ -894,12 +917,16 @@ std::string deviceToJson(const Device &device, int indent) {
                              {"attention_gflops", nlohmann::json::object()}};
     for (const auto &[headDim, rate] : c.attentionGflops)
       object["calibration"]["attention_gflops"][std::to_string(headDim)] = rate;
-    if (!c.prefillTflopsByWidth.empty()) {
+    for (auto [key, ratesByWidth] :
+         {std::pair{"prefill_tflops_by_width", &c.prefillTflopsByWidth},
+          std::pair{"decode_gb_per_s_by_width", &c.decodeGBPerSByWidth}}) {
+      if (ratesByWidth->empty())
+        continue;
       json byWidth = json::object();
-      for (const auto &[format, rates] : c.prefillTflopsByWidth)
+      for (const auto &[format, rates] : *ratesByWidth)
         for (const auto &[width, rate] : rates)
           byWidth[format][std::to_string(width)] = rate;
-      object["calibration"]["prefill_tflops_by_width"] = byWidth;
+      object["calibration"][key] = byWidth;
     }
   }
   return object.dump(indent);

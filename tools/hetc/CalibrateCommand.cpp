@@ -249,17 +249,19 @@ constexpr double kFixedSeconds = 8;
 /// weigh less per token the longer the prompt (64 tokens predicted the
 /// 128-token prefill of llama-1B 15-23 % slow).
 constexpr int64_t kFormatPrompt = 128, kFormatSteps = 16;
-double formatSeconds(double bytes, double bandwidth) {
-  constexpr double kWriteBytesPerSecond = 200e6, kCompileSeconds = 2,
-                   kPrefillFlopsPerSecond = 40e9;
+double formatSeconds(const std::string &format, double bytes, double bandwidth) {
+  // Writing a K-quant model searches each block's scales: about 4 MB/s
+  // where the other formats write 200.
+  double writeBytesPerSecond = format == "q4_k_m" ? 4e6 : 200e6;
+  constexpr double kCompileSeconds = 2, kPrefillFlopsPerSecond = 40e9;
   double decode = 4 * 16 * bytes / std::max(bandwidth, 1e9);
   // Prefill is compute-bound: kFormatPrompt tokens x 2 FLOPs per weight, at
   // most 4 bytes per weight (f32) and about 1 for the quantized formats.
   double prefill =
       4 * kFormatPrompt * 2 * (bytes / 2) / kPrefillFlopsPerSecond;
-  // The narrow model: half the bytes, its prefill only.
-  return 1.5 * bytes / kWriteBytesPerSecond + 2 * kCompileSeconds + decode +
-         1.5 * prefill;
+  // The narrow model: half the bytes.
+  return 1.5 * (bytes / writeBytesPerSecond + decode + prefill) +
+         2 * kCompileSeconds;
 }
 
 /// Seconds the sampler at its defaults takes per token for `vocabSize`
@@ -383,15 +385,17 @@ Action registerCalibrateCommand(CLI::App &app) {
                                     256.0 * (1 << 20), 768.0 * (1 << 20));
     if (!flags->quiet) {
       std::string formats;
-      for (const std::string &format : flags->formats)
+      double formatsSeconds = 0;
+      for (const std::string &format : flags->formats) {
         formats += (formats.empty() ? "" : ", ") + format;
-      double perFormat = formatSeconds(formatBytes, bandwidth);
+        formatsSeconds += formatSeconds(format, formatBytes, bandwidth);
+      }
       hetc::cli::printMessage(
                    "hetc calibrate: measuring the dispatch cost, the sampler, "
                    "decode attention with heads of 16 and 128, and hetc's "
                    "kernels for %s on models of %.0f MiB: about %.0f s here\n",
                    formats.c_str(), formatBytes / (1 << 20),
-                   kFixedSeconds + perFormat * flags->formats.size());
+                   kFixedSeconds + formatsSeconds);
     }
     char directoryTemplate[] = "/tmp/hetc-calibrate-XXXXXX";
     if (!mkdtemp(directoryTemplate)) {
@@ -527,33 +531,34 @@ Action registerCalibrateCommand(CLI::App &app) {
 
     double bestPrefill = 0;
     // The estimate up front is a guess from the bandwidth; once a format has
-    // been measured, the rest are predicted from its time.
+    // been measured, the guesses for the rest are scaled by how the measured
+    // ones' time compared with theirs.
     auto formatsStart = std::chrono::steady_clock::now();
-    size_t formatsDone = 0;
-    for (const std::string &format : flags->formats) {
-      if (formatsDone > 0) {
+    double guessedDone = 0;
+    for (size_t done = 0; done < flags->formats.size(); ++done) {
+      const std::string &format = flags->formats[done];
+      if (done > 0) {
         double elapsed = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - formatsStart)
                              .count();
-        size_t left = flags->formats.size() - formatsDone;
+        double guessedLeft = 0;
+        for (size_t later = done; later < flags->formats.size(); ++later)
+          guessedLeft += formatSeconds(flags->formats[later], formatBytes, bandwidth);
         progress("measuring " + format + " kernels (about " +
-                 std::to_string(static_cast<int>(
-                     elapsed / static_cast<double>(formatsDone) *
-                     static_cast<double>(left))) +
+                 std::to_string(static_cast<int>(elapsed / guessedDone * guessedLeft)) +
                  " s left)");
       } else {
         progress("measuring " + format + " kernels");
       }
-      ++formatsDone;
+      guessedDone += formatSeconds(format, formatBytes, bandwidth);
       hetc::synth::SyntheticModelSpec spec =
           formatModel(format, formatBytes, kWideWidth);
       Timing timing, narrowTiming;
       cost::ModelShape shape, narrowShape;
-      // The narrow model's prefill only: a few decode steps suffice.
       if (!measure(format, spec, kFormatPrompt, kFormatSteps, timing, shape) ||
           !measure(format + "-narrow",
                    formatModel(format, formatBytes / 2, kNarrowWidth),
-                   kFormatPrompt, 2, narrowTiming, narrowShape)) {
+                   kFormatPrompt, kFormatSteps, narrowTiming, narrowShape)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;
@@ -570,27 +575,33 @@ Action registerCalibrateCommand(CLI::App &app) {
                        (kFormatPrompt + 1) / 2.0;
         return flops;
       };
-      double promptFlops = promptFlopsOf(shape);
-      double stepBytes = 0, attentionFlops = 0;
-      int kernels = 0;
-      for (const cost::Unit &unit :
-           cost::unitsOf(shape, hetc::pipeline::defaultCpuKvElementBytes())) {
-        stepBytes += unit.weightBytesPerStep;
-        kernels += unit.kernels;
-        attentionFlops += unit.attentionFlopsPerContext;
-      }
       // What the weights cost beyond the dispatches and the attention over
       // the prompt and the steps after it, as a streaming rate.
-      double attentionRate = calibration.attentionGflopsAt(shape.headDim);
-      double attention =
-          attentionRate > 0
-              ? attentionFlops * (kFormatPrompt + (kFormatSteps + 1) / 2.0) /
-                    (attentionRate * 1e9)
-              : 0;
-      double streaming = std::max(timing.decodeStepSeconds * 0.25,
-                                  timing.decodeStepSeconds - attention -
+      auto decodeRateOf = [&](const cost::ModelShape &measured,
+                              const Timing &measuredTiming) {
+        double stepBytes = 0, attentionFlops = 0;
+        int kernels = 0;
+        for (const cost::Unit &unit : cost::unitsOf(
+                 measured, hetc::pipeline::defaultCpuKvElementBytes())) {
+          stepBytes += unit.weightBytesPerStep;
+          kernels += unit.kernels;
+          attentionFlops += unit.attentionFlopsPerContext;
+        }
+        double attentionRate = calibration.attentionGflopsAt(measured.headDim);
+        double attention =
+            attentionRate > 0
+                ? attentionFlops * (kFormatPrompt + (kFormatSteps + 1) / 2.0) /
+                      (attentionRate * 1e9)
+                : 0;
+        double step = measuredTiming.decodeStepSeconds;
+        double streaming =
+            std::max(step * 0.25, step - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
-      double decodeRate = stepBytes / streaming / 1e9;
+        return stepBytes / streaming / 1e9;
+      };
+      double decodeRate = decodeRateOf(shape, timing);
+      double narrowDecodeRate = decodeRateOf(narrowShape, narrowTiming);
+      double promptFlops = promptFlopsOf(shape);
       double prefillRate = promptFlops / timing.prefillSeconds / 1e12;
       double narrowPrefillRate =
           promptFlopsOf(narrowShape) / narrowTiming.prefillSeconds / 1e12;
@@ -603,6 +614,8 @@ Action registerCalibrateCommand(CLI::App &app) {
         calibration.prefillTflops[name] = prefillRate;
         calibration.prefillTflopsByWidth[name] = {{kNarrowWidth, narrowPrefillRate},
                                                   {kWideWidth, prefillRate}};
+        calibration.decodeGBPerSByWidth[name] = {{kNarrowWidth, narrowDecodeRate},
+                                                 {kWideWidth, decodeRate}};
       }
     }
     cleanup();
@@ -677,10 +690,11 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const auto &[headDim, rate] : calibration.attentionGflops)
         std::printf("decode attention %.2f GFLOP/s with heads of %lld\n", rate,
                     static_cast<long long>(headDim));
-      std::printf("%-8s %16s %22s %22s\n", "format", "decode GB/s",
-                  "prefill TFLOPS at 768", "prefill TFLOPS at 2048");
+      std::printf("%-8s %18s %18s %22s %22s\n", "format", "decode GB/s at 768",
+                  "at 2048", "prefill TFLOPS at 768", "at 2048");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
-        std::printf("%-8s %16.2f %22.3f %22.3f\n", name.c_str(), rate,
+        std::printf("%-8s %18.2f %18.2f %22.3f %22.3f\n", name.c_str(),
+                    calibration.decodeGBPerSAt(name, kNarrowWidth), rate,
                     calibration.prefillTflopsAt(name, kNarrowWidth),
                     calibration.prefillTflopsAt(name, kWideWidth));
       for (const VulkanCalibration &measured : accelerators)

@@ -56,6 +56,12 @@ struct Calibration {
   /// (the reduction of a block's sums, quantizing its activations). Empty
   /// for a format measured at one width only (`prefillTflops`).
   std::map<std::string, std::map<int64_t, double>> prefillTflopsByWidth;
+  /// Decode streaming rates per weight format and model width measured:
+  /// each width reads its matmuls with its own blocking (rows past 16 KiB of
+  /// activations share them eight weight rows at a time), and a narrow
+  /// model's short rows stream faster. Empty for a format measured at one
+  /// width only (`decodeGBPerS`).
+  std::map<std::string, std::map<int64_t, double>> decodeGBPerSByWidth;
 
   /// The attention rate for heads of `headDim` elements: interpolated on a
   /// log scale between the sizes measured, the nearest one's outside them;
@@ -65,6 +71,9 @@ struct Calibration {
   /// like attentionGflopsAt between the widths measured, `prefillTflops`
   /// where only that was measured (or `width` is 0), 0 when neither was.
   double prefillTflopsAt(const std::string &format, int64_t width) const;
+  /// The decode rate of `format` for a model `width` wide, as
+  /// prefillTflopsAt interpolates its rates.
+  double decodeGBPerSAt(const std::string &format, int64_t width) const;
 };
 
 struct Device {

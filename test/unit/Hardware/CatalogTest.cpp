@@ -193,6 +193,42 @@ TEST(Catalog, PrefillRatesByWidthAreInterpolated) {
                     "expected {\"<width>\": TFLOP/s}");
 }
 
+// Decode rates per model width, the same way: a 768-wide model streams its
+// short rows faster than a 2048-wide one reads its blocks of rows.
+TEST(Catalog, DecodeRatesByWidthAreInterpolated) {
+  const std::string calibration =
+      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
+      "{\"q4_0\": 20.5, \"f16\": 30}, \"prefill_tflops\": {\"q4_0\": 0.4, "
+      "\"f16\": 0.2}, \"dispatch_us\": 0.3, \"threads\": 2, "
+      "\"decode_gb_per_s_by_width\": {\"f16\": {\"768\": 32, \"3072\": 8}}}";
+  std::string error;
+  std::optional<Device> device = parseDevice(
+      deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
+  ASSERT_TRUE(device && device->calibration) << error;
+  std::optional<Device> again =
+      parseDevice(deviceToJson(*device, -1), "again.json", error);
+  ASSERT_TRUE(again && again->calibration) << error;
+  const Calibration &c = *again->calibration;
+  EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("f16", 512), 32);
+  EXPECT_NEAR(c.decodeGBPerSAt("f16", 1536), 16, 1e-12);
+  EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("f16", 8192), 8);
+  EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("f16", 0), 30);
+  EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("q4_0", 768), 20.5);
+  EXPECT_EQ(c.decodeGBPerSAt("q8_0", 768), 0);
+  EXPECT_TRUE(c.prefillTflopsByWidth.empty());
+
+  std::string badRate = calibration;
+  badRate.replace(badRate.find("32"), 2, "-1");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", badRate),
+                    "calibration.decode_gb_per_s_by_width.f16.768",
+                    "GB/s");
+  std::string notObject = calibration;
+  notObject.replace(notObject.find("{\"f16\": {"), 31, "[]");
+  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", notObject),
+                    "calibration.decode_gb_per_s_by_width",
+                    "expected {\"<format>\": {\"<width>\": GB/s}}");
+}
+
 TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
   expectDeviceError("{ not json", "", "is not valid JSON");
   expectDeviceError("[1, 2]", "", "expected a JSON object");
