@@ -157,23 +157,37 @@ TEST(Catalog, CalibrationIsReadAndWritten) {
                     "calibration.attention_gflops.wide", "is not a head size");
 }
 
+// A device whose calibration has single rates for q4_0 and f16 and `byWidth`
+// (`"<key>": {...}` members) besides, as its text.
+std::string calibratedDevice(const std::string &byWidth) {
+  return deviceWith(
+      "\"price_usd_per_hour\": 2.5",
+      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
+      "{\"q4_0\": 20.5, \"f16\": 30}, \"prefill_tflops\": {\"q4_0\": 0.4, "
+      "\"f16\": 0.2}, \"dispatch_us\": 0.3, \"threads\": 2, " +
+          byWidth + "}");
+}
+
+/// `text`'s calibration after a round trip through deviceToJson.
+Calibration roundTripCalibration(const std::string &text) {
+  std::string error;
+  std::optional<Device> device = parseDevice(text, "c.json", error);
+  EXPECT_TRUE(device && device->calibration) << error;
+  if (!device || !device->calibration)
+    return {};
+  std::optional<Device> again =
+      parseDevice(deviceToJson(*device, -1), "again.json", error);
+  EXPECT_TRUE(again && again->calibration) << error;
+  return again && again->calibration ? *again->calibration : Calibration{};
+}
+
 // Prefill rates per model width: interpolated on a log scale between the
 // widths measured, the nearest outside them; a format measured at one width
 // (or a unit without a width) keeps its single rate.
 TEST(Catalog, PrefillRatesByWidthAreInterpolated) {
-  const std::string calibration =
-      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
-      "{\"q4_0\": 20.5, \"f16\": 30}, \"prefill_tflops\": {\"q4_0\": 0.4, "
-      "\"f16\": 0.2}, \"dispatch_us\": 0.3, \"threads\": 2, "
-      "\"prefill_tflops_by_width\": {\"q4_0\": {\"512\": 0.1, \"2048\": 0.4}}}";
-  std::string error;
-  std::optional<Device> device = parseDevice(
-      deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
-  ASSERT_TRUE(device && device->calibration) << error;
-  std::optional<Device> again =
-      parseDevice(deviceToJson(*device, -1), "again.json", error);
-  ASSERT_TRUE(again && again->calibration) << error;
-  const Calibration &c = *again->calibration;
+  const std::string byWidth =
+      "\"prefill_tflops_by_width\": {\"q4_0\": {\"512\": 0.1, \"2048\": 0.4}}";
+  const Calibration c = roundTripCalibration(calibratedDevice(byWidth));
   EXPECT_DOUBLE_EQ(c.prefillTflopsAt("q4_0", 256), 0.1);
   EXPECT_DOUBLE_EQ(c.prefillTflopsAt("q4_0", 4096), 0.4);
   EXPECT_NEAR(c.prefillTflopsAt("q4_0", 1024), 0.2, 1e-12);
@@ -181,14 +195,14 @@ TEST(Catalog, PrefillRatesByWidthAreInterpolated) {
   EXPECT_DOUBLE_EQ(c.prefillTflopsAt("f16", 768), 0.2);
   EXPECT_EQ(c.prefillTflopsAt("q8_0", 768), 0);
 
-  std::string badWidth = calibration;
+  std::string badWidth = byWidth;
   badWidth.replace(badWidth.find("\"512\""), 5, "\"narrow\"");
-  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", badWidth),
+  expectDeviceError(calibratedDevice(badWidth),
                     "calibration.prefill_tflops_by_width.q4_0.narrow",
                     "is not a model width");
-  std::string notObject = calibration;
+  std::string notObject = byWidth;
   notObject.replace(notObject.find("{\"512\""), 25, "3");
-  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", notObject),
+  expectDeviceError(calibratedDevice(notObject),
                     "calibration.prefill_tflops_by_width.q4_0",
                     "expected {\"<width>\": TFLOP/s}");
 }
@@ -196,19 +210,9 @@ TEST(Catalog, PrefillRatesByWidthAreInterpolated) {
 // Decode rates per model width, the same way: a 768-wide model streams its
 // short rows faster than a 2048-wide one reads its blocks of rows.
 TEST(Catalog, DecodeRatesByWidthAreInterpolated) {
-  const std::string calibration =
-      "\"price_usd_per_hour\": 2.5, \"calibration\": {\"decode_gb_per_s\": "
-      "{\"q4_0\": 20.5, \"f16\": 30}, \"prefill_tflops\": {\"q4_0\": 0.4, "
-      "\"f16\": 0.2}, \"dispatch_us\": 0.3, \"threads\": 2, "
-      "\"decode_gb_per_s_by_width\": {\"f16\": {\"768\": 32, \"3072\": 8}}}";
-  std::string error;
-  std::optional<Device> device = parseDevice(
-      deviceWith("\"price_usd_per_hour\": 2.5", calibration), "c.json", error);
-  ASSERT_TRUE(device && device->calibration) << error;
-  std::optional<Device> again =
-      parseDevice(deviceToJson(*device, -1), "again.json", error);
-  ASSERT_TRUE(again && again->calibration) << error;
-  const Calibration &c = *again->calibration;
+  const std::string byWidth =
+      "\"decode_gb_per_s_by_width\": {\"f16\": {\"768\": 32, \"3072\": 8}}";
+  const Calibration c = roundTripCalibration(calibratedDevice(byWidth));
   EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("f16", 512), 32);
   EXPECT_NEAR(c.decodeGBPerSAt("f16", 1536), 16, 1e-12);
   EXPECT_DOUBLE_EQ(c.decodeGBPerSAt("f16", 8192), 8);
@@ -217,14 +221,14 @@ TEST(Catalog, DecodeRatesByWidthAreInterpolated) {
   EXPECT_EQ(c.decodeGBPerSAt("q8_0", 768), 0);
   EXPECT_TRUE(c.prefillTflopsByWidth.empty());
 
-  std::string badRate = calibration;
+  std::string badRate = byWidth;
   badRate.replace(badRate.find("32"), 2, "-1");
-  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", badRate),
+  expectDeviceError(calibratedDevice(badRate),
                     "calibration.decode_gb_per_s_by_width.f16.768",
                     "GB/s");
-  std::string notObject = calibration;
+  std::string notObject = byWidth;
   notObject.replace(notObject.find("{\"f16\": {"), 31, "[]");
-  expectDeviceError(deviceWith("\"price_usd_per_hour\": 2.5", notObject),
+  expectDeviceError(calibratedDevice(notObject),
                     "calibration.decode_gb_per_s_by_width",
                     "expected {\"<format>\": {\"<width>\": GB/s}}");
 }
