@@ -12,12 +12,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <tuple>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 #include <sys/stat.h>
 
 namespace hetc::hardware {

@@ -11,10 +11,10 @@
 #include "runtime/format/Quantize.h"
 #include "runtime/tokenizer/SyntheticVocab.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sys/statvfs.h>
-#include <algorithm>
 #include <thread>
 #include <vector>
 

@@ -126,8 +126,9 @@ InterleavedReader InterleavedReader::make(OpBuilder &b, Location loc,
                              kInterleavedRows * quant.getBytesPerBlock()},
                             rowsType.getElementType()),
       flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
-  reader.stepsPerRowGroup = inFeatures / reader.chunk;
-  if (auto toTensor = weight.getDefiningOp<bufferization::ToTensorOp>()) {
+  // Only the Q6_K kernels prefetch (prefetchAhead).
+  auto toTensor = weight.getDefiningOp<bufferization::ToTensorOp>();
+  if (toTensor && quant.getFormat() == llm::QuantFormat::q6_k) {
     Value buffer = toTensor.getBuffer();
     auto type = dyn_cast<MemRefType>(buffer.getType());
     if (type && type.getLayout().isIdentity() && type.hasStaticShape())
@@ -149,8 +150,10 @@ void InterleavedReader::prefetchAhead(OpBuilder &b, Location loc,
       b, loc,
       arith::AddIOp::create(
           b, loc,
-          arith::MulIOp::create(b, loc, rowGroup,
-                                indexConstant(b, loc, stepsPerRowGroup)),
+          arith::MulIOp::create(
+              b, loc, rowGroup,
+              indexConstant(b, loc,
+                            cast<RankedTensorType>(view.getType()).getDimSize(1))),
           step),
       indexConstant(b, loc, blockBytes));
   // The group's share of the block's lines, each clamped on its own: the
@@ -192,8 +195,7 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
   // log2 of the offset every code carries (Q4_0 8, Q6_K 32), taken off with
   // the activation sums; -1 for none.
   int64_t offsetShift = -1;
-  if (quant.getFormat() == llm::QuantFormat::q6_k)
-    prefetchAhead(b, loc, rowGroup, step, group);
+  prefetchAhead(b, loc, rowGroup, step, group);
   switch (quant.getFormat()) {
   case llm::QuantFormat::q4_0: {
     // The rows' f16 scales, then 4 runs of 64 packed bytes: low nibbles

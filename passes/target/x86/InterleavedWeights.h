@@ -30,10 +30,10 @@ struct InterleavedReader {
   /// Elements per step (a block) and groups of 32 per step.
   int64_t chunk;
   int64_t groups;
-  /// The weight's bytes as one flat buffer, for prefetches; null when the
-  /// weight is not a static view of a buffer.
+  /// The weight's bytes as one flat buffer, for the Q6_K prefetches; null
+  /// for the other formats and for a weight that is not a static view of a
+  /// buffer.
   mlir::Value flatBuffer;
-  int64_t stepsPerRowGroup = 0;
 
   static constexpr int64_t kCacheLine = 64;
   /// How far ahead of the group being read the Q6_K kernels prefetch.
@@ -49,7 +49,8 @@ struct InterleavedReader {
                                 int64_t outFeatures, int64_t inFeatures);
 
   /// Prefetches group `group`'s share of the lines `kPrefetchDistance`
-  /// bytes past block `step` of `rowGroup`. The Q6_K decode kernels read
+  /// bytes past block `step` of `rowGroup`, where `flatBuffer` is set. The
+  /// Q6_K decode kernels read
   /// DRAM at 18 GB/s on their own, where the other formats reach 29
   /// (llama-1B Q4_K_M's Q6_K down projections, one thread); the prefetches
   /// take llama-1B Q4_K_M decode from 30–31 to 27 ms per token on one
