@@ -47,7 +47,7 @@ from llama_model import LlamaReference  # noqa: E402
 
 # The CPU code variants whose quantized matmuls round their activations to
 # int8 blocks (hetc's CpuVariant::int8Dot); the reference then does the same.
-INT8_DOT_VARIANTS = {"avx512-vnni"}
+INT8_DOT_VARIANTS = {"avx512-vnni", "avx512-amx", "avx512-amx-emulated"}
 
 
 def run_hetc(hetc, pack, prompt, count, logits_path):

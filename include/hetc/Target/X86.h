@@ -17,6 +17,11 @@
 
 namespace hetc::target::x86 {
 
+/// How a prompt's quantized matmuls use AMX tiles: not at all, through the
+/// tile instructions, or through vector code that computes what they would
+/// (hetc-x86-emulate-amx: the AMX kernels checked on CPUs without AMX).
+enum class AmxTiles { None, Hardware, Emulated };
+
 /// A code variant of the pack; the runtime picks the best its host can run.
 struct CpuVariant {
   /// Name recorded in the pack manifest ("avx512", "x86-64-v2").
@@ -30,11 +35,18 @@ struct CpuVariant {
   int64_t vectorBits = 512;
   /// Whether quantized matmuls use int8 dot products (vpdpbusd).
   bool int8Dot = false;
+  /// Whether a prompt's matmuls of interleaved weights use AMX tiles.
+  AmxTiles amxTiles = AmxTiles::None;
+  /// A variant for checking the code, never the best choice for a host:
+  /// built only when named, not by "all" or "host".
+  bool onlyByName = false;
 };
 
-/// The variants hetc can build, best first: AVX-512 with VNNI and BF16
-/// (Sapphire Rapids, Zen 4 and later), AVX-512 (x86-64-v4), AVX2 (x86-64-v3)
-/// and the portable x86-64-v2 baseline.
+/// The variants hetc can build, best first: AVX-512 with VNNI and AMX int8
+/// tiles for a prompt's quantized matmuls (Sapphire Rapids and later Xeons),
+/// AVX-512 with VNNI and BF16 (Zen 4 and later, Ice Lake and later), AVX-512
+/// (x86-64-v4), AVX2 (x86-64-v3) and the portable x86-64-v2 baseline; then
+/// avx512-amx-emulated (onlyByName), the AMX kernels in vector code.
 std::vector<CpuVariant> allVariants();
 
 /// The variants `names` selects: "all", "host" (the best this machine runs)
@@ -53,9 +65,11 @@ bool hasInt8DotOf(llvm::StringRef cpu);
 
 /// Adds the passes that take a module from phase `from` to phase `to` (both
 /// before Pack) for an x86 CPU whose vector registers hold `vectorBits`, with
-/// int8 dot products for quantized weights when `int8Dot`.
+/// int8 dot products for quantized weights when `int8Dot`, and a prompt's
+/// matmuls of interleaved weights on AMX tiles as `amxTiles` says.
 void buildCpuPipeline(mlir::OpPassManager &pm, pipeline::Phase from,
-                      pipeline::Phase to, int64_t vectorBits, bool int8Dot);
+                      pipeline::Phase to, int64_t vectorBits, bool int8Dot,
+                      AmxTiles amxTiles = AmxTiles::None);
 
 /// Registers `hetc-lower-cpu{vector-bits=N int8-dot=B}` (import → LLVM
 /// dialect) with the pass registry.

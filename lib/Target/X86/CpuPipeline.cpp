@@ -26,11 +26,15 @@ namespace hetc::target::x86 {
 using pipeline::Phase;
 
 namespace {
-void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot) {
+void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot,
+                    AmxTiles amxTiles) {
   pm.addPass(hetc::conversion::createConvertLLMToLinalgPass());
   // The CPU's own blocking of the portable matmuls, before anything fuses
   // into them.
-  pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass({vectorBits, int8Dot}));
+  pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass(
+      {vectorBits, int8Dot, amxTiles != AmxTiles::None}));
+  if (amxTiles == AmxTiles::Emulated)
+    pm.addPass(hetc::x86::createHetcX86EmulateAmxPass());
   pm.addPass(hetc::x86::createHetcX86BlockAttentionPass({vectorBits}));
   pm.addPass(createCanonicalizerPass());
   // Chains of elementwise generics (residual adds, SiLU·up, scaling) become
@@ -86,7 +90,10 @@ void addLLVMPhase(OpPassManager &pm) {
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertVectorToLLVMPass());
+  // AMX tile operations (AmxTiles::Hardware) become their intrinsics here.
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.amx = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   // Vector lowering leaves ub.poison for lanes that are never read.
   pm.addPass(createUBToLLVMConversionPass());
@@ -101,10 +108,10 @@ void addLLVMPhase(OpPassManager &pm) {
 } // namespace
 
 void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to,
-                      int64_t vectorBits, bool int8Dot) {
+                      int64_t vectorBits, bool int8Dot, AmxTiles amxTiles) {
   auto covers = [&](Phase phase) { return from < phase && phase <= to; };
   if (covers(Phase::Linalg))
-    addLinalgPhase(pm, vectorBits, int8Dot);
+    addLinalgPhase(pm, vectorBits, int8Dot, amxTiles);
   if (covers(Phase::Loops))
     addLoopsPhase(pm);
   if (covers(Phase::LLVM))
@@ -123,6 +130,12 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("multiply quantized weights with int8 activations "
                      "through vpdpbusd (AVX-512 VNNI)"),
       llvm::cl::init(false)};
+  Option<std::string> amxTiles{
+      *this, "amx-tiles",
+      llvm::cl::desc("a prompt's matmuls of interleaved weights on AMX tiles: "
+                     "none, hardware, or emulated (vector code computing "
+                     "the same, for CPUs without AMX)"),
+      llvm::cl::init("none")};
 };
 } // namespace
 
@@ -131,8 +144,14 @@ void registerCpuPipeline() {
       "hetc-lower-cpu",
       "Lower an imported llm module to the LLVM dialect for x86 CPUs",
       [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        AmxTiles amxTiles = options.amxTiles == "hardware"   ? AmxTiles::Hardware
+                            : options.amxTiles == "emulated" ? AmxTiles::Emulated
+                                                             : AmxTiles::None;
+        if (amxTiles == AmxTiles::None && options.amxTiles != "none")
+          llvm::errs() << "hetc-lower-cpu: amx-tiles is \"" << options.amxTiles
+                       << "\"; choose none, hardware or emulated\n";
         buildCpuPipeline(pm, Phase::Import, Phase::LLVM, options.vectorBits,
-                         options.int8Dot);
+                         options.int8Dot, amxTiles);
       });
 }
 

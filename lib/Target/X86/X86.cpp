@@ -32,13 +32,18 @@
 namespace hetc::target::x86 {
 
 std::vector<CpuVariant> allVariants() {
+  const std::vector<std::string> avx512Vnni = {
+      "avx512f",    "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
+      "avx512bf16", "avx2",     "fma",      "f16c"};
+  std::vector<std::string> withAmx = avx512Vnni;
+  withAmx.insert(withAmx.end(), {"amx-tile", "amx-int8"});
   return {
-      {"avx512-vnni",
-       "x86-64-v4",
-       "+avx512vnni,+avx512bf16",
-       {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
-        "avx512bf16", "avx2", "fma", "f16c"},
-       512,
+      // Only the features the code is checked for: every CPU with AMX has
+      // more (AVX512-FP16), which the code must not assume.
+      {"avx512-amx", "x86-64-v4",
+       "+avx512vnni,+avx512bf16,+amx-tile,+amx-int8", withAmx, 512,
+       /*int8Dot=*/true, AmxTiles::Hardware},
+      {"avx512-vnni", "x86-64-v4", "+avx512vnni,+avx512bf16", avx512Vnni, 512,
        /*int8Dot=*/true},
       {"x86-64-v4",
        "x86-64-v4",
@@ -47,6 +52,9 @@ std::vector<CpuVariant> allVariants() {
        512},
       {"x86-64-v3", "x86-64-v3", "", {"avx2", "fma", "f16c"}, 256},
       {"x86-64-v2", "x86-64-v2", "", {"sse4.2", "popcnt"}, 128},
+      {"avx512-amx-emulated", "x86-64-v4", "+avx512vnni,+avx512bf16",
+       avx512Vnni, 512, /*int8Dot=*/true, AmxTiles::Emulated,
+       /*onlyByName=*/true},
   };
 }
 
@@ -55,12 +63,16 @@ bool selectVariants(const std::vector<std::string> &names,
   std::vector<CpuVariant> all = allVariants();
   for (const std::string &name : names) {
     if (name == "all") {
-      selected = all;
+      selected.clear();
+      for (const CpuVariant &variant : all)
+        if (!variant.onlyByName)
+          selected.push_back(variant);
       return true;
     }
     if (name == "host") {
       for (const CpuVariant &variant : all)
-        if (hetrt::core::hostSupports(variant.requiredFeatures)) {
+        if (!variant.onlyByName &&
+            hetrt::core::hostSupports(variant.requiredFeatures)) {
           selected.push_back(variant);
           break;
         }
@@ -69,9 +81,10 @@ bool selectVariants(const std::vector<std::string> &names,
     auto found = llvm::find_if(
         all, [&](const CpuVariant &v) { return v.name == name; });
     if (found == all.end()) {
-      error = "unknown CPU variant \"" + name +
-              "\" (choose from all, host, avx512-vnni, x86-64-v4, x86-64-v3, "
-              "x86-64-v2)";
+      error = "unknown CPU variant \"" + name + "\" (choose from all, host";
+      for (const CpuVariant &variant : all)
+        error += ", " + variant.name;
+      error += ")";
       return false;
     }
     selected.push_back(*found);

@@ -58,19 +58,25 @@ public:
       return false;
     // Variants whose vectors have the same width and dot products share one
     // lowering.
-    std::map<std::pair<int64_t, bool>, mlir::OwningOpRef<mlir::ModuleOp>>
+    std::map<std::tuple<int64_t, bool, AmxTiles>,
+             mlir::OwningOpRef<mlir::ModuleOp>>
         lowered;
     for (const CpuVariant &variant : variants) {
       mlir::OwningOpRef<mlir::ModuleOp> &forWidth =
-          lowered[{variant.vectorBits, variant.int8Dot}];
+          lowered[{variant.vectorBits, variant.int8Dot, variant.amxTiles}];
       if (!forWidth) {
         progress("lowering llm → linalg → loops → LLVM for " +
                  std::to_string(variant.vectorBits) + "-bit vectors" +
-                 (variant.int8Dot ? " with int8 dot products" : ""));
+                 (variant.int8Dot ? " with int8 dot products" : "") +
+                 (variant.amxTiles == AmxTiles::Hardware ? " and AMX tiles"
+                  : variant.amxTiles == AmxTiles::Emulated
+                      ? " and emulated AMX tiles"
+                      : ""));
         forWidth = module.clone();
         mlir::PassManager pm(module.getContext());
         buildCpuPipeline(pm, pipeline::Phase::Import, pipeline::Phase::LLVM,
-                         variant.vectorBits, variant.int8Dot);
+                         variant.vectorBits, variant.int8Dot,
+                         variant.amxTiles);
         if (mlir::failed(pm.run(*forWidth))) {
           error = "the CPU lowering pipeline failed for device \"" +
                   device.getName().str() +

@@ -17,6 +17,7 @@
 
 #include "dialects/llm/LLMTypes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -375,7 +376,8 @@ Value reduceTransposed(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                          Type storageType, int64_t outFeatures,
-                         int64_t vectorBits, bool int8Dot, bool interleaved) {
+                         int64_t vectorBits, bool int8Dot, bool interleaved,
+                         bool amxTiles) {
   const int64_t kLanes = vectorBits / 32;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t inFeatures = xType.getDimSize(1);
@@ -406,16 +408,29 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t groupElements = chunk / groups;
   auto module =
       b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  std::optional<hetc::x86::QuantizedActivations> quantized;
-  if (interleaved)
-    quantized = hetc::x86::quantizeActivations(
-        b, loc, x, /*withOffsetSums=*/false, /*withMinSums=*/false,
-        interleavedReader->blockSumElements());
-  else if (int8Reader)
-    quantized = hetc::x86::quantizeActivations(
-        b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
   int64_t staticRows = xType.getDimSize(0);
   bool rowsKnown = !ShapedType::isDynamic(staticRows);
+  // A prompt's matmuls of interleaved weights multiply tiles of 16
+  // activation rows with AMX; decode (one static row) would fill a sixteenth
+  // of each tile and stays on vpdpbusd.
+  bool tiles = amxTiles && interleaved && !rowsKnown;
+  const int64_t kTileRows = hetc::x86::InterleavedReader::kTileRows;
+  std::optional<hetc::x86::QuantizedActivations> quantized;
+  Value codesBuffer;
+  if (interleaved) {
+    quantized = hetc::x86::quantizeActivations(
+        b, loc, x, /*withOffsetSums=*/false, /*withMinSums=*/false,
+        interleavedReader->blockSumElements(), tiles ? kTileRows : 1);
+    // The tiles load the codes from memory.
+    if (tiles)
+      codesBuffer = bufferization::ToBufferOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic, inFeatures}, b.getI8Type()),
+          quantized->codes, /*readOnly=*/true);
+  } else if (int8Reader) {
+    quantized = hetc::x86::quantizeActivations(
+        b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
+  }
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
   // formats) and an activation vector: within AVX-512's 32 registers. With
   // 16 registers (AVX2, SSE) blocks of 2 activation rows keep the
@@ -432,6 +447,8 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t maxBlockRows = vectorBits >= 512 ? 4 : 2;
   int64_t blockRows =
       rowsKnown && staticRows < maxBlockRows ? staticRows : maxBlockRows;
+  if (tiles)
+    blockRows = kTileRows;
   int64_t blockColumns = blockRows != 1 ? 4 : 1;
   // An activation row past half of L1 (32 KiB) no longer stays there while
   // a weight row streams by: eight weight rows per step share its re-reads
@@ -450,9 +467,10 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   int64_t steps = inFeatures / chunk;
   // Groups are handed to the chains in turn; an iteration covers whole steps
   // and gives every chain at least one group.
-  int64_t chains = blockColumns == 1 || (interleaved && blockRows == 1)
-                       ? (interleaved ? 2 : 4)
-                       : 1;
+  int64_t chains =
+      !tiles && (blockColumns == 1 || (interleaved && blockRows == 1))
+          ? (interleaved ? 2 : 4)
+          : 1;
   int64_t stepsPerIteration = std::max<int64_t>(chains / groups, 1);
   while (steps % stepsPerIteration != 0) {
     stepsPerIteration /= 2;
@@ -647,7 +665,13 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   };
   auto accumulateGroup = [&](OpBuilder &lb, Location lloc, Value step,
                              int64_t group, MutableArrayRef<Value> sums) {
-    if (interleaved)
+    if (tiles)
+      // The padded codes make the tile's rows firstRow.. all readable; the
+      // rows past the end repeat the last, as the clamped `rows` do.
+      interleavedReader->accumulateTiles(lb, lloc, body->getArgument(0), step,
+                                         group, firstRow, rows, codesBuffer,
+                                         *quantized, sums);
+    else if (interleaved)
       interleavedReader->accumulate(lb, lloc, module, body->getArgument(0),
                                     step, group, rows, *quantized, sums);
     else if (int8Reader)
@@ -995,7 +1019,7 @@ struct HetcX86BlockMatmulsPass
       }
       Value blocked = buildBlockedMatmul(
           b, generic.getLoc(), x, weight, storage, resultType.getDimSize(1),
-          vectorBits, int8Dot, readsInterleaved);
+          vectorBits, int8Dot, readsInterleaved, amxTiles);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

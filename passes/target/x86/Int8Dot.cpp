@@ -11,6 +11,7 @@
 #include "dialects/llm/LLMTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -125,14 +126,28 @@ std::pair<Value, Value> q4kScalesAndMins(OpBuilder &b, Location loc,
 QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
                                          bool withOffsetSums,
                                          bool withMinSums,
-                                         int64_t blockSumElements) {
+                                         int64_t blockSumElements,
+                                         int64_t padRowsTo) {
   bool withBlockSums = blockSumElements > 0;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t columns = xType.getDimSize(1);
   int64_t laneCount = columns / kLaneElements;
   int64_t blockLanes = kActivationBlock / kLaneElements;
   Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-  OpFoldResult rows = tensor::getMixedSize(b, loc, x, 0);
+  OpFoldResult sourceRows = tensor::getMixedSize(b, loc, x, 0);
+  OpFoldResult rows = sourceRows;
+  Value lastSourceRow;
+  if (padRowsTo > 1) {
+    // Padding rows repeat the last row: whatever reads a whole tile of rows
+    // computes, for them, the last row's values.
+    Value count = getValueOrCreateConstantIndexOp(b, loc, sourceRows);
+    Value pad = indexConstant(b, loc, padRowsTo);
+    rows = arith::MulIOp::create(
+               b, loc, arith::CeilDivUIOp::create(b, loc, count, pad), pad)
+               .getResult();
+    lastSourceRow =
+        arith::SubIOp::create(b, loc, count, indexConstant(b, loc, 1));
+  }
   // The lane scales and scaled sums share one tensor: two empty tensors of
   // one type would be merged by CSE into a single destination.
   // Only the arrays the weight format reads are built: an unread output
@@ -161,6 +176,9 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(body);
   Value row = body->getArgument(0);
+  Value sourceRow =
+      lastSourceRow ? arith::MinUIOp::create(b, loc, row, lastSourceRow).getResult()
+                    : row;
   Value zero = indexConstant(b, loc, 0);
   // Row `row` of output k.
   auto rowSlice = [&](size_t k) {
@@ -191,7 +209,7 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
             lb, lloc, block, indexConstant(lb, lloc, blockLanes));
         Value pad = arith::ConstantOp::create(lb, lloc, lb.getF32FloatAttr(0));
         Value values = vector::TransferReadOp::create(
-            lb, lloc, blockType, x, ValueRange{row, first}, pad,
+            lb, lloc, blockType, x, ValueRange{sourceRow, first}, pad,
             ArrayRef<bool>{true});
         // maximumf keeps a NaN, so a non-finite row stays non-finite.
         Value largest = vector::ReductionOp::create(

@@ -38,11 +38,14 @@ struct QuantizedActivations {
 /// Builds the quantization of `x` ([M, K] f32, K a multiple of 32) as one
 /// parallel loop over its rows, with the lane sums a weight format with a
 /// code offset or with mins reads, and the sums of `blockSumElements` codes
-/// (32 or 16; 0 for none) interleaved weights read.
+/// (32 or 16; 0 for none) interleaved weights read. With `padRowsTo` > 1
+/// the arrays have M rounded up to a multiple of it rows, the extra ones
+/// copies of the last (for kernels that read whole tiles of rows).
 QuantizedActivations quantizeActivations(mlir::OpBuilder &b, mlir::Location loc,
                                          mlir::Value x, bool withOffsetSums,
                                          bool withMinSums,
-                                         int64_t blockSumElements = 0);
+                                         int64_t blockSumElements = 0,
+                                         int64_t padRowsTo = 1);
 
 /// One vector of weight codes of a row and what turns their dot products
 /// into values: x = laneScale·(code − offset) − laneMin.

@@ -4,6 +4,7 @@
 
 #include "abi/WeightLayout.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -171,36 +172,41 @@ void InterleavedReader::prefetchAhead(OpBuilder &b, Location loc,
   }
 }
 
-void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
-                                   Value rowGroup, Value step, int64_t group,
-                                   ArrayRef<Value> rows,
-                                   const QuantizedActivations &activations,
-                                   MutableArrayRef<Value> sums) const {
-  Emitter e{b, loc};
-  BlockBytes block{b, loc, view, rowGroup, step, kInterleavedRows};
-  // Per format: 4 runs of 64 packed bytes whose low nibbles are elements
-  // 4v..4v+3 of the group's 32 and high nibbles 16+4v.. (Q4_0), or one
-  // sub-block of a pair (Q4_K: low nibbles sub-block 2c, high 2c + 1, 8 runs
-  // of 4 elements each); the rows' scales, and Q4_K's mins.
-  // Code vector k holds elements 4k..4k+3 of the group, in every format.
+namespace {
+
+/// Group `group` of a block of the 16 interleaved rows, decoded.
+struct DecodedGroup {
+  /// Code vector k holds elements 4k..4k+3 of the group of each row, as
+  /// unsigned bytes (in every format).
   SmallVector<Value> codes;
-  // The rows' f32 scale of the group.
+  /// The rows' f32 scale of the group.
   Value rowScales;
-  // The group's codes form runs of equal length, each with its own chain of
-  // vpdpbusd; with more than one (Q6_K: 16 elements each), each run has its
-  // own integer row scales, which weight the chains' sums before the one
-  // conversion to f32.
+  /// The group's codes form runs of equal length (parts), each with its own
+  /// integer row scales when there is more than one (Q6_K: 16 elements
+  /// each), which weight the parts' integer sums before the one conversion
+  /// to f32.
   SmallVector<Value> partIntScales;
   Value rowMins;
-  // log2 of the offset every code carries (Q4_0 8, Q6_K 32), taken off with
-  // the activation sums; -1 for none.
+  /// log2 of the offset every code carries (Q4_0 8, Q8_0 128, Q6_K 32),
+  /// taken off with the activation sums; -1 for none.
   int64_t offsetShift = -1;
-  prefetchAhead(b, loc, rowGroup, step, group);
-  switch (quant.getFormat()) {
+
+  int64_t parts() const {
+    return std::max<int64_t>(static_cast<int64_t>(partIntScales.size()), 1);
+  }
+};
+
+DecodedGroup decodeGroup(Emitter &e, BlockBytes &block,
+                         llm::QuantFormat format, int64_t group) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  DecodedGroup decoded;
+  SmallVector<Value> &codes = decoded.codes;
+  switch (format) {
   case llm::QuantFormat::q4_0: {
     // The rows' f16 scales, then 4 runs of 64 packed bytes: low nibbles
     // elements 4v..4v+3 of the block, high nibbles 16+4v...
-    rowScales = e.halves(block, 0);
+    decoded.rowScales = e.halves(block, 0);
     SmallVector<Value> highs;
     for (int64_t run = 0; run < 4; ++run) {
       Value packed = block.bytes(32 + 64 * run, 64);
@@ -208,27 +214,27 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
       highs.push_back(e.highNibbles(packed));
     }
     codes.append(highs);
-    offsetShift = 3;
+    decoded.offsetShift = 3;
     break;
   }
   case llm::QuantFormat::q8_0: {
     // The rows' f16 scales, then 8 runs of 64 bytes: elements 4v..4v+3 of
     // each row, signed; flipping the sign bit makes them unsigned codes
     // with an offset of 128.
-    rowScales = e.halves(block, 0);
+    decoded.rowScales = e.halves(block, 0);
     for (int64_t run = 0; run < 8; ++run)
       codes.push_back(arith::XOrIOp::create(
           b, loc, block.bytes(32 + 64 * run, 64), e.byteSplat(-128)));
-    offsetShift = 7;
+    decoded.offsetShift = 7;
     break;
   }
   case llm::QuantFormat::q4_k: {
     // d, dmin, the 12 scale bytes byte-major, then per sub-block pair c 8
     // runs of 64 bytes (low nibbles sub-block 2c, high 2c + 1).
     auto [scale, min] = q4kScaleAndMin(e, block, group);
-    rowScales =
+    decoded.rowScales =
         arith::MulFOp::create(b, loc, e.halves(block, 0), e.toFloat(scale));
-    rowMins =
+    decoded.rowMins =
         arith::MulFOp::create(b, loc, e.halves(block, 32), e.toFloat(min));
     int64_t pair = group / 2;
     for (int64_t run = 0; run < 8; ++run) {
@@ -243,9 +249,9 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
     // in the high nibbles) and 2 vectors of high bits (bits 2v of byte i:
     // element 4v+i of each half).
     int64_t quarter = 32 + 416 * group;
-    rowScales = e.halves(block, 0);
+    decoded.rowScales = e.halves(block, 0);
     for (int64_t part = 0; part < 2; ++part)
-      partIntScales.push_back(arith::ExtSIOp::create(
+      decoded.partIntScales.push_back(arith::ExtSIOp::create(
           b, loc, e.lanes(b.getI32Type()),
           block.bytes(quarter + 16 * part, kInterleavedRows)));
     Value highBits[2] = {block.bytes(quarter + 288, 64),
@@ -269,48 +275,121 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
                                            high(highBits[1])));
     }
     codes.append(upper);
-    offsetShift = 5;
+    decoded.offsetShift = 5;
     break;
   }
   default:
     llvm_unreachable("canInterleave admits Q4_0, Q8_0, Q4_K and Q6_K only");
   }
-  Value firstElement = arith::AddIOp::create(
+  return decoded;
+}
+
+/// What the group adds to one activation row's 16 row sums: `partDots`
+/// the integer dot products of each part (offset already taken off),
+/// `activationScale` the row's block scale and `negatedSum` minus the sum of
+/// its codes (for the mins).
+Value addGroup(Emitter &e, const DecodedGroup &decoded,
+               ArrayRef<Value> partDots, Value activationScale,
+               Value negatedSum, Value sum) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Value dot = partDots[0];
+  if (decoded.parts() == 2)
+    dot = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, partDots[0], decoded.partIntScales[0]),
+        arith::MulIOp::create(b, loc, partDots[1], decoded.partIntScales[1]));
+  else
+    for (Value more : partDots.drop_front())
+      dot = arith::AddIOp::create(b, loc, dot, more);
+  sum = vector::FMAOp::create(
+      b, loc, arith::MulFOp::create(b, loc, decoded.rowScales, activationScale),
+      e.toFloat(dot), sum);
+  if (decoded.rowMins)
+    // - min · d_a · Σ codes = (min · d_a) · (negated sum)
+    sum = vector::FMAOp::create(
+        b, loc, arith::MulFOp::create(b, loc, decoded.rowMins, activationScale),
+        e.toFloat(e.broadcast(negatedSum)), sum);
+  return sum;
+}
+
+} // namespace
+
+/// Where group `group` of step `step` starts along K, its first activation
+/// sum and lane.
+struct GroupIndices {
+  Value firstElement, firstSum, firstLane;
+};
+
+static GroupIndices groupIndices(OpBuilder &b, Location loc, Value step,
+                                 int64_t chunk, int64_t group,
+                                 int64_t sumElements) {
+  GroupIndices at;
+  at.firstElement = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, step, indexConstant(b, loc, chunk)),
       indexConstant(b, loc, group * kActivationBlock));
-  int64_t parts = std::max<int64_t>(partIntScales.size(), 1);
-  int64_t sumElements = blockSumElements();
-  Value firstSum = arith::DivUIOp::create(
-      b, loc, firstElement, indexConstant(b, loc, sumElements));
-  Value firstLane = arith::DivUIOp::create(
-      b, loc, firstElement, indexConstant(b, loc, kLaneElements));
+  at.firstSum = arith::DivUIOp::create(b, loc, at.firstElement,
+                                       indexConstant(b, loc, sumElements));
+  at.firstLane = arith::DivUIOp::create(b, loc, at.firstElement,
+                                        indexConstant(b, loc, kLaneElements));
+  return at;
+}
+
+/// Minus the sums of the activation codes of row `row` each part (or the
+/// whole group, for a single part) multiplies, and the row's block scale.
+static std::pair<SmallVector<Value>, Value>
+rowSumsAndScale(Emitter &e, const QuantizedActivations &activations,
+                Value row, const GroupIndices &at, int64_t sumsPerGroup) {
+  SmallVector<Value> negatedSums;
+  for (int64_t k = 0; k < sumsPerGroup; ++k)
+    negatedSums.push_back(tensor::ExtractOp::create(
+        e.b, e.loc, activations.negatedBlockSums,
+        ValueRange{row, arith::AddIOp::create(e.b, e.loc, at.firstSum,
+                                              indexConstant(e.b, e.loc, k))}));
+  Value scale = e.broadcast(tensor::ExtractOp::create(
+      e.b, e.loc, activations.laneFloats,
+      ValueRange{row, indexConstant(e.b, e.loc, 0), at.firstLane}));
+  return {negatedSums, scale};
+}
+
+/// The offset correction a part's integer sum starts from: the negated sum
+/// of the activation codes times the codes' offset.
+static Value offsetStart(Emitter &e, int64_t offsetShift, Value negatedSum) {
+  if (offsetShift < 0)
+    return e.intSplat(0);
+  Value shift =
+      arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(offsetShift));
+  return e.broadcast(arith::ShLIOp::create(e.b, e.loc, negatedSum, shift));
+}
+
+void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
+                                   Value rowGroup, Value step, int64_t group,
+                                   ArrayRef<Value> rows,
+                                   const QuantizedActivations &activations,
+                                   MutableArrayRef<Value> sums) const {
+  Emitter e{b, loc};
+  BlockBytes block{b, loc, view, rowGroup, step, kInterleavedRows};
+  prefetchAhead(b, loc, rowGroup, step, group);
+  DecodedGroup decoded = decodeGroup(e, block, quant.getFormat(), group);
+  const SmallVector<Value> &codes = decoded.codes;
+  int64_t parts = decoded.parts();
+  GroupIndices at = groupIndices(b, loc, step, chunk, group,
+                                 blockSumElements());
   Value i8Pad = arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0));
-  Value zero = indexConstant(b, loc, 0);
   for (size_t i = 0; i < rows.size(); ++i) {
     Value activationCodes = vector::BitCastOp::create(
         b, loc, VectorType::get({kActivationBlock / 4}, b.getI32Type()),
         vector::TransferReadOp::create(b, loc, e.bytes(kActivationBlock),
                                        activations.codes,
-                                       ValueRange{rows[i], firstElement},
+                                       ValueRange{rows[i], at.firstElement},
                                        i8Pad, ArrayRef<bool>{true}));
-    // Minus the sums of the activation codes each part (or the whole group,
-    // for a single part) multiplies.
-    SmallVector<Value> negatedSums;
-    for (int64_t k = 0; k < kActivationBlock / sumElements; ++k)
-      negatedSums.push_back(tensor::ExtractOp::create(
-          b, loc, activations.negatedBlockSums,
-          ValueRange{rows[i], arith::AddIOp::create(
-                                  b, loc, firstSum, indexConstant(b, loc, k))}));
+    auto [negatedSums, activationScale] = rowSumsAndScale(
+        e, activations, rows[i], at, kActivationBlock / blockSumElements());
     // Two chains: one per part, or the runs alternating for a single part;
     // either way their latencies overlap.
     Value chains[2] = {e.intSplat(0), e.intSplat(0)};
-    if (offsetShift >= 0) {
-      Value shift =
-          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offsetShift));
-      for (int64_t part = 0; part < parts; ++part)
-        chains[part] = e.broadcast(
-            arith::ShLIOp::create(b, loc, negatedSums[part], shift));
-    }
+    for (int64_t part = 0; part < parts; ++part)
+      chains[part] = offsetStart(e, decoded.offsetShift, negatedSums[part]);
     int64_t runsPerPart = static_cast<int64_t>(codes.size()) / parts;
     for (size_t run = 0; run < codes.size(); ++run) {
       Value quad = vector::BitCastOp::create(
@@ -322,22 +401,96 @@ void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
                                          runsPerPart];
       chain = dotUnsignedSigned(b, loc, module, chain, codes[run], quad);
     }
-    Value activationScale = e.broadcast(tensor::ExtractOp::create(
-        b, loc, activations.laneFloats, ValueRange{rows[i], zero, firstLane}));
-    Value first = chains[0], second = chains[1];
-    if (parts == 2) {
-      first = arith::MulIOp::create(b, loc, first, partIntScales[0]);
-      second = arith::MulIOp::create(b, loc, second, partIntScales[1]);
+    sums[i] = addGroup(e, decoded, ArrayRef<Value>(chains, 2),
+                       activationScale, negatedSums[0], sums[i]);
+  }
+}
+
+void InterleavedReader::accumulateTiles(OpBuilder &b, Location loc,
+                                        Value rowGroup, Value step,
+                                        int64_t group, Value firstRow,
+                                        ArrayRef<Value> rows,
+                                        Value codesBuffer,
+                                        const QuantizedActivations &activations,
+                                        MutableArrayRef<Value> sums) const {
+  assert(static_cast<int64_t>(rows.size()) == kTileRows &&
+         "a tile multiplies 16 activation rows");
+  Emitter e{b, loc};
+  BlockBytes block{b, loc, view, rowGroup, step, kInterleavedRows};
+  prefetchAhead(b, loc, rowGroup, step, group);
+  DecodedGroup decoded = decodeGroup(e, block, quant.getFormat(), group);
+  int64_t parts = decoded.parts();
+  // Each part is one tile product: the 16 activation rows' codes of the
+  // part (16 × its elements) times the part's code vectors, which are, as
+  // they stand, the rows of a tile in the VNNI layout tdpbsud reads (row k:
+  // elements 4k..4k+3 of each of the 16 weight rows).
+  int64_t partElements = kActivationBlock / parts;
+  int64_t partVectors = static_cast<int64_t>(decoded.codes.size()) / parts;
+  GroupIndices at = groupIndices(b, loc, step, chunk, group,
+                                 blockSumElements());
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto rowType = e.lanes(i32);
+  SmallVector<Type> rowTypes(parts * kTileRows, rowType);
+  // The tiles come in and go out through memory: the decoded codes and the
+  // products live in stack buffers released at the end of the group.
+  auto scope = memref::AllocaScopeOp::create(b, loc, rowTypes);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.createBlock(&scope.getBodyRegion());
+    Value codeRows = memref::AllocaOp::create(
+        b, loc,
+        MemRefType::get({static_cast<int64_t>(decoded.codes.size()), 64}, i8),
+        b.getI64IntegerAttr(64));
+    for (auto [k, codes] : llvm::enumerate(decoded.codes))
+      vector::StoreOp::create(
+          b, loc, codes, codeRows,
+          ValueRange{indexConstant(b, loc, static_cast<int64_t>(k)),
+                     indexConstant(b, loc, 0)});
+    Value products = memref::AllocaOp::create(
+        b, loc, MemRefType::get({parts * kTileRows, kInterleavedRows}, i32),
+        b.getI64IntegerAttr(64));
+    auto productType =
+        amx::TileType::get({kTileRows, kInterleavedRows}, i32);
+    for (int64_t part = 0; part < parts; ++part) {
+      Value activationTile = amx::TileLoadOp::create(
+          b, loc, amx::TileType::get({kTileRows, partElements}, i8),
+          codesBuffer,
+          ValueRange{firstRow,
+                     arith::AddIOp::create(
+                         b, loc, at.firstElement,
+                         indexConstant(b, loc, part * partElements))});
+      Value weightTile = amx::TileLoadOp::create(
+          b, loc, amx::TileType::get({partVectors, 64}, i8), codeRows,
+          ValueRange{indexConstant(b, loc, part * partVectors),
+                     indexConstant(b, loc, 0)});
+      Value zero = amx::TileZeroOp::create(b, loc, productType);
+      // Signed activation codes times unsigned weight codes: tdpbsud.
+      Value product = amx::TileMulIOp::create(
+          b, loc, productType, activationTile, weightTile, zero,
+          /*isZextLhs=*/nullptr, /*isZextRhs=*/b.getUnitAttr());
+      amx::TileStoreOp::create(
+          b, loc, products,
+          ValueRange{indexConstant(b, loc, part * kTileRows),
+                     indexConstant(b, loc, 0)},
+          product);
     }
-    Value dot = arith::AddIOp::create(b, loc, first, second);
-    sums[i] = vector::FMAOp::create(
-        b, loc, arith::MulFOp::create(b, loc, rowScales, activationScale),
-        e.toFloat(dot), sums[i]);
-    if (rowMins)
-      // - min · d_a · Σ codes = (min · d_a) · (negated sum)
-      sums[i] = vector::FMAOp::create(
-          b, loc, arith::MulFOp::create(b, loc, rowMins, activationScale),
-          e.toFloat(e.broadcast(negatedSums[0])), sums[i]);
+    SmallVector<Value> productRows;
+    for (int64_t row = 0; row < parts * kTileRows; ++row)
+      productRows.push_back(vector::LoadOp::create(
+          b, loc, rowType, products,
+          ValueRange{indexConstant(b, loc, row), indexConstant(b, loc, 0)}));
+    memref::AllocaScopeReturnOp::create(b, loc, productRows);
+  }
+  for (int64_t i = 0; i < kTileRows; ++i) {
+    auto [negatedSums, activationScale] = rowSumsAndScale(
+        e, activations, rows[i], at, kActivationBlock / blockSumElements());
+    SmallVector<Value> partDots;
+    for (int64_t part = 0; part < parts; ++part)
+      partDots.push_back(arith::AddIOp::create(
+          b, loc, scope.getResult(part * kTileRows + i),
+          offsetStart(e, decoded.offsetShift, negatedSums[part])));
+    sums[i] = addGroup(e, decoded, partDots, activationScale, negatedSums[0],
+                       sums[i]);
   }
 }
 

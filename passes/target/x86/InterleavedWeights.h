@@ -70,6 +70,21 @@ struct InterleavedReader {
                   llvm::ArrayRef<mlir::Value> rows,
                   const QuantizedActivations &activations,
                   llvm::MutableArrayRef<mlir::Value> sums) const;
+
+  /// Activation rows per AMX tile product.
+  static constexpr int64_t kTileRows = 16;
+
+  /// As accumulate, for the 16 activation rows `firstRow`.. (`rows`, the
+  /// same indices) through AMX tiles: their codes are read as one tile from
+  /// `codesBuffer` (the codes of `activations` as a buffer, rows padded to
+  /// a multiple of 16), the group's decoded weight codes are the other, and
+  /// tdpbsud gives all 16 × 16 integer sums at once.
+  void accumulateTiles(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value rowGroup, mlir::Value step, int64_t group,
+                       mlir::Value firstRow, llvm::ArrayRef<mlir::Value> rows,
+                       mlir::Value codesBuffer,
+                       const QuantizedActivations &activations,
+                       llvm::MutableArrayRef<mlir::Value> sums) const;
 };
 
 } // namespace hetc::x86

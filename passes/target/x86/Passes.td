@@ -254,6 +254,19 @@ def HetcX86BlockMatmulsPass
     per weight); hetc-x86-export-entries writes them into the code, and the
     runtime rewrites those weights into the layout when it loads the code.
 
+    With `amx-tiles` as well (CPUs with AMX), a prompt's matmuls of
+    interleaved weights (dynamic activation rows; decode stays on vpdpbusd)
+    take 16 activation rows per block: the quantized codes are padded to a
+    multiple of 16 rows (the padding repeats the last row) and read through
+    `bufferization.to_buffer` as one `!amx.tile<16x32xi8>` per group; the
+    group's decoded weight codes are stored as the 8 rows of a
+    `!amx.tile<8x64xi8>` (already the VNNI layout), one `amx.tile_muli`
+    (signed × zero-extended: tdpbsud) gives the 16 × 16 integer sums, and
+    `amx.tile_store` returns them through a stack buffer in a
+    `memref.alloca_scope` per group. Each activation row's sums are then
+    offset-corrected and scaled exactly as in the vpdpbusd form (Q6_K: two
+    products of 16 elements, one per part).
+
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)
            outs(%zero : tensor<?x32xf32>) attrs = {llm.matmul_weight = f16} {...}
@@ -275,12 +288,45 @@ def HetcX86BlockMatmulsPass
     Option<"int8Dot", "int8-dot", "bool", "false",
            "multiply Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights with int8-quantized "
            "activations through vpdpbusd (AVX-512 VNNI)">,
+    Option<"amxTiles", "amx-tiles", "bool", "false",
+           "multiply a prompt's activation rows with interleaved weights 16 "
+           "rows at a time through AMX int8 tiles (needs int8-dot)">,
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def HetcX86EmulateAmxPass
+    : Pass<"hetc-x86-emulate-amx", "mlir::ModuleOp"> {
+  let summary = "Rewrite AMX tile operations as AVX-512 vector code";
+  let description = [{
+    The AMX matmul kernels (hetc-x86-block-matmuls with `amx-tiles`) run only
+    where the CPU has AMX. This pass makes them runnable, and their results
+    checkable, everywhere AVX-512 VNNI is: each `amx` tile becomes a 2-D
+    vector of its shape, `amx.tile_load` and `amx.tile_store` become a
+    vector load or store per tile row (rows a stride apart: the explicit
+    stride along the innermost index, or the buffer's own rows),
+    `amx.tile_zero` a zero constant, and `amx.tile_muli` the sums it
+    defines, `acc[m][n] += Σ_k ext(lhs[m][4k+i]) · ext(rhs[k][4n+i])`, each
+    operand sign- or zero-extended as its `zext` flag says (the signed ×
+    unsigned case with 16 columns as one `vpdpbusd` per row and k).
+    Integer products are exact, so the emulated kernel computes what the
+    tile instructions compute, bit for bit.
+
+    Tiles must be defined by amx operations earlier in the same block as
+    their users; `amx.tile_mulf` (bf16 and f16 tiles, whose hardware rounding
+    this pass does not model) is reported as not emulated.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::vector::VectorDialect"];
 }
 

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using namespace hetc;
@@ -80,23 +82,66 @@ TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
 TEST_F(TargetRegistry, TheX86PipelineTakesTheDevicesVectorWidth) {
   const target::Target &x86 = target::x86::x86Target();
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v4"))
-                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=512}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=512}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "haswell"))
-                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=256}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=256}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v2"))
-                .find("hetc-x86-block-matmuls{int8-dot=false vector-bits=128}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=128}"),
             std::string::npos);
   // CPUs with AVX-512 VNNI multiply quantized weights with int8 dot products.
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "znver4"))
-                .find("hetc-x86-block-matmuls{int8-dot=true vector-bits=512}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=true vector-bits=512}"),
             std::string::npos);
   EXPECT_EQ(target::x86::vectorBitsOf("znver4"), 512);
   EXPECT_EQ(target::x86::vectorBitsOf("not-a-cpu"), std::nullopt);
   EXPECT_TRUE(target::x86::hasInt8DotOf("sapphirerapids"));
   EXPECT_FALSE(target::x86::hasInt8DotOf("skylake-avx512"));
   EXPECT_FALSE(target::x86::hasInt8DotOf("not-a-cpu"));
+}
+
+// "all" builds every variant a host might run, best first (AMX tiles, then
+// AVX-512 VNNI); the emulated AMX variant, a check and never a host's best
+// choice, only when named.
+TEST(CpuVariants, AllIsBestFirstAndTheEmulatedVariantOnlyByName) {
+  using target::x86::AmxTiles;
+  using target::x86::CpuVariant;
+  std::vector<CpuVariant> all;
+  std::string error;
+  ASSERT_TRUE(target::x86::selectVariants({"all"}, all, error)) << error;
+  std::vector<std::string> names;
+  for (const CpuVariant &variant : all)
+    names.push_back(variant.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"avx512-amx", "avx512-vnni",
+                                             "x86-64-v4", "x86-64-v3",
+                                             "x86-64-v2"}));
+  EXPECT_EQ(all[0].amxTiles, AmxTiles::Hardware);
+  EXPECT_TRUE(all[0].int8Dot);
+  for (const char *feature : {"amx-tile", "amx-int8", "avx512vnni"})
+    EXPECT_NE(std::find(all[0].requiredFeatures.begin(),
+                        all[0].requiredFeatures.end(), feature),
+              all[0].requiredFeatures.end())
+        << feature;
+
+  std::vector<CpuVariant> host;
+  ASSERT_TRUE(target::x86::selectVariants({"host"}, host, error)) << error;
+  ASSERT_EQ(host.size(), 1u);
+  EXPECT_NE(host[0].name, "avx512-amx-emulated");
+
+  std::vector<CpuVariant> emulated;
+  ASSERT_TRUE(target::x86::selectVariants({"avx512-amx-emulated"}, emulated,
+                                          error))
+      << error;
+  ASSERT_EQ(emulated.size(), 1u);
+  EXPECT_EQ(emulated[0].amxTiles, AmxTiles::Emulated);
+  // It runs wherever avx512-vnni does: no AMX feature is required.
+  for (const std::string &feature : emulated[0].requiredFeatures)
+    EXPECT_EQ(feature.rfind("amx", 0), std::string::npos) << feature;
+
+  std::vector<CpuVariant> none;
+  EXPECT_FALSE(target::x86::selectVariants({"amx"}, none, error));
+  EXPECT_NE(error.find("avx512-amx-emulated"), std::string::npos) << error;
 }
 
 TEST_F(TargetRegistry, TheHostIsACpuDeviceTheX86TargetServes) {
