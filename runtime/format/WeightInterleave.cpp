@@ -191,14 +191,17 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
     return false;
   }
   if (format != BlockFormat::Q4_0 && format != BlockFormat::Q8_0 &&
-      format != BlockFormat::Q4_K && format != BlockFormat::Q6_K) {
-    error = "the interleaved layout holds Q4_0, Q8_0, Q4_K and Q6_K rows, "
-            "not format " +
+      format != BlockFormat::Q4_K && format != BlockFormat::Q6_K &&
+      format != BlockFormat::F32 && format != BlockFormat::F16) {
+    error = "the interleaved layout holds F32, F16, Q4_0, Q8_0, Q4_K and "
+            "Q6_K rows, not format " +
             std::to_string(static_cast<uint32_t>(format));
     return false;
   }
-  int64_t blockBytes =
-      format == BlockFormat::Q6_K ? kQ6kBytes : layoutOf(format).blockBytes;
+  int64_t blockBytes = format == BlockFormat::Q6_K   ? kQ6kBytes
+                       : format == BlockFormat::F32 ? 4
+                       : format == BlockFormat::F16 ? 2
+                                                    : layoutOf(format).blockBytes;
   if (rows <= 0 || rows % kInterleavedRows != 0 || rowBytes <= 0 ||
       rowBytes % blockBytes != 0) {
     error = "interleaved rows come in groups of " +
@@ -213,9 +216,41 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
 
 namespace {
 
+/// F32 and F16 groups element-major: element k of the group's 16 rows
+/// together (a 16 × K transpose of `Element`s).
+template <bool Interleave, typename Element>
+void transposeGroups(uint8_t *bytes, int64_t firstGroup, int64_t endGroup,
+                     int64_t rowBytes) {
+  int64_t columns = rowBytes / static_cast<int64_t>(sizeof(Element));
+  int64_t groupElements = kInterleavedRows * columns;
+  std::vector<Element> copy(static_cast<size_t>(groupElements));
+  for (int64_t g = firstGroup; g < endGroup; ++g) {
+    auto *data = reinterpret_cast<Element *>(bytes) + g * groupElements;
+    std::memcpy(copy.data(), data, static_cast<size_t>(groupElements) *
+                                       sizeof(Element));
+    for (int64_t k = 0; k < columns; ++k)
+      for (int64_t r = 0; r < kInterleavedRows; ++r) {
+        if (Interleave)
+          data[k * kInterleavedRows + r] = copy[r * columns + k];
+        else
+          data[r * columns + k] = copy[k * kInterleavedRows + r];
+      }
+  }
+}
+
 template <bool Interleave>
 void convertGroups(BlockFormat format, uint8_t *bytes, int64_t firstGroup,
                    int64_t endGroup, int64_t rowBytes) {
+  if (format == BlockFormat::F32) {
+    transposeGroups<Interleave, uint32_t>(bytes, firstGroup, endGroup,
+                                          rowBytes);
+    return;
+  }
+  if (format == BlockFormat::F16) {
+    transposeGroups<Interleave, uint16_t>(bytes, firstGroup, endGroup,
+                                          rowBytes);
+    return;
+  }
   if (format != BlockFormat::Q6_K) {
     permuteGroups<Interleave>(format, bytes, firstGroup, endGroup, rowBytes);
     return;

@@ -11,6 +11,7 @@
 #include "passes/target/x86/BlockBytes.h"
 #include "passes/target/x86/Int8Dot.h"
 #include "passes/target/x86/InterleavedWeights.h"
+#include "passes/target/x86/MatmulGrid.h"
 
 #include "abi/BlockFormats.h"
 #include "abi/WeightLayout.h"
@@ -476,71 +477,16 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     stepsPerIteration /= 2;
     chains /= 2;
   }
-  bool wholeRowBlocks = rowsKnown && staticRows % blockRows == 0;
-
-  OpFoldResult numRows = tensor::getMixedSize(b, loc, x, 0);
-  Value rowCount = getValueOrCreateConstantIndexOp(b, loc, numRows);
-  Value init = tensor::EmptyOp::create(
-      b, loc, ArrayRef<OpFoldResult>{numRows, b.getIndexAttr(outFeatures)},
-      b.getF32Type());
   OpBuilder::InsertionGuard guard(b);
-  OpFoldResult rowBlocks;
-  if (rowsKnown)
-    rowBlocks = b.getIndexAttr(staticRows / blockRows + (wholeRowBlocks ? 0 : 1));
-  // A prompt's rows are taken in chunks whose activations stay in L2 while
-  // every weight block passes over them: streaming all of a long prompt's
-  // activations from L3 for each weight block bounded the prefill (llama-110M
-  // Q4_0 at 1024 tokens: its matmuls ran 13 % slower per token than at 128).
-  scf::ForOp chunkLoop;
-  Value chunkStart;
-  Value outInit = init;
-  if (!rowsKnown) {
-    int64_t chunkRows = prefillChunkRows(inFeatures);
-    chunkLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0), rowCount,
-                                   indexConstant(b, loc, chunkRows),
-                                   ValueRange{init});
-    b.setInsertionPointToStart(chunkLoop.getBody());
-    chunkStart = chunkLoop.getInductionVar();
-    outInit = chunkLoop.getRegionIterArgs()[0];
-    Value rowsInChunk = arith::MinUIOp::create(
-        b, loc, indexConstant(b, loc, chunkRows),
-        arith::SubIOp::create(b, loc, rowCount, chunkStart));
-    rowBlocks = arith::CeilDivUIOp::create(b, loc, rowsInChunk,
-                                           indexConstant(b, loc, blockRows))
-                    .getResult();
-  }
-  // Column blocks outermost: the kernel grid splits weight rows across
-  // threads, and every activation block passes over a weight block while it
-  // sits in L1.
-  auto forall = scf::ForallOp::create(
-      b, loc,
-      ArrayRef<OpFoldResult>{b.getIndexAttr(outFeatures / blockColumns),
-                             rowBlocks},
-      ValueRange{outInit}, std::nullopt);
-  Block *body = forall.getBody();
-  b.setInsertionPointToStart(body);
-  Value firstColumn = arith::MulIOp::create(
-      b, loc, body->getArgument(0), indexConstant(b, loc, blockColumns));
-  Value firstRow = arith::MulIOp::create(b, loc, body->getArgument(1),
-                                         indexConstant(b, loc, blockRows));
-  if (chunkStart)
-    firstRow = arith::AddIOp::create(b, loc, chunkStart, firstRow);
-  Value out = body->getArgument(2);
-
-  // A partial last block recomputes the last row for its missing rows (the
-  // reads stay in bounds) and writes only the rows it owns.
-  SmallVector<Value> rows, columns;
-  Value lastRow =
-      arith::SubIOp::create(b, loc, rowCount, indexConstant(b, loc, 1));
-  for (int64_t i = 0; i < blockRows; ++i) {
-    Value row = arith::AddIOp::create(b, loc, firstRow, indexConstant(b, loc, i));
-    if (!wholeRowBlocks)
-      row = arith::MinUIOp::create(b, loc, row, lastRow);
-    rows.push_back(row);
-  }
+  hetc::x86::MatmulGrid grid =
+      hetc::x86::MatmulGrid::build(b, loc, x, outFeatures, blockRows,
+                                   blockColumns, prefillChunkRows(inFeatures));
+  Value firstRow = grid.firstRow;
+  ArrayRef<Value> rows = grid.rows;
+  SmallVector<Value> columns;
   for (int64_t j = 0; j < blockColumns; ++j)
-    columns.push_back(
-        arith::AddIOp::create(b, loc, firstColumn, indexConstant(b, loc, j)));
+    columns.push_back(arith::AddIOp::create(b, loc, grid.firstColumn,
+                                            indexConstant(b, loc, j)));
 
   auto f32Vector = VectorType::get({kLanes}, b.getF32Type());
   Value zeros = arith::ConstantOp::create(
@@ -668,11 +614,11 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
     if (tiles)
       // The padded codes make the tile's rows firstRow.. all readable; the
       // rows past the end repeat the last, as the clamped `rows` do.
-      interleavedReader->accumulateTiles(lb, lloc, body->getArgument(0), step,
+      interleavedReader->accumulateTiles(lb, lloc, grid.columnBlock, step,
                                          group, firstRow, rows, codesBuffer,
                                          *quantized, sums);
     else if (interleaved)
-      interleavedReader->accumulate(lb, lloc, module, body->getArgument(0),
+      interleavedReader->accumulate(lb, lloc, module, grid.columnBlock,
                                     step, group, rows, *quantized, sums);
     else if (int8Reader)
       accumulateInt8Group(lb, lloc, step, group, sums);
@@ -733,58 +679,22 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                          .getResult());
   }
 
-  OpFoldResult ownedRows = b.getIndexAttr(blockRows);
-  if (!wholeRowBlocks)
-    ownedRows = arith::MinUIOp::create(
-                    b, loc, indexConstant(b, loc, blockRows),
-                    arith::SubIOp::create(b, loc, rowCount, firstRow))
-                    .getResult();
-  SmallVector<OpFoldResult> offsets = {firstRow, firstColumn};
-  SmallVector<OpFoldResult> sizes = {ownedRows, b.getIndexAttr(blockColumns)};
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  Value written =
-      tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, strides);
-  Value zero = indexConstant(b, loc, 0);
-  if (wholeRowBlocks && !interleaved) {
-    Value blockValues = vector::FromElementsOp::create(
+  Value wholeBlock;
+  if (grid.wholeRowBlocks && !interleaved)
+    wholeBlock = vector::FromElementsOp::create(
         b, loc, VectorType::get({blockRows, blockColumns}, b.getF32Type()),
         dots);
-    written = vector::TransferWriteOp::create(b, loc, blockValues, written,
-                                              ValueRange{zero, zero},
-                                              ArrayRef<bool>{true, true})
-                  .getResult();
-  } else {
-    // Row by row, each in bounds: a row past the end was computed for the
-    // last row (its index was clamped), so it rewrites the last owned row
-    // with the same values. A masked block write would need a stack buffer.
-    Value lastOwned = arith::SubIOp::create(
-        b, loc, getValueOrCreateConstantIndexOp(b, loc, ownedRows),
-        indexConstant(b, loc, 1));
-    auto rowType = VectorType::get({blockColumns}, b.getF32Type());
-    for (int64_t i = 0; i < blockRows; ++i) {
-      Value rowValues =
-          interleaved
-              ? dots[i]
-              : vector::FromElementsOp::create(
-                    b, loc, rowType,
-                    ArrayRef<Value>(dots).slice(i * blockColumns, blockColumns))
-                    .getResult();
-      Value local = arith::MinUIOp::create(b, loc, indexConstant(b, loc, i),
-                                           lastOwned);
-      written = vector::TransferWriteOp::create(b, loc, rowValues, written,
-                                                ValueRange{local, zero},
-                                                ArrayRef<bool>{true})
-                    .getResult();
-    }
-  }
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, written, out, offsets, sizes,
-                                        strides);
-  if (!chunkLoop)
-    return forall.getResult(0);
-  b.setInsertionPointToEnd(chunkLoop.getBody());
-  scf::YieldOp::create(b, loc, forall.getResult(0));
-  return chunkLoop.getResult(0);
+  auto rowType = VectorType::get({blockColumns}, b.getF32Type());
+  return grid.write(
+      b, loc,
+      [&](int64_t i) -> SmallVector<Value> {
+        if (interleaved)
+          return {dots[i]};
+        return {vector::FromElementsOp::create(
+            b, loc, rowType,
+            ArrayRef<Value>(dots).slice(i * blockColumns, blockColumns))};
+      },
+      wholeBlock);
 }
 
 /// Whether `generic` has the shape convert-llm-to-linalg gives `x · wᵀ`:
@@ -848,8 +758,12 @@ std::optional<int64_t> weightDataOffset(Value weight) {
 
 /// The runtime's name (abi/BlockFormats.h) of a format the interleaved
 /// kernels read.
-hetrt::format::BlockFormat blockFormatOf(llm::QuantFormat format) {
-  switch (format) {
+hetrt::format::BlockFormat blockFormatOf(Type storage) {
+  if (storage.isF32())
+    return hetrt::format::BlockFormat::F32;
+  if (storage.isF16())
+    return hetrt::format::BlockFormat::F16;
+  switch (cast<llm::QuantType>(storage).getFormat()) {
   case llm::QuantFormat::q8_0:
     return hetrt::format::BlockFormat::Q8_0;
   case llm::QuantFormat::q4_k:
@@ -862,21 +776,29 @@ hetrt::format::BlockFormat blockFormatOf(llm::QuantFormat format) {
 }
 
 /// The weight's storage when `generic` is a matmul whose weight the
-/// interleaved kernels can read (hetc::x86::canInterleave), else null.
-llm::QuantType interleavableStorage(linalg::GenericOp generic,
-                                    int64_t vectorBits, bool int8Dot) {
+/// interleaved kernels can read (hetc::x86::canInterleave for block formats,
+/// canInterleaveFloat for f32 and f16), else null.
+Type interleavableStorage(linalg::GenericOp generic, int64_t vectorBits,
+                          bool int8Dot) {
   auto storageAttr = generic->getAttrOfType<TypeAttr>(
       hetc::llm::kMatmulWeightAttrName);
-  auto quant = storageAttr ? dyn_cast<llm::QuantType>(storageAttr.getValue())
-                           : llm::QuantType();
-  if (!quant || !isPortableMatmul(generic))
+  if (!storageAttr || !isPortableMatmul(generic))
     return {};
+  Type storage = storageAttr.getValue();
   int64_t outFeatures =
       cast<RankedTensorType>(generic.getResultTypes()[0]).getDimSize(1);
-  if (ShapedType::isDynamic(outFeatures) ||
-      !hetc::x86::canInterleave(quant, outFeatures, vectorBits, int8Dot))
+  int64_t inFeatures =
+      cast<RankedTensorType>(generic.getDpsInputs()[0].getType()).getDimSize(1);
+  if (ShapedType::isDynamic(outFeatures))
     return {};
-  return quant;
+  if (auto quant = dyn_cast<llm::QuantType>(storage))
+    return hetc::x86::canInterleave(quant, outFeatures, vectorBits, int8Dot)
+               ? storage
+               : Type();
+  return hetc::x86::canInterleaveFloat(storage, outFeatures, inFeatures,
+                                       vectorBits)
+             ? storage
+             : Type();
 }
 
 struct HetcX86BlockMatmulsPass
@@ -938,23 +860,30 @@ struct HetcX86BlockMatmulsPass
       weight.tensors.push_back(tensor);
       auto type = cast<RankedTensorType>(tensor.getType());
       weight.rows = type.getDimSize(0);
-      weight.rowBytes = type.getDimSize(1);
+      weight.rowBytes = type.getDimSize(1) *
+                        (type.getElementType().getIntOrFloatBitWidth() / 8);
       for (OpOperand &use : tensor.getUses()) {
-        auto generic = use.getOwner()->getParentOfType<linalg::GenericOp>();
+        // A block-format weight is read by tensor.extract inside the
+        // matmul's body; a float weight is the matmul's second input.
+        auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+        if (!generic || !generic->hasAttr(hetc::llm::kMatmulWeightAttrName) ||
+            use.getOperandNumber() != 1)
+          generic = isa<tensor::ExtractOp>(use.getOwner())
+                        ? use.getOwner()->getParentOfType<linalg::GenericOp>()
+                        : linalg::GenericOp();
         // Code other than the tagged matmuls (the token gather of a tied
         // embedding) reads the file's layout, so the matmuls get a copy.
-        if (!generic || !isa<tensor::ExtractOp>(use.getOwner()) ||
-            !generic->hasAttr(hetc::llm::kMatmulWeightAttrName)) {
+        if (!generic || !generic->hasAttr(hetc::llm::kMatmulWeightAttrName)) {
           weight.otherReads = true;
           continue;
         }
-        llm::QuantType quant = interleavableStorage(generic, vectorBits, int8Dot);
-        if (!quant || matmulWeight(generic, quant) != tensor) {
+        Type storage = interleavableStorage(generic, vectorBits, int8Dot);
+        if (!storage || matmulWeight(generic, storage) != tensor) {
           weight.qualifies = false;
           continue;
         }
         weight.matmulReads = true;
-        weight.format = blockFormatOf(quant.getFormat());
+        weight.format = blockFormatOf(storage);
       }
     });
     InterleavedChoice chosen;
@@ -1017,9 +946,15 @@ struct HetcX86BlockMatmulsPass
         weight = copy->second;
         readsInterleaved = true;
       }
-      Value blocked = buildBlockedMatmul(
-          b, generic.getLoc(), x, weight, storage, resultType.getDimSize(1),
-          vectorBits, int8Dot, readsInterleaved, amxTiles);
+      Value blocked =
+          readsInterleaved && isa<FloatType>(storage)
+              ? hetc::x86::buildInterleavedFloatMatmul(
+                    b, generic.getLoc(), x, weight, resultType.getDimSize(1),
+                    prefillChunkRows(
+                        cast<RankedTensorType>(x.getType()).getDimSize(1)))
+              : buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
+                                   resultType.getDimSize(1), vectorBits,
+                                   int8Dot, readsInterleaved, amxTiles);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

@@ -23,6 +23,21 @@ namespace hetc::x86 {
 bool canInterleave(hetc::llm::QuantType quant, int64_t outFeatures,
                    int64_t vectorBits, bool int8Dot);
 
+/// Whether an f32 or f16 weight of `outFeatures` rows of `inFeatures` can be
+/// read element-major in groups of 16 rows by code with `vectorBits`-bit
+/// vectors.
+bool canInterleaveFloat(mlir::Type storage, int64_t outFeatures,
+                        int64_t inFeatures, int64_t vectorBits);
+
+/// x · wᵀ for an f32 or f16 weight [N, K] stored element-major in groups of
+/// 16 rows: blocks of 8 activation rows × 32 weight rows for a prompt (taken
+/// in chunks of `chunkRows` rows), one group of 16 rows along 4 chains for a
+/// single row.
+mlir::Value buildInterleavedFloatMatmul(mlir::OpBuilder &b, mlir::Location loc,
+                                        mlir::Value x, mlir::Value weight,
+                                        int64_t outFeatures,
+                                        int64_t chunkRows);
+
 struct InterleavedReader {
   /// [N/16, steps, 16 × bytes per block]: a block of a group of rows.
   mlir::Value view;

@@ -7,7 +7,8 @@
 // convert-llm-to-linalg leaves portable matmuls tagged with their weight's
 // storage type; this pass gives them the CPU's blocking.
 //
-// A float matmul is register-blocked: a forall over (4-column, 4-row) blocks
+// A float matmul whose weight rows are not whole groups of 16 (f32; f16 and
+// bf16 always) is register-blocked: a forall over (4-column, 4-row) blocks
 // of the output whose body keeps 4×4 vector accumulators across a loop over
 // 16-element steps of the reduction, reading each weight vector once per
 // block. The weight reference becomes a view of the mapped model data at the
@@ -15,19 +16,19 @@
 // count the block is written row by row, each row in bounds (a row past the
 // end rewrites the last one with its own values), so no masked write needs a
 // stack buffer.
-llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
+llm.weight @w {data_offset = 256 : i64} : tensor<24x64xf32>
 // CHECK-NOT: llm.
 // CHECK-LABEL: func.func @f32_matmul
 // With 256-bit vectors (AVX2's 16 registers) blocks hold 2 activation rows
 // of 8 lanes.
 // AVX2-LABEL: func.func @f32_matmul
 // AVX2: arith.ceildivui %{{.+}}, %c2
-// AVX2: scf.forall (%{{.+}}, %{{.+}}) in (8, %{{.+}}) shared_outs
+// AVX2: scf.forall (%{{.+}}, %{{.+}}) in (6, %{{.+}}) shared_outs
 // AVX2: scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // AVX2-NOT: llm.matmul_weight
 // CHECK-SAME: (%[[DATA:.+]]: memref<?xi8> {llm.weights}, %[[X:.+]]: tensor<?x64xf32>)
 // CHECK: %[[OFF:.+]] = arith.constant 256 : index
-// CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<32x64xf32>
+// CHECK: %[[VIEW:.+]] = memref.view %[[DATA]][%[[OFF]]][] : memref<?xi8> to memref<24x64xf32>
 // CHECK: %[[W:.+]] = bufferization.to_tensor %[[VIEW]] restrict
 // CHECK: %[[ROWS:.+]] = tensor.dim %[[X]]
 // A prompt's rows go in chunks (here of 512: their activations fit half of
@@ -36,10 +37,10 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // CHECK: %[[LEFT:.+]] = arith.subi %[[ROWS]], %[[FIRST]] : index
 // CHECK: %[[CHUNK:.+]] = arith.minui %{{.+}}, %[[LEFT]] : index
 // CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[CHUNK]], %{{.+}} : index
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (8, %[[BLOCKS]]) shared_outs
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (6, %[[BLOCKS]]) shared_outs
 // CHECK-COUNT-4: arith.minui
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK-COUNT-4: vector.transfer_read %[[W]]{{.+}} : tensor<32x64xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.transfer_read %[[W]]{{.+}} : tensor<24x64xf32>, vector<16xf32>
 // CHECK: vector.transfer_read %[[X]]
 // CHECK-COUNT-4: vector.fma
 // CHECK: scf.yield
@@ -61,10 +62,43 @@ llm.weight @w {data_offset = 256 : i64} : tensor<32x64xf32>
 // INT8-LABEL: func.func @f32_matmul
 // INT8-NOT: vpdpbusd
 // INT8: vector.fma
-func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
-  %w = llm.get_weight @w : tensor<32x64xf32>
-  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
-  return %y : tensor<?x32xf32>
+func.func @f32_matmul(%x: tensor<?x64xf32>) -> tensor<?x24xf32> {
+  %w = llm.get_weight @w : tensor<24x64xf32>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<24x64xf32>) -> tensor<?x24xf32>
+  return %y : tensor<?x24xf32>
+}
+
+// -----
+
+// With 512-bit vectors, an f32 weight that only matmuls read, in whole
+// groups of 16 rows, is read element-major (the module records it for the
+// runtime, which rewrites it at load time: format 0, layout 1): a vector is
+// element k of 16 rows. A prompt's block is 8 activation rows × 2 groups
+// (32 weight rows): per element, each group's vector and each row's
+// activation broadcast meet in one FMA, and each of the 16 accumulators ends
+// as 16 results of one row (no horizontal sums), written as a vector.
+// CHECK: module attributes {hetc.x86.weight_layouts = array<i64: 0, 64, 256, 0, 1>}
+// CHECK-LABEL: func.func @f32_interleaved_matmul
+// CHECK: tensor.expand_shape {{.+}} output_shape [4, 64, 16] : tensor<4096xf32> into tensor<4x64x16xf32>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, %{{.+}}) shared_outs
+// CHECK-COUNT-8: arith.minui
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2: vector.transfer_read {{.+}} : tensor<4x64x16xf32>, vector<16xf32>
+// CHECK: %[[A:.+]] = tensor.extract %{{.+}} : tensor<?x64xf32>
+// CHECK: %[[SPLAT:.+]] = vector.broadcast %[[A]] : f32 to vector<16xf32>
+// CHECK: vector.fma %[[SPLAT]], %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.fma %[[SPLAT]], %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.transfer_write {{.+}} : vector<16xf32>, tensor<?x32xf32>
+// AVX2-NOT: hetc.x86.weight_layouts
+// AVX2-LABEL: func.func @f32_interleaved_matmul
+// AVX2: scf.forall (%{{.+}}, %{{.+}}) in (16, %{{.+}}) shared_outs
+llm.weight @w {data_offset = 0 : i64} : tensor<64x64xf32>
+func.func @f32_interleaved_matmul(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llm.get_weight @w : tensor<64x64xf32>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
 }
 
 // -----
@@ -320,15 +354,18 @@ func.func @wide_decode_matmul(%x: tensor<1x5632xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// Decode reads f32 weights as it reads f16 ones: a row at a time, front to
-// back, with four accumulators along the row.
+// Decode streams an element-major f32 group front to back (one contiguous
+// run), its elements handed to four accumulators in turn; their sum is the
+// group's 16 results.
 llm.weight @f {data_offset = 0 : i64} : tensor<16x64xf32>
 // CHECK-LABEL: func.func @f32_decode_matmul
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 1)
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (1, 1)
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK-COUNT-4: vector.fma
-// CHECK: vector.reduction <add>
-// CHECK: vector.from_elements {{.+}} : vector<1x1xf32>
+// CHECK: scf.yield
+// CHECK-COUNT-3: arith.addf {{.+}} : vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: vector.transfer_write {{.+}} : vector<16xf32>, tensor<1x16xf32>
 func.func @f32_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = llm.get_weight @f : tensor<16x64xf32>
   %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf32>) -> tensor<1x16xf32>
