@@ -30,9 +30,9 @@ bool canInterleaveFloat(mlir::Type storage, int64_t outFeatures,
                         int64_t inFeatures, int64_t vectorBits);
 
 /// x · wᵀ for an f32 or f16 weight [N, K] stored element-major in groups of
-/// 16 rows: blocks of 8 activation rows × 32 weight rows for a prompt (taken
-/// in chunks of `chunkRows` rows), one group of 16 rows along 4 chains for a
-/// single row.
+/// 16 rows: blocks of 8 activation rows × 32 weight rows (f16: 4 × 64) for
+/// a prompt (taken in chunks of `chunkRows` rows), one group of 16 rows
+/// along 4 chains for a single row.
 mlir::Value buildInterleavedFloatMatmul(mlir::OpBuilder &b, mlir::Location loc,
                                         mlir::Value x, mlir::Value weight,
                                         int64_t outFeatures,

@@ -254,15 +254,15 @@ def HetcX86BlockMatmulsPass
     per weight); hetc-x86-export-entries writes them into the code, and the
     runtime rewrites those weights into the layout when it loads the code.
 
-    With 512-bit vectors, an f32 weight that only matmuls read and whose
-    rows come in whole groups of 16 is read element-major (the same table,
-    format F32): per group, element k of its 16 rows is one vector. A
-    prompt's block is 8 activation rows × 2 groups, 16 accumulators: per
-    element, each group's vector and each row's broadcast activation meet in
-    one FMA (an outer product), so no horizontal sums remain and a block
-    reads 2 vectors and 8 scalars per element where the 4 × 4 dot products
-    read 8 vectors. Decode streams one group front to back along 4 chains.
-    f16 and bf16 weights stay row-major (element-major f16 prefilled slower).
+    With 512-bit vectors, an f32 or f16 weight that only matmuls read and
+    whose rows come in whole groups of 16 is read element-major (the same
+    table, format F32 or F16): per group, element k of its 16 rows is one
+    vector. A prompt's block has 16 accumulators, 8 activation rows × 2
+    groups (f16: 4 × 4): per element, each group's vector and each row's
+    broadcast activation meet in one FMA (an outer product), so no
+    horizontal sums remain and an f32 block reads 2 vectors and 8 scalars
+    per element where the 4 × 4 dot products read 8 vectors. Decode streams
+    one group front to back along 4 chains. bf16 weights stay row-major.
 
     With `amx-tiles` as well (CPUs with AMX), a prompt's matmuls of
     interleaved weights (dynamic activation rows; decode stays on vpdpbusd)

@@ -7,7 +7,7 @@
 // convert-llm-to-linalg leaves portable matmuls tagged with their weight's
 // storage type; this pass gives them the CPU's blocking.
 //
-// A float matmul whose weight rows are not whole groups of 16 (f32; f16 and
+// A float matmul whose weight rows are not whole groups of 16 (f32 and f16;
 // bf16 always) is register-blocked: a forall over (4-column, 4-row) blocks
 // of the output whose body keeps 4×4 vector accumulators across a loop over
 // 16-element steps of the reduction, reading each weight vector once per
@@ -311,45 +311,66 @@ func.func @q6_k_interleaved(%x: tensor<1x256xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// One activation row (decode) reads an f16 weight one row at a time (several
-// interleaved short rows defeat the hardware prefetcher), along four
-// independent accumulators; the weight is widened in registers and each
-// result is written without bounds checks.
-llm.weight @h {data_offset = 0 : i64} : tensor<16x64xf16>
+// One activation row (decode) reads a row-major f16 weight (rows not in
+// whole groups of 16) one row at a time (several interleaved short rows
+// defeat the hardware prefetcher), along four independent accumulators; the
+// weight is widened in registers and each result is written without bounds
+// checks.
+llm.weight @h {data_offset = 0 : i64} : tensor<24x64xf16>
 // CHECK-LABEL: func.func @f16_decode_matmul
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 1)
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (24, 1)
 // CHECK-NOT: arith.minui
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
-// CHECK: vector.transfer_read {{.+}} : tensor<16x64xf16>, vector<16xf16>
+// CHECK: vector.transfer_read {{.+}} : tensor<24x64xf16>, vector<16xf16>
 // CHECK: arith.extf {{.+}} : vector<16xf16> to vector<16xf32>
 // CHECK-COUNT-4: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-3: arith.addf {{.+}} : vector<16xf32>
 // CHECK: vector.from_elements {{.+}} : vector<1x1xf32>
 // CHECK: vector.transfer_write {{.+}} {in_bounds = [true, true]} : vector<1x1xf32>, tensor<1x1xf32>
-func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
-  %w = llm.get_weight @h : tensor<16x64xf16>
-  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<16x64xf16>) -> tensor<1x16xf32>
-  return %y : tensor<1x16xf32>
+func.func @f16_decode_matmul(%x: tensor<1x64xf32>) -> tensor<1x24xf32> {
+  %w = llm.get_weight @h : tensor<24x64xf16>
+  %y = llm.matmul %x, %w : (tensor<1x64xf32>, tensor<24x64xf16>) -> tensor<1x24xf32>
+  return %y : tensor<1x24xf32>
+}
+
+// -----
+
+// An f16 weight in whole groups of 16 rows is read element-major too (format
+// 1 in the table), a prompt's block being 4 activation rows × 4 groups (64
+// weight rows), each group's 16 halves widened once per element.
+// CHECK: module attributes {hetc.x86.weight_layouts = array<i64: 0, 64, 128, 1, 1>}
+// CHECK-LABEL: func.func @f16_interleaved_matmul
+// CHECK: tensor.expand_shape {{.+}} output_shape [4, 64, 16] : tensor<4096xf16> into tensor<4x64x16xf16>
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (1, %{{.+}}) shared_outs
+// CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: arith.extf {{.+}} : vector<16xf16> to vector<16xf32>
+// CHECK: tensor.extract %{{.+}} : tensor<?x64xf32>
+// CHECK-COUNT-4: vector.fma
+llm.weight @h {data_offset = 0 : i64} : tensor<64x64xf16>
+func.func @f16_interleaved_matmul(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = llm.get_weight @h : tensor<64x64xf16>
+  %y = llm.matmul %x, %w : (tensor<?x64xf32>, tensor<64x64xf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
 }
 
 // -----
 
 // An activation row past half of L1 (here 5632 floats) is shared by eight
 // weight rows per step, so it is re-read an eighth as often.
-llm.weight @wide {data_offset = 0 : i64} : tensor<16x5632xf16>
+llm.weight @wide {data_offset = 0 : i64} : tensor<24x5632xf16>
 // CHECK-LABEL: func.func @wide_decode_matmul
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (2, 1)
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (3, 1)
 // CHECK: scf.for {{.+}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
-// CHECK-COUNT-8: vector.transfer_read {{.+}} : tensor<16x5632xf16>, vector<16xf16>
+// CHECK-COUNT-8: vector.transfer_read {{.+}} : tensor<24x5632xf16>, vector<16xf16>
 // CHECK-COUNT-14: vector.shuffle
 // CHECK: vector.transfer_write {{.+}} : vector<1x8xf32>
 // AVX2-LABEL: func.func @wide_decode_matmul
 // INT8-LABEL: func.func @wide_decode_matmul
-func.func @wide_decode_matmul(%x: tensor<1x5632xf32>) -> tensor<1x16xf32> {
-  %w = llm.get_weight @wide : tensor<16x5632xf16>
-  %y = llm.matmul %x, %w : (tensor<1x5632xf32>, tensor<16x5632xf16>) -> tensor<1x16xf32>
-  return %y : tensor<1x16xf32>
+func.func @wide_decode_matmul(%x: tensor<1x5632xf32>) -> tensor<1x24xf32> {
+  %w = llm.get_weight @wide : tensor<24x5632xf16>
+  %y = llm.matmul %x, %w : (tensor<1x5632xf32>, tensor<24x5632xf16>) -> tensor<1x24xf32>
+  return %y : tensor<1x24xf32>
 }
 
 // -----
