@@ -50,6 +50,7 @@ struct HetcX86EmulateAmxPass
     : hetc::x86::impl::HetcX86EmulateAmxPassBase<HetcX86EmulateAmxPass> {
   using HetcX86EmulateAmxPassBase::HetcX86EmulateAmxPassBase;
 
+  /// The vector standing for each tile rewritten so far in this run.
   llvm::DenseMap<Value, Value> emulated;
 
   /// The vector standing for tile `tile`, or null after reporting on `user`.
@@ -147,6 +148,9 @@ struct HetcX86EmulateAmxPass
   }
 
   void runOnOperation() override {
+    // A pass instance may run on several modules: no tile of an earlier one
+    // may stand for a value of this one.
+    emulated.clear();
     SmallVector<Operation *> tileOps;
     getOperation()->walk([&](Operation *op) {
       if (isa<amx::AMXDialect>(op->getDialect()))

@@ -313,15 +313,13 @@ Value addGroup(Emitter &e, const DecodedGroup &decoded,
   return sum;
 }
 
-} // namespace
-
 /// Where group `group` of step `step` starts along K, its first activation
 /// sum and lane.
 struct GroupIndices {
   Value firstElement, firstSum, firstLane;
 };
 
-static GroupIndices groupIndices(OpBuilder &b, Location loc, Value step,
+GroupIndices groupIndices(OpBuilder &b, Location loc, Value step,
                                  int64_t chunk, int64_t group,
                                  int64_t sumElements) {
   GroupIndices at;
@@ -337,7 +335,7 @@ static GroupIndices groupIndices(OpBuilder &b, Location loc, Value step,
 
 /// Minus the sums of the activation codes of row `row` each part (or the
 /// whole group, for a single part) multiplies, and the row's block scale.
-static std::pair<SmallVector<Value>, Value>
+std::pair<SmallVector<Value>, Value>
 rowSumsAndScale(Emitter &e, const QuantizedActivations &activations,
                 Value row, const GroupIndices &at, int64_t sumsPerGroup) {
   SmallVector<Value> negatedSums;
@@ -354,13 +352,15 @@ rowSumsAndScale(Emitter &e, const QuantizedActivations &activations,
 
 /// The offset correction a part's integer sum starts from: the negated sum
 /// of the activation codes times the codes' offset.
-static Value offsetStart(Emitter &e, int64_t offsetShift, Value negatedSum) {
+Value offsetStart(Emitter &e, int64_t offsetShift, Value negatedSum) {
   if (offsetShift < 0)
     return e.intSplat(0);
   Value shift =
       arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(offsetShift));
   return e.broadcast(arith::ShLIOp::create(e.b, e.loc, negatedSum, shift));
 }
+
+} // namespace
 
 void InterleavedReader::accumulate(OpBuilder &b, Location loc, ModuleOp module,
                                    Value rowGroup, Value step, int64_t group,
