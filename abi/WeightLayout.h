@@ -57,8 +57,8 @@ enum class WeightLayoutKind : int64_t {
   /// whose byte 4r+i holds at bits 2v the top 2 bits of the code of element
   /// 16h+4v+i (vector h).
   /// Q8_0 rows as Q4_0's, with 8 runs (quant bytes 4v..4v+3, signed).
-  /// F32 and F16 rows element-major: per group, element k of its 16 rows
-  /// together (64 or 32 bytes), for k in order.
+  /// F32, F16 and BF16 rows element-major: per group, element k of its 16
+  /// rows together (64 or 32 bytes), for k in order.
   /// The tensor keeps its size and offset.
   InterleavedRows16 = 1,
   /// The bytes of InterleavedRows16 written to a copy after the data

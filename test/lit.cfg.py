@@ -44,8 +44,9 @@ else:
                     "the runtime found: " + (_devices.stdout + _devices.stderr).strip())
 
 # CPU features of this machine that some tests need: AVX-512 VNNI (the
-# avx512-vnni and emulated AMX variants) and AMX int8 tiles (the avx512-amx
-# variant runs only there; elsewhere its test is reported unsupported).
+# avx512-vnni and emulated AMX variants) and AMX int8 and bf16 tiles (the
+# avx512-amx variants run only there; elsewhere their test is reported
+# unsupported).
 try:
     with open("/proc/cpuinfo") as cpuinfo:
         _flags = set()
@@ -56,8 +57,8 @@ except OSError:
     _flags = set()
 if "avx512_vnni" in _flags:
     config.available_features.add("avx512vnni")
-if {"amx_tile", "amx_int8"} <= _flags:
+if {"amx_tile", "amx_int8", "amx_bf16"} <= _flags:
     config.available_features.add("amx")
 else:
-    lit_config.note("this CPU has no AMX int8 tiles, so tests that REQUIRE amx "
+    lit_config.note("this CPU has no AMX int8 and bf16 tiles, so tests that REQUIRE amx "
                     "are unsupported (the AMX kernels are checked in emulation)")

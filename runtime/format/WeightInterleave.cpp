@@ -192,15 +192,18 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
   }
   if (format != BlockFormat::Q4_0 && format != BlockFormat::Q8_0 &&
       format != BlockFormat::Q4_K && format != BlockFormat::Q6_K &&
-      format != BlockFormat::F32 && format != BlockFormat::F16) {
-    error = "the interleaved layout holds F32, F16, Q4_0, Q8_0, Q4_K and "
-            "Q6_K rows, not format " +
+      format != BlockFormat::F32 && format != BlockFormat::F16 &&
+      format != BlockFormat::BF16) {
+    error = "the interleaved layout holds F32, F16, BF16, Q4_0, Q8_0, Q4_K "
+            "and Q6_K rows, not format " +
             std::to_string(static_cast<uint32_t>(format));
     return false;
   }
   int64_t blockBytes = format == BlockFormat::Q6_K   ? kQ6kBytes
                        : format == BlockFormat::F32 ? 4
-                       : format == BlockFormat::F16 ? 2
+                       : format == BlockFormat::F16 ||
+                               format == BlockFormat::BF16
+                           ? 2
                                                     : layoutOf(format).blockBytes;
   if (rows <= 0 || rows % kInterleavedRows != 0 || rowBytes <= 0 ||
       rowBytes % blockBytes != 0) {
@@ -216,7 +219,7 @@ bool checkInterleavable(WeightLayoutKind kind, BlockFormat format,
 
 namespace {
 
-/// F32 and F16 groups element-major: element k of the group's 16 rows
+/// F32, F16 and BF16 groups element-major: element k of the group's 16 rows
 /// together (a 16 × K transpose of `Element`s).
 template <bool Interleave, typename Element>
 void transposeGroups(uint8_t *bytes, int64_t firstGroup, int64_t endGroup,
@@ -246,7 +249,7 @@ void convertGroups(BlockFormat format, uint8_t *bytes, int64_t firstGroup,
                                           rowBytes);
     return;
   }
-  if (format == BlockFormat::F16) {
+  if (format == BlockFormat::F16 || format == BlockFormat::BF16) {
     transposeGroups<Interleave, uint16_t>(bytes, firstGroup, endGroup,
                                           rowBytes);
     return;

@@ -47,7 +47,14 @@ from llama_model import LlamaReference  # noqa: E402
 
 # The CPU code variants whose quantized matmuls round their activations to
 # int8 blocks (hetc's CpuVariant::int8Dot); the reference then does the same.
-INT8_DOT_VARIANTS = {"avx512-vnni", "avx512-amx", "avx512-amx-emulated"}
+INT8_DOT_VARIANTS = {"avx512-vnni", "avx512-amx", "avx512-amx-bf16",
+                     "avx512-amx-emulated"}
+# The weight formats whose prompt matmuls each AMX variant runs on bf16 tiles
+# (rounding activations and weights to bfloat16); the reference rounds them
+# too.
+BF16_TILE_VARIANTS = {"avx512-amx": ("bf16",),
+                      "avx512-amx-bf16": ("f32", "f16", "bf16"),
+                      "avx512-amx-emulated": ("f32", "f16", "bf16")}
 
 
 def run_hetc(hetc, pack, prompt, count, logits_path):
@@ -73,6 +80,9 @@ def main():
                         help="logit tolerance relative to the row's largest |logit|")
     parser.add_argument("--int8-rtol", type=float, default=2e-2,
                         help="the tolerance of runs that rounded activations to int8")
+    parser.add_argument("--bf16-rtol", type=float, default=3e-3,
+                        help="the tolerance of runs whose prompt matmuls rounded "
+                             "to bf16 tiles")
     parser.add_argument("--f16-kv-rtol", type=float, default=2e-3,
                         help="the tolerance of runs with an f16 KV cache")
     args = parser.parse_args()
@@ -93,11 +103,13 @@ def main():
             prompt_ids = result["prompt_tokens"]
             generated = result["tokens"]
             int8 = result.get("variant") in INT8_DOT_VARIANTS
+            bf16_tiles = BF16_TILE_VARIANTS.get(result.get("variant"), ())
             kv_element_type = result["kv_cache"]["element_type"]
-            key = (int8, kv_element_type)
+            key = (int8, kv_element_type, bf16_tiles)
             if key not in reference_models:
                 reference_models[key] = LlamaReference(
-                    gguf, int8_activations=int8, kv_element_type=kv_element_type)
+                    gguf, int8_activations=int8, kv_element_type=kv_element_type,
+                    bf16_tile_types=bf16_tiles)
             reference_model = reference_models[key]
             if "prompt_token_ids" in case and prompt_ids != case["prompt_token_ids"]:
                 print(f"{name}: prompt ids {prompt_ids} != expected {case['prompt_token_ids']}")
@@ -117,14 +129,16 @@ def main():
             # token but the last), so a near-tie cannot send them down different
             # paths.
             cache = reference_model.new_cache(len(prompt_ids) + len(generated))
-            rows = [reference_model.forward(prompt_ids, cache)[-1:]]
+            rows = [reference_model.forward(prompt_ids, cache, prefill=True)[-1:]]
             for token in generated[:-1]:
-                rows.append(reference_model.forward([token], cache))
+                rows.append(reference_model.forward([token], cache, prefill=False))
             reference_rows = np.concatenate(rows, axis=0)
             candidate = np.load(logits_path)
             rtol = args.rtol
             if int8 and reference_model.int8_weights:
                 rtol = max(rtol, args.int8_rtol)
+            if reference_model.bf16_tile_weights:
+                rtol = max(rtol, args.bf16_rtol)
             if kv_element_type != "f32":
                 rtol = max(rtol, args.f16_kv_rtol)
             lines, passed = compare(reference_rows, candidate, atol=0.0, rtol=rtol)

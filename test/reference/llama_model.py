@@ -138,6 +138,22 @@ def quantize_activations(x):
     return (codes.astype(np.float64) * scale.astype(np.float64)).reshape(x.shape)
 
 
+# ggml type codes of the float formats the CPU's AMX variants can multiply
+# through bf16 tiles in a prompt's matmuls (F32, F16, BF16), and the weight
+# shapes they take: rows and row length multiples of 32.
+BF16_TILE_TYPES = {"f32": 0, "f16": 1, "bf16": 30}
+BF16_TILE_MULTIPLE = 32
+
+
+def round_to_bf16(x):
+    """x's float32 values rounded to bfloat16 (to nearest, ties to even), as
+    float64 (exact)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) \
+        & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(np.float64)
+
+
 # KV-cache element types hetc packs: keys and values as stored.
 KV_ELEMENT_TYPES = {"f32": np.float32, "f16": np.float16}
 
@@ -149,9 +165,14 @@ class LlamaReference:
     multiplies with int8 dot products (INT8_DOT_TYPES, rows a multiple of
     INT8_DOT_ROW_MULTIPLE) first rounds its activations as those kernels do.
     With kv_element_type "f16", keys and values are rounded to float16 as
-    they enter the cache (from their float32 values, as the CPU does)."""
+    they enter the cache (from their float32 values, as the CPU does).
+    With bf16_tile_types (names in BF16_TILE_TYPES), a prompt's matmul whose
+    weight has one of those formats and a shape the tiles take rounds its
+    activations and its weight to bfloat16, as the AMX bf16 tile kernels do
+    (the sums stay exact here; the tiles add in float32)."""
 
-    def __init__(self, gguf, int8_activations=False, kv_element_type="f32"):
+    def __init__(self, gguf, int8_activations=False, kv_element_type="f32",
+                 bf16_tile_types=()):
         if kv_element_type not in KV_ELEMENT_TYPES:
             raise ValueError(f"KV element type {kv_element_type!r} is not one of "
                              f"{sorted(KV_ELEMENT_TYPES)}")
@@ -159,6 +180,14 @@ class LlamaReference:
         self.int8_activations = int8_activations
         self.kv_element_type = kv_element_type
         self.int8_weights = set()
+        unknown = set(bf16_tile_types) - set(BF16_TILE_TYPES)
+        if unknown:
+            raise ValueError(f"bf16 tile types {sorted(unknown)} are not among "
+                             f"{sorted(BF16_TILE_TYPES)}")
+        self.bf16_tile_codes = {BF16_TILE_TYPES[name] for name in bf16_tile_types}
+        # By id of the float64 weight: its bfloat16 rounding.
+        self.bf16_tile_weights = {}
+        self._prefill = False
         self.hparams = Hyperparameters.from_gguf(gguf)
         hp = self.hparams
         self.token_embedding_name = "token_embd.weight"
@@ -184,12 +213,17 @@ class LlamaReference:
         if (self.gguf.tensors[name].type_code in INT8_DOT_TYPES and len(shape) == 2
                 and shape[1] % INT8_DOT_ROW_MULTIPLE == 0):
             self.int8_weights.add(id(weight))
+        if (self.gguf.tensors[name].type_code in self.bf16_tile_codes and len(shape) == 2
+                and shape[0] % BF16_TILE_MULTIPLE == 0 and shape[1] % BF16_TILE_MULTIPLE == 0):
+            self.bf16_tile_weights[id(weight)] = round_to_bf16(weight)
         return weight
 
     def _project(self, x, weight):
         """x @ weight.T, with x rounded to int8 blocks where the CPU does so."""
         if self.int8_activations and id(weight) in self.int8_weights:
             x = quantize_activations(x)
+        elif self._prefill and id(weight) in self.bf16_tile_weights:
+            return round_to_bf16(x) @ self.bf16_tile_weights[id(weight)].T
         return x @ weight.T
 
     def _load_layer(self, index):
@@ -249,13 +283,16 @@ class LlamaReference:
             x[..., 0:hp.n_rot:2] = even * cos - odd * sin
             x[..., 1:hp.n_rot:2] = even * sin + odd * cos
 
-    def forward(self, token_ids, cache):
+    def forward(self, token_ids, cache, prefill=None):
         """Appends token_ids at the cache's next positions; returns their logits
-        (len(token_ids), vocab) in float64."""
+        (len(token_ids), vocab) in float64. prefill says whether hetc runs
+        them as a prompt (its prefill entry point, where bf16 tiles apply);
+        by default, when there are several or the cache is empty."""
         hp = self.hparams
         token_ids = np.asarray(token_ids, dtype=np.int64)
         count = len(token_ids)
         start = cache.length
+        self._prefill = prefill if prefill is not None else (count > 1 or start == 0)
         if start + count > cache.capacity:
             raise GGUFError(f"KV cache of {cache.capacity} positions is full")
         if np.any((token_ids < 0) | (token_ids >= hp.vocab_size)):

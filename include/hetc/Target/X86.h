@@ -35,18 +35,24 @@ struct CpuVariant {
   int64_t vectorBits = 512;
   /// Whether quantized matmuls use int8 dot products (vpdpbusd).
   bool int8Dot = false;
-  /// Whether a prompt's matmuls of interleaved weights use AMX tiles.
+  /// Whether a prompt's matmuls of interleaved weights use AMX tiles (int8
+  /// for quantized weights, bf16 for bf16 weights).
   AmxTiles amxTiles = AmxTiles::None;
+  /// Whether, with AMX tiles, a prompt's matmuls of f32 and f16 weights take
+  /// bf16 tiles too: faster, but weights and activations round to bf16.
+  bool floatWeightsBf16 = false;
   /// A variant for checking the code, never the best choice for a host:
   /// built only when named, not by "all" or "host".
   bool onlyByName = false;
 };
 
-/// The variants hetc can build, best first: AVX-512 with VNNI and AMX int8
-/// tiles for a prompt's quantized matmuls (Sapphire Rapids and later Xeons),
-/// AVX-512 with VNNI and BF16 (Zen 4 and later, Ice Lake and later), AVX-512
-/// (x86-64-v4), AVX2 (x86-64-v3) and the portable x86-64-v2 baseline; then
-/// avx512-amx-emulated (onlyByName), the AMX kernels in vector code.
+/// The variants hetc can build, best first: AVX-512 with VNNI and AMX tiles
+/// (int8 for a prompt's quantized matmuls, bf16 for its bf16 weights;
+/// Sapphire Rapids and later Xeons), AVX-512 with VNNI and BF16 (Zen 4 and
+/// later, Ice Lake and later), AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the
+/// portable x86-64-v2 baseline; then, built only when named, avx512-amx-bf16
+/// (f32 and f16 weights on bf16 tiles too) and avx512-amx-emulated (the
+/// kernels of avx512-amx-bf16 in vector code).
 std::vector<CpuVariant> allVariants();
 
 /// The variants `names` selects: "all", "host" (the best this machine runs)
@@ -66,10 +72,12 @@ bool hasInt8DotOf(llvm::StringRef cpu);
 /// Adds the passes that take a module from phase `from` to phase `to` (both
 /// before Pack) for an x86 CPU whose vector registers hold `vectorBits`, with
 /// int8 dot products for quantized weights when `int8Dot`, and a prompt's
-/// matmuls of interleaved weights on AMX tiles as `amxTiles` says.
+/// matmuls of interleaved weights on AMX tiles as `amxTiles` says (those of
+/// f32 and f16 weights too when `floatWeightsBf16`).
 void buildCpuPipeline(mlir::OpPassManager &pm, pipeline::Phase from,
                       pipeline::Phase to, int64_t vectorBits, bool int8Dot,
-                      AmxTiles amxTiles = AmxTiles::None);
+                      AmxTiles amxTiles = AmxTiles::None,
+                      bool floatWeightsBf16 = false);
 
 /// Registers `hetc-lower-cpu{vector-bits=N int8-dot=B}` (import → LLVM
 /// dialect) with the pass registry.

@@ -27,12 +27,12 @@ using pipeline::Phase;
 
 namespace {
 void addLinalgPhase(OpPassManager &pm, int64_t vectorBits, bool int8Dot,
-                    AmxTiles amxTiles) {
+                    AmxTiles amxTiles, bool floatWeightsBf16) {
   pm.addPass(hetc::conversion::createConvertLLMToLinalgPass());
   // The CPU's own blocking of the portable matmuls, before anything fuses
   // into them.
   pm.addPass(hetc::x86::createHetcX86BlockMatmulsPass(
-      {vectorBits, int8Dot, amxTiles != AmxTiles::None}));
+      {vectorBits, int8Dot, amxTiles != AmxTiles::None, floatWeightsBf16}));
   if (amxTiles == AmxTiles::Emulated)
     pm.addPass(hetc::x86::createHetcX86EmulateAmxPass());
   pm.addPass(hetc::x86::createHetcX86BlockAttentionPass({vectorBits}));
@@ -98,7 +98,12 @@ void addLLVMPhase(OpPassManager &pm) {
   // Vector lowering leaves ub.poison for lanes that are never read.
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  // Branches carry AMX tiles where a loop keeps its sums in tile registers:
+  // cf's patterns with the AMX dialect's type conversion (!amx.tile →
+  // !llvm.x86_amx), which convert-cf-to-llvm alone does not know.
+  ConvertToLLVMPassOptions branches;
+  branches.filterDialects = {"cf", "amx"};
+  pm.addPass(createConvertToLLVMPass(branches));
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(hetc::x86::createHetcX86LowerDispatchPass());
@@ -108,10 +113,11 @@ void addLLVMPhase(OpPassManager &pm) {
 } // namespace
 
 void buildCpuPipeline(OpPassManager &pm, Phase from, Phase to,
-                      int64_t vectorBits, bool int8Dot, AmxTiles amxTiles) {
+                      int64_t vectorBits, bool int8Dot, AmxTiles amxTiles,
+                      bool floatWeightsBf16) {
   auto covers = [&](Phase phase) { return from < phase && phase <= to; };
   if (covers(Phase::Linalg))
-    addLinalgPhase(pm, vectorBits, int8Dot, amxTiles);
+    addLinalgPhase(pm, vectorBits, int8Dot, amxTiles, floatWeightsBf16);
   if (covers(Phase::Loops))
     addLoopsPhase(pm);
   if (covers(Phase::LLVM))
@@ -136,6 +142,11 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
                      "none, hardware, or emulated (vector code computing "
                      "the same, for CPUs without AMX)"),
       llvm::cl::init("none")};
+  Option<bool> floatWeightsBf16{
+      *this, "float-weights-bf16",
+      llvm::cl::desc("with amx-tiles, a prompt's matmuls of f32 and f16 "
+                     "weights on bf16 tiles too (rounding them to bf16)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -151,7 +162,7 @@ void registerCpuPipeline() {
           llvm::errs() << "hetc-lower-cpu: amx-tiles is \"" << options.amxTiles
                        << "\"; choose none, hardware or emulated\n";
         buildCpuPipeline(pm, Phase::Import, Phase::LLVM, options.vectorBits,
-                         options.int8Dot, amxTiles);
+                         options.int8Dot, amxTiles, options.floatWeightsBf16);
       });
 }
 

@@ -36,12 +36,13 @@ std::vector<CpuVariant> allVariants() {
       "avx512f",    "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
       "avx512bf16", "avx2",     "fma",      "f16c"};
   std::vector<std::string> withAmx = avx512Vnni;
-  withAmx.insert(withAmx.end(), {"amx-tile", "amx-int8"});
+  withAmx.insert(withAmx.end(), {"amx-tile", "amx-int8", "amx-bf16"});
+  const char *amxFeatures =
+      "+avx512vnni,+avx512bf16,+amx-tile,+amx-int8,+amx-bf16";
   return {
       // Only the features the code is checked for: every CPU with AMX has
       // more (AVX512-FP16), which the code must not assume.
-      {"avx512-amx", "x86-64-v4",
-       "+avx512vnni,+avx512bf16,+amx-tile,+amx-int8", withAmx, 512,
+      {"avx512-amx", "x86-64-v4", amxFeatures, withAmx, 512,
        /*int8Dot=*/true, AmxTiles::Hardware},
       {"avx512-vnni", "x86-64-v4", "+avx512vnni,+avx512bf16", avx512Vnni, 512,
        /*int8Dot=*/true},
@@ -52,9 +53,14 @@ std::vector<CpuVariant> allVariants() {
        512},
       {"x86-64-v3", "x86-64-v3", "", {"avx2", "fma", "f16c"}, 256},
       {"x86-64-v2", "x86-64-v2", "", {"sse4.2", "popcnt"}, 128},
+      // f32 and f16 weights rounded to bf16 change the logits: the user asks
+      // for it by name.
+      {"avx512-amx-bf16", "x86-64-v4", amxFeatures, withAmx, 512,
+       /*int8Dot=*/true, AmxTiles::Hardware, /*floatWeightsBf16=*/true,
+       /*onlyByName=*/true},
       {"avx512-amx-emulated", "x86-64-v4", "+avx512vnni,+avx512bf16",
        avx512Vnni, 512, /*int8Dot=*/true, AmxTiles::Emulated,
-       /*onlyByName=*/true},
+       /*floatWeightsBf16=*/true, /*onlyByName=*/true},
   };
 }
 

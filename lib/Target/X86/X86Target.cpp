@@ -58,12 +58,13 @@ public:
       return false;
     // Variants whose vectors have the same width and dot products share one
     // lowering.
-    std::map<std::tuple<int64_t, bool, AmxTiles>,
+    std::map<std::tuple<int64_t, bool, AmxTiles, bool>,
              mlir::OwningOpRef<mlir::ModuleOp>>
         lowered;
     for (const CpuVariant &variant : variants) {
       mlir::OwningOpRef<mlir::ModuleOp> &forWidth =
-          lowered[{variant.vectorBits, variant.int8Dot, variant.amxTiles}];
+          lowered[{variant.vectorBits, variant.int8Dot, variant.amxTiles,
+                   variant.floatWeightsBf16}];
       if (!forWidth) {
         progress("lowering llm → linalg → loops → LLVM for " +
                  std::to_string(variant.vectorBits) + "-bit vectors" +
@@ -71,12 +72,14 @@ public:
                  (variant.amxTiles == AmxTiles::Hardware ? " and AMX tiles"
                   : variant.amxTiles == AmxTiles::Emulated
                       ? " and emulated AMX tiles"
-                      : ""));
+                      : "") +
+                 (variant.floatWeightsBf16 ? " (f32 and f16 weights on bf16)"
+                                           : ""));
         forWidth = module.clone();
         mlir::PassManager pm(module.getContext());
         buildCpuPipeline(pm, pipeline::Phase::Import, pipeline::Phase::LLVM,
                          variant.vectorBits, variant.int8Dot,
-                         variant.amxTiles);
+                         variant.amxTiles, variant.floatWeightsBf16);
         if (mlir::failed(pm.run(*forWidth))) {
           error = "the CPU lowering pipeline failed for device \"" +
                   device.getName().str() +

@@ -763,6 +763,8 @@ hetrt::format::BlockFormat blockFormatOf(Type storage) {
     return hetrt::format::BlockFormat::F32;
   if (storage.isF16())
     return hetrt::format::BlockFormat::F16;
+  if (storage.isBF16())
+    return hetrt::format::BlockFormat::BF16;
   switch (cast<llm::QuantType>(storage).getFormat()) {
   case llm::QuantFormat::q8_0:
     return hetrt::format::BlockFormat::Q8_0;
@@ -915,6 +917,18 @@ struct HetcX86BlockMatmulsPass
     return chosen;
   }
 
+  /// Whether a matmul of an element-major float weight takes bf16 tiles: a
+  /// prompt's (dynamic rows; decode would fill a sixteenth of each tile)
+  /// with AMX, for bf16 weights, and for f32 and f16 only when the user
+  /// accepts their rounding to bf16.
+  bool takesFloatTiles(Type storage, RankedTensorType xType,
+                       int64_t outFeatures) const {
+    return amxTiles && ShapedType::isDynamic(xType.getDimSize(0)) &&
+           (storage.isBF16() || floatWeightsBf16) &&
+           hetc::x86::canUseFloatTiles(storage, outFeatures,
+                                       xType.getDimSize(1));
+  }
+
   void runOnOperation() override {
     if (!hetc::x86::checkVectorBits(getOperation(), "hetc-x86-block-matmuls",
                                     vectorBits))
@@ -946,15 +960,21 @@ struct HetcX86BlockMatmulsPass
         weight = copy->second;
         readsInterleaved = true;
       }
-      Value blocked =
-          readsInterleaved && isa<FloatType>(storage)
-              ? hetc::x86::buildInterleavedFloatMatmul(
-                    b, generic.getLoc(), x, weight, resultType.getDimSize(1),
-                    prefillChunkRows(
-                        cast<RankedTensorType>(x.getType()).getDimSize(1)))
-              : buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
-                                   resultType.getDimSize(1), vectorBits,
-                                   int8Dot, readsInterleaved, amxTiles);
+      auto xType = cast<RankedTensorType>(x.getType());
+      int64_t outFeatures = resultType.getDimSize(1);
+      int64_t chunkRows = prefillChunkRows(xType.getDimSize(1));
+      Value blocked;
+      if (readsInterleaved && isa<FloatType>(storage) &&
+          takesFloatTiles(storage, xType, outFeatures))
+        blocked = hetc::x86::buildFloatTileMatmul(
+            b, generic.getLoc(), x, weight, outFeatures, chunkRows);
+      else if (readsInterleaved && isa<FloatType>(storage))
+        blocked = hetc::x86::buildInterleavedFloatMatmul(
+            b, generic.getLoc(), x, weight, outFeatures, chunkRows);
+      else
+        blocked = buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
+                                     outFeatures, vectorBits, int8Dot,
+                                     readsInterleaved, amxTiles);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

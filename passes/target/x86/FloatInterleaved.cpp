@@ -1,4 +1,4 @@
-// Matmul kernels of f32 and f16 weights stored element-major in groups of 16
+// Matmul kernels of f32, f16 and bf16 weights stored element-major in groups of 16
 // rows (abi/WeightLayout.h): a 512-bit vector holds one element of each of a
 // group's 16 rows, so a broadcast activation element times it adds into the
 // 16 rows' sums at once. No horizontal sums remain, and per element a block
@@ -25,8 +25,23 @@ namespace hetc::x86 {
 
 bool canInterleaveFloat(Type storage, int64_t outFeatures,
                         int64_t inFeatures, int64_t vectorBits) {
-  return vectorBits == 512 && (storage.isF32() || storage.isF16()) &&
+  return vectorBits == 512 &&
+         (storage.isF32() || storage.isF16() || storage.isBF16()) &&
          outFeatures % kInterleavedRows == 0 && inFeatures % 4 == 0;
+}
+
+Value elementMajorView(OpBuilder &b, Location loc, Value weight,
+                       int64_t outFeatures, int64_t inFeatures) {
+  Type element = cast<RankedTensorType>(weight.getType()).getElementType();
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({outFeatures * inFeatures}, element),
+      weight, ArrayRef<ReassociationIndices>{{0, 1}});
+  return tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get(
+          {outFeatures / kInterleavedRows, inFeatures, kInterleavedRows},
+          element),
+      flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
 }
 
 Value buildInterleavedFloatMatmul(OpBuilder &b, Location loc, Value x,
@@ -41,16 +56,7 @@ Value buildInterleavedFloatMatmul(OpBuilder &b, Location loc, Value x,
   Type f32 = b.getF32Type();
   auto lanes = VectorType::get({kInterleavedRows}, f32);
 
-  // [N/16, K, 16]: element k of a group's 16 rows is one vector.
-  Value flat = tensor::CollapseShapeOp::create(
-      b, loc, RankedTensorType::get({outFeatures * inFeatures}, element),
-      weight, ArrayRef<ReassociationIndices>{{0, 1}});
-  Value view = tensor::ExpandShapeOp::create(
-      b, loc,
-      RankedTensorType::get(
-          {outFeatures / kInterleavedRows, inFeatures, kInterleavedRows},
-          element),
-      flat, ArrayRef<ReassociationIndices>{{0, 1, 2}});
+  Value view = elementMajorView(b, loc, weight, outFeatures, inFeatures);
 
   // Prefill: 16 accumulators, f32 as 8 activation rows × 2 groups (32
   // weight rows; per element 2 vector loads and 8 broadcasts), f16 as 4
@@ -59,7 +65,7 @@ Value buildInterleavedFloatMatmul(OpBuilder &b, Location loc, Value x,
   // 16 × 1 27 (more activation rows 8 KiB apart than L1 has ways, likely).
   // Decode: one group streamed front to back (one contiguous run per group,
   // which the prefetchers follow), along 4 chains of elements.
-  bool halves = element.isF16();
+  bool halves = !element.isF32();
   int64_t maxRows = halves ? 4 : 8, maxGroups = halves ? 4 : 2;
   int64_t blockRows =
       rowsKnown ? std::min<int64_t>(staticRows, maxRows) : maxRows;

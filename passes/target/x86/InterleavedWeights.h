@@ -23,20 +23,39 @@ namespace hetc::x86 {
 bool canInterleave(hetc::llm::QuantType quant, int64_t outFeatures,
                    int64_t vectorBits, bool int8Dot);
 
-/// Whether an f32 or f16 weight of `outFeatures` rows of `inFeatures` can be
+/// Whether an f32, f16 or bf16 weight of `outFeatures` rows of `inFeatures` can be
 /// read element-major in groups of 16 rows by code with `vectorBits`-bit
 /// vectors.
 bool canInterleaveFloat(mlir::Type storage, int64_t outFeatures,
                         int64_t inFeatures, int64_t vectorBits);
 
-/// x · wᵀ for an f32 or f16 weight [N, K] stored element-major in groups of
-/// 16 rows: blocks of 8 activation rows × 32 weight rows (f16: 4 × 64) for
+/// x · wᵀ for an f32, f16 or bf16 weight [N, K] stored element-major in groups of
+/// 16 rows: blocks of 8 activation rows × 32 weight rows (f16, bf16: 4 × 64) for
 /// a prompt (taken in chunks of `chunkRows` rows), one group of 16 rows
 /// along 4 chains for a single row.
 mlir::Value buildInterleavedFloatMatmul(mlir::OpBuilder &b, mlir::Location loc,
                                         mlir::Value x, mlir::Value weight,
                                         int64_t outFeatures,
                                         int64_t chunkRows);
+
+/// An element-major weight [N, K] as [N/16, K, 16]: element k of a group's
+/// 16 rows is one vector.
+mlir::Value elementMajorView(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value weight, int64_t outFeatures,
+                             int64_t inFeatures);
+
+/// Whether a prompt's matmul of an element-major f32, f16 or bf16 weight of
+/// `outFeatures` rows of `inFeatures` can take bf16 tiles.
+bool canUseFloatTiles(mlir::Type storage, int64_t outFeatures,
+                      int64_t inFeatures);
+
+/// x · wᵀ for a prompt (dynamic rows of `x`, taken in chunks of `chunkRows`)
+/// and an element-major f32, f16 or bf16 weight, through AMX bf16 tiles:
+/// blocks of 32 activation rows × 32 weight rows, both rounded to bf16, the
+/// products summed in f32 by tdpbf16ps.
+mlir::Value buildFloatTileMatmul(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value x, mlir::Value weight,
+                                 int64_t outFeatures, int64_t chunkRows);
 
 struct InterleavedReader {
   /// [N/16, steps, 16 × bytes per block]: a block of a group of rows.

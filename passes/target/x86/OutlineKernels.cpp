@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -122,6 +123,21 @@ struct OutlineKernelsPass
     }
   }
 
+  /// Moves the kernel's fixed-size allocas outside any alloca_scope to its
+  /// entry block: one buffer per call instead of one per loop iteration.
+  static void hoistStackBuffers(func::FuncOp kernel) {
+    Block &entry = kernel.getBody().front();
+    SmallVector<memref::AllocaOp> buffers;
+    kernel.walk([&](memref::AllocaOp alloca) {
+      if (alloca->getBlock() != &entry && alloca.getDynamicSizes().empty() &&
+          alloca.getSymbolOperands().empty() &&
+          !alloca->getParentOfType<memref::AllocaScopeOp>())
+        buffers.push_back(alloca);
+    });
+    for (memref::AllocaOp alloca : buffers)
+      alloca->moveBefore(&entry, entry.begin());
+  }
+
   LogicalResult outline(ModuleOp module, scf::ParallelOp loop,
                         unsigned index) {
     if (loop.getNumResults() != 0)
@@ -180,6 +196,7 @@ struct OutlineKernelsPass
     clone.getUpperBoundMutable()[gridDim].set(
         body->getArgument(captured.size() + 1));
     func::ReturnOp::create(b, loc);
+    hoistStackBuffers(kernel);
 
     b.setInsertionPoint(loop);
     SmallVector<Value> operands(captured.begin(), captured.end());

@@ -121,6 +121,12 @@ def HetcX86OutlineKernelsPass
     enclosing iterations) is below 2^14 stays in the entry: a dispatch (wake
     the pool, join) costs more than splitting such a loop saves.
 
+    A fixed-size `memref.alloca` in a kernel's loops (outside any
+    `memref.alloca_scope`) moves to the kernel's entry block: a stack buffer
+    serves one iteration, each call has its own frame, and left in the
+    loop, every iteration's alloca would grow the stack until the call
+    returns.
+
     ```mlir
     scf.parallel (%m, %n) = (%c0, %c0) to (%rows, %c4096) step (%c1, %c1) { ... }
     // becomes
@@ -254,15 +260,15 @@ def HetcX86BlockMatmulsPass
     per weight); hetc-x86-export-entries writes them into the code, and the
     runtime rewrites those weights into the layout when it loads the code.
 
-    With 512-bit vectors, an f32 or f16 weight that only matmuls read and
-    whose rows come in whole groups of 16 is read element-major (the same
-    table, format F32 or F16): per group, element k of its 16 rows is one
+    With 512-bit vectors, an f32, f16 or bf16 weight that only matmuls read
+    and whose rows come in whole groups of 16 is read element-major (the
+    same table, format F32, F16 or BF16): per group, element k of its 16 rows is one
     vector. A prompt's block has 16 accumulators, 8 activation rows × 2
     groups (f16: 4 × 4): per element, each group's vector and each row's
     broadcast activation meet in one FMA (an outer product), so no
     horizontal sums remain and an f32 block reads 2 vectors and 8 scalars
     per element where the 4 × 4 dot products read 8 vectors. Decode streams
-    one group front to back along 4 chains. bf16 weights stay row-major.
+    one group front to back along 4 chains. bf16 weights are read as f16's.
 
     With `amx-tiles` as well (CPUs with AMX), a prompt's matmuls of
     interleaved weights (dynamic activation rows; decode stays on vpdpbusd)
@@ -276,6 +282,22 @@ def HetcX86BlockMatmulsPass
     `memref.alloca_scope` per group. Each activation row's sums are then
     offset-corrected and scaled exactly as in the vpdpbusd form (Q6_K: two
     products of 16 elements, one per part).
+
+    With `amx-tiles`, a prompt's matmuls of element-major bf16 weights (and
+    of f32 and f16 weights with `float-weights-bf16`, which rounds them to
+    bf16) take bf16 tiles where K is a multiple of 32 and N of 32: the
+    activation rows are rounded to bf16 once per matmul (padded to a
+    multiple of 32 rows, repeating the last) and read as
+    `!amx.tile<16x32xbf16>`; per 32 elements, each of a block's 2 weight
+    groups is written to a stack buffer as the 16 element pairs of its 16
+    rows (the VNNI layout) and read as the other tile; `amx.tile_mulf`
+    (tdpbf16ps) adds into 2 × 2 `!amx.tile<16x16xf32>` sums that stay in
+    tile registers through the whole K loop (`scf.for` iter_args), then
+    leave through a stack buffer. The block's two stack buffers are plain
+    `memref.alloca`s, which hetc-x86-outline-kernels allocates once per
+    kernel call (a `memref.alloca_scope` must stay one block, which the K
+    loop does not once lowered to branches). A block is 32 activation rows × 32
+    weight rows, all 8 tile registers.
 
     ```mlir
     %y = linalg.generic {...} ins(%x, %w : tensor<?x64xf32>, tensor<32x64xf16>)
@@ -301,6 +323,10 @@ def HetcX86BlockMatmulsPass
     Option<"amxTiles", "amx-tiles", "bool", "false",
            "multiply a prompt's activation rows with interleaved weights 16 "
            "rows at a time through AMX int8 tiles (needs int8-dot)">,
+    Option<"floatWeightsBf16", "float-weights-bf16", "bool", "false",
+           "with amx-tiles, a prompt's matmuls of f32 and f16 weights take "
+           "bf16 tiles too, rounding the weights to bf16 (bf16 weights always "
+           "do)">,
   ];
   let dependentDialects = ["::mlir::amx::AMXDialect",
                            "::mlir::arith::ArithDialect",
@@ -330,13 +356,23 @@ def HetcX86EmulateAmxPass
     Integer products are exact, so the emulated kernel computes what the
     tile instructions compute, bit for bit.
 
-    Tiles must be defined by amx operations earlier in the same block as
-    their users; `amx.tile_mulf` (bf16 and f16 tiles, whose hardware rounding
-    this pass does not model) is reported as not emulated.
+    `amx.tile_mulf` of bf16 tiles becomes
+    `acc[m][n] += lhs[m][2k] · rhs[k][2n] + lhs[m][2k+1] · rhs[k][2n+1]` in
+    f32, one FMA per element in tdpbf16ps's order (k, then the pair's
+    halves): a product of two bf16 values is exact in f32, so each step
+    rounds once, as the instruction's does; only its flushing of denormals
+    to zero is not modelled. f16 tiles (AMX-FP16) are reported as not
+    emulated.
+
+    Tiles are defined by amx operations or carried by `scf.for` iter_args
+    (the sums a K loop keeps in tile registers): such a loop's tile
+    iter_args, results and yields become vectors too. Tiles passing
+    through any other operation are reported as not emulated.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
 }
 

@@ -71,12 +71,13 @@ TEST(WeightInterleave, PlacesEveryQ4_0ByteAsTheLayoutSays) {
               });
 }
 
-// F32 and F16 rows element-major: a "block" is one element, and element k
-// of a group's 16 rows sits at k × 16 + r of the group.
-TEST(WeightInterleave, PlacesEveryF32AndF16ElementAsTheLayoutSays) {
+// F32, F16 and BF16 rows element-major: a "block" is one element, and
+// element k of a group's 16 rows sits at k × 16 + r of the group.
+TEST(WeightInterleave, PlacesEveryFloatElementAsTheLayoutSays) {
   for (auto [format, elementBytes] :
        {std::pair{BlockFormat::F32, int64_t(4)},
-        std::pair{BlockFormat::F16, int64_t(2)}}) {
+        std::pair{BlockFormat::F16, int64_t(2)},
+        std::pair{BlockFormat::BF16, int64_t(2)}}) {
     SCOPED_TRACE("element bytes " + std::to_string(elementBytes));
     checkLayout(format, elementBytes, 40, 7,
                 [&](const uint8_t *source, const uint8_t *group, int64_t r) {
@@ -184,10 +185,16 @@ TEST(WeightInterleave, RefusesWhatTheLayoutCannotHold) {
                                           BlockFormat::F32, 16, 4 * 768 + 2,
                                           error));
   EXPECT_NE(error.find("4-byte blocks"), std::string::npos) << error;
+  EXPECT_TRUE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                         BlockFormat::BF16, 16, 2 * 768, error));
   EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
-                                          BlockFormat::BF16, 16, 2 * 768,
+                                          BlockFormat::BF16, 16, 2 * 768 + 1,
                                           error));
-  EXPECT_NE(error.find("F32, F16"), std::string::npos) << error;
+  EXPECT_NE(error.find("2-byte blocks"), std::string::npos) << error;
+  EXPECT_FALSE(format::checkInterleavable(WeightLayoutKind::InterleavedRows16,
+                                          BlockFormat::Q5_K, 16, 176 * 3,
+                                          error));
+  EXPECT_NE(error.find("F32, F16, BF16"), std::string::npos) << error;
   EXPECT_FALSE(format::checkInterleavable(static_cast<WeightLayoutKind>(9),
                                           BlockFormat::Q4_0, 32, 54, error));
   EXPECT_NE(error.find("unknown"), std::string::npos) << error;

@@ -82,17 +82,17 @@ TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
 TEST_F(TargetRegistry, TheX86PipelineTakesTheDevicesVectorWidth) {
   const target::Target &x86 = target::x86::x86Target();
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v4"))
-                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=512}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false float-weights-bf16=false int8-dot=false vector-bits=512}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "haswell"))
-                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=256}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false float-weights-bf16=false int8-dot=false vector-bits=256}"),
             std::string::npos);
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "x86-64-v2"))
-                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=false vector-bits=128}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false float-weights-bf16=false int8-dot=false vector-bits=128}"),
             std::string::npos);
   // CPUs with AVX-512 VNNI multiply quantized weights with int8 dot products.
   EXPECT_NE(pipelineText(x86, device(het::DeviceKind::cpu, "znver4"))
-                .find("hetc-x86-block-matmuls{amx-tiles=false int8-dot=true vector-bits=512}"),
+                .find("hetc-x86-block-matmuls{amx-tiles=false float-weights-bf16=false int8-dot=true vector-bits=512}"),
             std::string::npos);
   EXPECT_EQ(target::x86::vectorBitsOf("znver4"), 512);
   EXPECT_EQ(target::x86::vectorBitsOf("not-a-cpu"), std::nullopt);
@@ -118,7 +118,11 @@ TEST(CpuVariants, AllIsBestFirstAndTheEmulatedVariantOnlyByName) {
                                              "x86-64-v2"}));
   EXPECT_EQ(all[0].amxTiles, AmxTiles::Hardware);
   EXPECT_TRUE(all[0].int8Dot);
-  for (const char *feature : {"amx-tile", "amx-int8", "avx512vnni"})
+  // f32 and f16 weights keep their precision unless a variant that rounds
+  // them is named.
+  EXPECT_FALSE(all[0].floatWeightsBf16);
+  for (const char *feature :
+       {"amx-tile", "amx-int8", "amx-bf16", "avx512vnni"})
     EXPECT_NE(std::find(all[0].requiredFeatures.begin(),
                         all[0].requiredFeatures.end(), feature),
               all[0].requiredFeatures.end())
@@ -135,9 +139,20 @@ TEST(CpuVariants, AllIsBestFirstAndTheEmulatedVariantOnlyByName) {
       << error;
   ASSERT_EQ(emulated.size(), 1u);
   EXPECT_EQ(emulated[0].amxTiles, AmxTiles::Emulated);
+  // It checks every tile kernel, the bf16 ones of f32 and f16 weights too.
+  EXPECT_TRUE(emulated[0].floatWeightsBf16);
   // It runs wherever avx512-vnni does: no AMX feature is required.
   for (const std::string &feature : emulated[0].requiredFeatures)
     EXPECT_EQ(feature.rfind("amx", 0), std::string::npos) << feature;
+
+  std::vector<CpuVariant> rounded;
+  ASSERT_TRUE(
+      target::x86::selectVariants({"avx512-amx-bf16"}, rounded, error))
+      << error;
+  ASSERT_EQ(rounded.size(), 1u);
+  EXPECT_TRUE(rounded[0].onlyByName);
+  EXPECT_TRUE(rounded[0].floatWeightsBf16);
+  EXPECT_EQ(rounded[0].amxTiles, AmxTiles::Hardware);
 
   std::vector<CpuVariant> none;
   EXPECT_FALSE(target::x86::selectVariants({"amx"}, none, error));

@@ -64,29 +64,71 @@ func.func @signed_by_signed(%a: memref<16x64xi8>, %b: memref<16x64xi8>, %c: memr
 
 // -----
 
-// bf16 and f16 tile products round as the hardware does, which the pass
-// does not model.
-func.func @float_tiles(%a: memref<16x32xbf16>, %c: memref<16x16xf32>) {
+// A bf16 tile product is one FMA per accumulator row, pair element and
+// pair, in tdpbf16ps's order: each rhs row widened to f32 and split into the
+// pairs' first and second elements, each lhs element broadcast. Sums a K loop
+// carries in tiles become the loop's vector iter_args.
+// CHECK-LABEL: func.func @bf16_loop
+// CHECK-SAME: (%[[A:.+]]: memref<16x32xbf16>, %[[B:.+]]: memref<16x32xbf16>, %[[C:.+]]: memref<16x16xf32>, %[[N:.+]]: index)
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<16x16xf32>
+// CHECK: %[[SUMS:.+]] = scf.for %{{.+}} = %{{.+}} to %[[N]] step %{{.+}} iter_args(%[[ACC:.+]] = %[[ZERO]]) -> (vector<16x16xf32>)
+// CHECK-COUNT-16: vector.load %[[A]]
+// CHECK-COUNT-16: vector.load %[[B]]
+// CHECK: %[[RHS0:.+]] = arith.extf %{{.+}} : vector<32xbf16> to vector<32xf32>
+// CHECK: %[[EVEN:.+]], %[[ODD:.+]] = vector.deinterleave %[[RHS0]] : vector<32xf32> -> vector<16xf32>
+// CHECK-COUNT-15: vector.deinterleave
+// CHECK: %[[ROW0:.+]] = vector.extract %[[ACC]][0] : vector<16xf32> from vector<16x16xf32>
+// CHECK: %[[LHS0:.+]] = arith.extf %{{.+}} : vector<32xbf16> to vector<32xf32>
+// CHECK: %[[A00:.+]] = vector.extract %[[LHS0]][0] : f32 from vector<32xf32>
+// CHECK: %[[SPLAT00:.+]] = vector.broadcast %[[A00]] : f32 to vector<16xf32>
+// CHECK: %[[S0:.+]] = vector.fma %[[SPLAT00]], %[[EVEN]], %[[ROW0]] : vector<16xf32>
+// CHECK: %[[A01:.+]] = vector.extract %[[LHS0]][1] : f32 from vector<32xf32>
+// CHECK: %[[SPLAT01:.+]] = vector.broadcast %[[A01]] : f32 to vector<16xf32>
+// CHECK: vector.fma %[[SPLAT01]], %[[ODD]], %[[S0]] : vector<16xf32>
+// CHECK-COUNT-510: vector.fma
+// CHECK: scf.yield %{{.+}} : vector<16x16xf32>
+// CHECK-COUNT-16: vector.store %{{.+}}, %[[C]][%{{.+}}, %{{.+}}] : memref<16x16xf32>, vector<16xf32>
+// CHECK-NOT: amx.
+func.func @bf16_loop(%a: memref<16x32xbf16>, %b: memref<16x32xbf16>, %c: memref<16x16xf32>, %n: index) {
   %c0 = arith.constant 0 : index
-  %lhs = amx.tile_load %a[%c0, %c0] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+  %c1 = arith.constant 1 : index
+  %zero = amx.tile_zero : !amx.tile<16x16xf32>
+  %sums = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (!amx.tile<16x16xf32>) {
+    %lhs = amx.tile_load %a[%c0, %c0] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+    %rhs = amx.tile_load %b[%c0, %c0] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+    %next = amx.tile_mulf %lhs, %rhs, %acc : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+    scf.yield %next : !amx.tile<16x16xf32>
+  }
+  amx.tile_store %c[%c0, %c0], %sums : memref<16x16xf32>, !amx.tile<16x16xf32>
+  return
+}
+
+// -----
+
+// f16 tile products (AMX-FP16) are not emulated.
+func.func @f16_tiles(%a: memref<16x32xf16>, %c: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %lhs = amx.tile_load %a[%c0, %c0] : memref<16x32xf16> into !amx.tile<16x32xf16>
   %acc = amx.tile_zero : !amx.tile<16x16xf32>
-  // expected-error @+1 {{hetc-x86-emulate-amx: amx.tile_mulf is not emulated (tile_zero, tile_load, tile_store and tile_muli are)}}
-  %product = amx.tile_mulf %lhs, %lhs, %acc : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+  // expected-error @+1 {{hetc-x86-emulate-amx: only bf16 tile products are emulated}}
+  %product = amx.tile_mulf %lhs, %lhs, %acc : !amx.tile<16x32xf16>, !amx.tile<16x32xf16>, !amx.tile<16x16xf32>
   amx.tile_store %c[%c0, %c0], %product : memref<16x16xf32>, !amx.tile<16x16xf32>
   return
 }
 
 // -----
 
-// A tile carried into a loop is a block argument: not emulated.
-func.func @carried_tile(%c: memref<16x16xi32>, %n: index) {
+// Tiles passed through any region but an scf.for's iter_args are not
+// emulated.
+func.func @tile_through_if(%c: memref<16x16xi32>, %p: i1) {
   %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
   %zero = amx.tile_zero : !amx.tile<16x16xi32>
-  %last = scf.for %i = %c0 to %n step %c1 iter_args(%t = %zero) -> (!amx.tile<16x16xi32>) {
-    scf.yield %t : !amx.tile<16x16xi32>
+  // expected-error @+1 {{hetc-x86-emulate-amx: tiles pass through scf.if, which is not emulated (scf.for is)}}
+  %chosen = scf.if %p -> (!amx.tile<16x16xi32>) {
+    scf.yield %zero : !amx.tile<16x16xi32>
+  } else {
+    scf.yield %zero : !amx.tile<16x16xi32>
   }
-  // expected-error @+1 {{hetc-x86-emulate-amx: the tile operand is not defined by an amx operation earlier in the same block}}
-  amx.tile_store %c[%c0, %c0], %last : memref<16x16xi32>, !amx.tile<16x16xi32>
+  amx.tile_store %c[%c0, %c0], %chosen : memref<16x16xi32>, !amx.tile<16x16xi32>
   return
 }

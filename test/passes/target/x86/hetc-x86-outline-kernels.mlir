@@ -70,3 +70,38 @@ func.func @small_and_dynamic(%x: memref<768xf32>, %y: memref<768xf32>, %n: index
   }
   return
 }
+
+// -----
+
+// A fixed-size stack buffer of the loop body moves to the kernel's entry
+// block: each call allocates it once, not once per iteration (the frame
+// would grow until the call returns). A dynamic one, and one inside an
+// alloca_scope (released every iteration), stay where they are.
+// CHECK-LABEL: func.func private @hetc_kernel_0
+// CHECK-NEXT: %[[BUFFER:.+]] = memref.alloca() : memref<16xf32>
+// CHECK: scf.parallel
+// CHECK: memref.alloca(%{{.+}}) : memref<?xf32>
+// CHECK: memref.alloca_scope
+// CHECK-NEXT: memref.alloca() : memref<8xf32>
+// CHECK: memref.store %{{.+}}, %[[BUFFER]]
+func.func @entry(%x: memref<?x4096xf32>, %y: memref<?x4096xf32>, %rt: !llvm.ptr {hetc.runtime}) attributes {hetc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
+  %rows = memref.dim %x, %c0 : memref<?x4096xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %c4096) step (%c1, %c1) {
+    %buffer = memref.alloca() : memref<16xf32>
+    %rowsBuffer = memref.alloca(%rows) : memref<?xf32>
+    memref.alloca_scope {
+      %scoped = memref.alloca() : memref<8xf32>
+      %s = memref.load %x[%i, %j] : memref<?x4096xf32>
+      memref.store %s, %scoped[%c0] : memref<8xf32>
+    }
+    %v = memref.load %x[%i, %j] : memref<?x4096xf32>
+    memref.store %v, %buffer[%c0] : memref<16xf32>
+    memref.store %v, %rowsBuffer[%c0] : memref<?xf32>
+    %w = memref.load %buffer[%c0] : memref<16xf32>
+    memref.store %w, %y[%i, %j] : memref<?x4096xf32>
+  }
+  return
+}
