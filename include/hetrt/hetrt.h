@@ -153,6 +153,9 @@ typedef struct hetrt_executable_t hetrt_executable_t;
 typedef enum hetrt_executable_format_t {
   HETRT_EXECUTABLE_SPIRV = 1,             /* a SPIR-V module (Vulkan) */
   HETRT_EXECUTABLE_X86_SHARED_OBJECT = 2, /* segment code of the x86 target */
+  /* Not a format: makes every int32_t value one of the type's, so a value
+     from a newer header is refused with an error rather than undefined. */
+  HETRT_EXECUTABLE_FORMAT_MAX_ENUM = 0x7fffffff,
 } hetrt_executable_format_t;
 typedef struct hetrt_kernel_signature_t {
   const char *entry_point;

@@ -861,6 +861,11 @@ struct HetcX86BlockMatmulsPass
       Weight &weight = byOffset[*offset];
       weight.tensors.push_back(tensor);
       auto type = cast<RankedTensorType>(tensor.getType());
+      // Only matrices have rows to interleave (norm weights are vectors).
+      if (type.getRank() != 2) {
+        weight.qualifies = false;
+        return;
+      }
       weight.rows = type.getDimSize(0);
       weight.rowBytes = type.getDimSize(1) *
                         (type.getElementType().getIntOrFloatBitWidth() / 8);

@@ -54,6 +54,35 @@ TEST(BufferCache, ReleasedBufferIsReusedForTheSameSizeClass) {
   EXPECT_EQ(cpu::cachedBufferBytes(), 0u);
 }
 
+// Every size class keeps its own buffers: a released buffer comes back for a
+// size of its class and never for one just past it (which it could not
+// hold). Classes are 64-byte steps up to 256 bytes, then four per power of
+// two.
+TEST(BufferCache, SizeClassesNeverShareBuffers) {
+  cpu::trimBufferCache();
+  auto classBytes = [](uint64_t size) -> uint64_t {
+    if (size <= 256)
+      return (size + 63) / 64 * 64;
+    uint64_t step = uint64_t(1) << (63 - __builtin_clzll(size - 1) - 2);
+    return (size + step - 1) / step * step;
+  };
+  for (uint64_t size = 1; size < (uint64_t(8) << 20); size = size * 5 / 4 + 1) {
+    void *buffer = cpu::allocateBuffer(size, 64);
+    ASSERT_NE(buffer, nullptr) << size;
+    std::memset(buffer, 0x5a, size);
+    cpu::releaseBuffer(buffer);
+    void *again = cpu::allocateBuffer(classBytes(size), 64);
+    EXPECT_EQ(again, buffer) << size;
+    uint64_t next = classBytes(size) + 1;
+    void *larger = cpu::allocateBuffer(next, 64);
+    EXPECT_NE(larger, buffer) << size << " then " << next;
+    std::memset(larger, 0xa5, next);
+    cpu::releaseBuffer(larger);
+    cpu::releaseBuffer(again);
+  }
+  cpu::trimBufferCache();
+}
+
 long pageFaults() {
   rusage usage;
   getrusage(RUSAGE_SELF, &usage);
