@@ -74,6 +74,11 @@ void addLoopsPhase(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(hetc::x86::createHetcX86OutlineKernelsPass());
+  // Fewer, larger dispatches per step: independent neighbours share one.
+  // Identical kernels are merged first, so the fused kernels of every layer
+  // call the same parts and are merged in turn.
+  pm.addPass(func::createDuplicateFunctionEliminationPass());
+  pm.addPass(hetc::x86::createHetcX86FuseDispatchesPass());
   // Layers have kernels of identical shapes: one copy of each is compiled.
   pm.addPass(func::createDuplicateFunctionEliminationPass());
 }

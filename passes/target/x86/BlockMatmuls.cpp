@@ -32,6 +32,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <map>
+#include <tuple>
 
 #define DEBUG_TYPE "hetc-x86-block-matmuls"
 
@@ -373,12 +374,43 @@ Value reduceTransposed(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
   return reduced;
 }
 
+/// The int8 quantizations of activations built so far: the matmuls of one
+/// input (the Q, K and V projections of a normalized row; gate and up)
+/// share one, which also leaves their kernels side by side for
+/// hetc-x86-fuse-dispatches.
+class QuantizationCache {
+public:
+  /// The quantization of `x` with these options, built at `b`'s insertion
+  /// point unless one built earlier in the same block serves.
+  hetc::x86::QuantizedActivations get(OpBuilder &b, Location loc, Value x,
+                                      bool withOffsetSums, bool withMinSums,
+                                      int64_t blockSumElements,
+                                      int64_t padRowsTo) {
+    Key key{x, withOffsetSums, withMinSums, blockSumElements, padRowsTo};
+    for (const auto &[cachedKey, quantized] : built) {
+      Operation *producer = quantized.codes.getDefiningOp();
+      if (cachedKey == key && producer->getBlock() == b.getInsertionBlock() &&
+          b.getInsertionPoint() != b.getInsertionBlock()->end() &&
+          producer->isBeforeInBlock(&*b.getInsertionPoint()))
+        return quantized;
+    }
+    hetc::x86::QuantizedActivations quantized = hetc::x86::quantizeActivations(
+        b, loc, x, withOffsetSums, withMinSums, blockSumElements, padRowsTo);
+    built.emplace_back(key, quantized);
+    return quantized;
+  }
+
+private:
+  using Key = std::tuple<Value, bool, bool, int64_t, int64_t>;
+  SmallVector<std::pair<Key, hetc::x86::QuantizedActivations>> built;
+};
+
 /// The blocked form of `x · wᵀ`, or a null value when the storage or K does
 /// not suit vector steps of `lanes` (the portable generic then stays).
 Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
                          Type storageType, int64_t outFeatures,
                          int64_t vectorBits, bool int8Dot, bool interleaved,
-                         bool amxTiles) {
+                         bool amxTiles, QuantizationCache &quantizations) {
   const int64_t kLanes = vectorBits / 32;
   auto xType = cast<RankedTensorType>(x.getType());
   int64_t inFeatures = xType.getDimSize(1);
@@ -419,7 +451,7 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
   std::optional<hetc::x86::QuantizedActivations> quantized;
   Value codesBuffer;
   if (interleaved) {
-    quantized = hetc::x86::quantizeActivations(
+    quantized = quantizations.get(
         b, loc, x, /*withOffsetSums=*/false, /*withMinSums=*/false,
         interleavedReader->blockSumElements(), tiles ? kTileRows : 1);
     // The tiles load the codes from memory.
@@ -429,8 +461,9 @@ Value buildBlockedMatmul(OpBuilder &b, Location loc, Value x, Value weight,
           MemRefType::get({ShapedType::kDynamic, inFeatures}, b.getI8Type()),
           quantized->codes, /*readOnly=*/true);
   } else if (int8Reader) {
-    quantized = hetc::x86::quantizeActivations(
-        b, loc, x, int8Reader->offsetShift >= 0, int8Reader->hasMins());
+    quantized = quantizations.get(b, loc, x, int8Reader->offsetShift >= 0,
+                                  int8Reader->hasMins(),
+                                  /*blockSumElements=*/0, /*padRowsTo=*/1);
   }
   // 4×4 blocks use 16 accumulators, 4 decoded weight vectors (8 for block
   // formats) and an activation vector: within AVX-512's 32 registers. With
@@ -944,6 +977,7 @@ struct HetcX86BlockMatmulsPass
         matmuls.push_back(generic);
     });
     InterleavedChoice interleaved = chooseInterleavedWeights();
+    QuantizationCache quantizations;
     for (linalg::GenericOp generic : matmuls) {
       // The tag is consumed here: nothing after this pass may take a generic
       // that later fused with its neighbours for a plain matmul.
@@ -979,7 +1013,8 @@ struct HetcX86BlockMatmulsPass
       else
         blocked = buildBlockedMatmul(b, generic.getLoc(), x, weight, storage,
                                      outFeatures, vectorBits, int8Dot,
-                                     readsInterleaved, amxTiles);
+                                     readsInterleaved, amxTiles,
+                                     quantizations);
       if (!blocked)
         continue;
       generic.getResult(0).replaceAllUsesWith(blocked);

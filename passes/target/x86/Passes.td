@@ -138,6 +138,37 @@ def HetcX86OutlineKernelsPass
   }];
 }
 
+def HetcX86FuseDispatchesPass
+    : Pass<"hetc-x86-fuse-dispatches", "mlir::ModuleOp"> {
+  let summary = "Dispatch consecutive independent kernels of an entry as one";
+  let description = [{
+    A decode step dispatches a hundred kernels; each dispatch wakes the pool,
+    waits for its slowest chunk and joins. Kernel calls that follow each
+    other in an entry point (with only allocations or pure operations in
+    between) and touch no common buffer that either writes (the Q, K and V
+    projections of one normalized row; the gate and up projections) become
+    one call of `@hetc_kernel_fused_<n>`, whose grid is theirs end to end:
+    each call of it on `[begin, end)` calls every part whose stretch of the
+    grid overlaps the range, on that overlap in the part's own indices.
+
+    A kernel writes an argument when an operation in it has a write (or
+    free) effect on a buffer viewed from that argument; an operation with
+    unknown effects counts as writing them all, and calls of LLVM
+    intrinsics declared as functions (`llvm.*`) as writing none.
+
+    ```mlir
+    call @hetc_kernel_1(%x, %wq, %q, %c0, %c48)
+    %k = memref.alloc() : memref<1x768xf32>
+    call @hetc_kernel_1(%x, %wk, %k, %c0, %c48)
+    // becomes
+    %k = memref.alloc() : memref<1x768xf32>
+    call @hetc_kernel_fused_0(%x, %wq, %q, %wk, %k, %c0, %c48, %c0, %c48, %c0, %total)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def HetcX86LowerDispatchPass
     : Pass<"hetc-x86-lower-dispatch", "mlir::ModuleOp"> {
   let summary = "Turn kernel calls into dispatches on the runtime's thread pool";
