@@ -81,7 +81,9 @@ struct HetcX86EmulateAmxPass
   }
 
   bool store(OpBuilder &b, amx::TileStoreOp op) {
-    Value tile = vectorFor(op, op.getVal());
+    // Untyped operand access: a tile carried by a loop already has its
+    // vector type.
+    Value tile = vectorFor(op, op.getValMutable().get());
     if (!tile)
       return false;
     int64_t rows = cast<VectorType>(tile.getType()).getDimSize(0);
@@ -97,9 +99,11 @@ struct HetcX86EmulateAmxPass
   /// accumulator after reporting.
   template <typename Product>
   std::array<Value, 3> productOperands(Product op) {
-    Value lhs = vectorFor(op, op.getLhs());
-    Value rhs = lhs ? vectorFor(op, op.getRhs()) : Value();
-    Value acc = rhs ? vectorFor(op, op.getAcc()) : Value();
+    // Untyped operand access: a tile carried by a loop already has its
+    // vector type.
+    Value lhs = vectorFor(op, op.getLhsMutable().get());
+    Value rhs = lhs ? vectorFor(op, op.getRhsMutable().get()) : Value();
+    Value acc = rhs ? vectorFor(op, op.getAccMutable().get()) : Value();
     return {lhs, rhs, acc};
   }
 
