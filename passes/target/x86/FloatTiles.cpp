@@ -35,27 +35,23 @@ constexpr int64_t kBlockTiles = 2;
 constexpr int64_t kBlockRows = kBlockTiles * kTileRows;
 
 /// `x` [M, K] f32 rounded to bf16 (to nearest, ties to even), its rows
-/// padded to a multiple of `padRowsTo` with copies of the last: a block's
-/// rows past the end compute the last row's values again (MatmulGrid).
+/// padded to a multiple of `padRowsTo` (PaddedRows).
 Value roundRowsToBf16(OpBuilder &b, Location loc, Value x, int64_t padRowsTo) {
   int64_t columns = cast<RankedTensorType>(x.getType()).getDimSize(1);
   Type bf16 = b.getBF16Type();
   const int64_t kLanes = 16;
-  Value count = getValueOrCreateConstantIndexOp(
-      b, loc, tensor::getMixedSize(b, loc, x, 0));
-  Value pad = indexConstant(b, loc, padRowsTo);
-  Value rows = arith::MulIOp::create(
-      b, loc, arith::CeilDivUIOp::create(b, loc, count, pad), pad);
-  Value lastRow = arith::SubIOp::create(b, loc, count, indexConstant(b, loc, 1));
+  PaddedRows padded = PaddedRows::of(b, loc, x, padRowsTo);
   Value empty = tensor::EmptyOp::create(
-      b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(columns)}, bf16);
-  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{rows},
+      b, loc, ArrayRef<OpFoldResult>{padded.rows, b.getIndexAttr(columns)},
+      bf16);
+  auto forall = scf::ForallOp::create(b, loc,
+                                      ArrayRef<OpFoldResult>{padded.rows},
                                       ValueRange{empty}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = forall.getBody();
   b.setInsertionPointToStart(body);
   Value row = body->getArgument(0);
-  Value sourceRow = arith::MinUIOp::create(b, loc, row, lastRow);
+  Value sourceRow = padded.sourceRow(b, loc, row);
   SmallVector<OpFoldResult> offsets = {row, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
                                      b.getIndexAttr(columns)};

@@ -52,6 +52,8 @@ struct FuseDispatchesPass
   /// Per kernel, which of its arguments it may write (all of them when an
   /// operation's effects are unknown).
   llvm::DenseMap<Operation *, llvm::SmallBitVector> written;
+  /// The module's symbols, built once per run.
+  SymbolTable *kernels = nullptr;
 
   const llvm::SmallBitVector &writtenArguments(func::FuncOp kernel) {
     auto found = written.find(kernel);
@@ -95,9 +97,8 @@ struct FuseDispatchesPass
 
   /// Whether two kernel calls touch no common buffer that either writes.
   bool independent(func::CallOp first, func::CallOp second) {
-    ModuleOp module = getOperation();
     auto kernelOf = [&](func::CallOp call) {
-      return module.lookupSymbol<func::FuncOp>(call.getCallee());
+      return kernels->lookup<func::FuncOp>(call.getCallee());
     };
     const llvm::SmallBitVector &firstWrites = writtenArguments(kernelOf(first));
     const llvm::SmallBitVector &secondWrites =
@@ -119,7 +120,7 @@ struct FuseDispatchesPass
     auto call = dyn_cast<func::CallOp>(op);
     if (!call || !call.getCallee().starts_with(hetc::x86::kKernelPrefix))
       return false;
-    auto kernel = getOperation().lookupSymbol<func::FuncOp>(call.getCallee());
+    auto kernel = kernels->lookup<func::FuncOp>(call.getCallee());
     return kernel && !kernel.isExternal() && call.getNumOperands() >= 2;
   }
 
@@ -152,6 +153,8 @@ struct FuseDispatchesPass
             .str(),
         FunctionType::get(ctx, argumentTypes, {}));
     kernel.setPrivate();
+    // Renamed if a kernel of that name exists (the pass run twice).
+    kernels->insert(kernel);
     Block *body = kernel.addEntryBlock();
     b.setInsertionPointToStart(body);
     unsigned boundsStart = captured.size();
@@ -204,12 +207,13 @@ struct FuseDispatchesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A pass instance may run on several modules: nothing of an earlier one
+    // may answer for this one.
+    written.clear();
+    SymbolTable symbols(module);
+    kernels = &symbols;
     unsigned counter = 0;
-    SmallVector<func::FuncOp> entries;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(hetc::x86::kEntryAttrName))
-        entries.push_back(func);
-    for (func::FuncOp entry : entries) {
+    for (func::FuncOp entry : hetc::x86::entryPoints(module)) {
       for (Block &block : entry.getBody()) {
         SmallVector<SmallVector<func::CallOp>> groups;
         SmallVector<func::CallOp> group;
@@ -235,6 +239,7 @@ struct FuseDispatchesPass
           fuse(calls, counter);
       }
     }
+    kernels = nullptr;
   }
 };
 

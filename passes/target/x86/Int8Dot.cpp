@@ -123,6 +123,28 @@ std::pair<Value, Value> q4kScalesAndMins(OpBuilder &b, Location loc,
 
 } // namespace
 
+PaddedRows PaddedRows::of(OpBuilder &b, Location loc, Value x,
+                          int64_t padRowsTo) {
+  PaddedRows padded;
+  padded.rows = tensor::getMixedSize(b, loc, x, 0);
+  if (padRowsTo <= 1)
+    return padded;
+  Value count = getValueOrCreateConstantIndexOp(b, loc, padded.rows);
+  Value pad = indexConstant(b, loc, padRowsTo);
+  padded.rows = arith::MulIOp::create(
+                    b, loc, arith::CeilDivUIOp::create(b, loc, count, pad), pad)
+                    .getResult();
+  padded.lastSourceRow =
+      arith::SubIOp::create(b, loc, count, indexConstant(b, loc, 1));
+  return padded;
+}
+
+Value PaddedRows::sourceRow(OpBuilder &b, Location loc, Value row) const {
+  if (!lastSourceRow)
+    return row;
+  return arith::MinUIOp::create(b, loc, row, lastSourceRow);
+}
+
 QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
                                          bool withOffsetSums,
                                          bool withMinSums,
@@ -134,20 +156,8 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
   int64_t laneCount = columns / kLaneElements;
   int64_t blockLanes = kActivationBlock / kLaneElements;
   Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-  OpFoldResult sourceRows = tensor::getMixedSize(b, loc, x, 0);
-  OpFoldResult rows = sourceRows;
-  Value lastSourceRow;
-  if (padRowsTo > 1) {
-    // Padding rows repeat the last row: whatever reads a whole tile of rows
-    // computes, for them, the last row's values.
-    Value count = getValueOrCreateConstantIndexOp(b, loc, sourceRows);
-    Value pad = indexConstant(b, loc, padRowsTo);
-    rows = arith::MulIOp::create(
-               b, loc, arith::CeilDivUIOp::create(b, loc, count, pad), pad)
-               .getResult();
-    lastSourceRow =
-        arith::SubIOp::create(b, loc, count, indexConstant(b, loc, 1));
-  }
+  PaddedRows padded = PaddedRows::of(b, loc, x, padRowsTo);
+  OpFoldResult rows = padded.rows;
   // The lane scales and scaled sums share one tensor: two empty tensors of
   // one type would be merged by CSE into a single destination.
   // Only the arrays the weight format reads are built: an unread output
@@ -176,9 +186,7 @@ QuantizedActivations quantizeActivations(OpBuilder &b, Location loc, Value x,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(body);
   Value row = body->getArgument(0);
-  Value sourceRow =
-      lastSourceRow ? arith::MinUIOp::create(b, loc, row, lastSourceRow).getResult()
-                    : row;
+  Value sourceRow = padded.sourceRow(b, loc, row);
   Value zero = indexConstant(b, loc, 0);
   // Row `row` of output k.
   auto rowSlice = [&](size_t k) {

@@ -35,6 +35,23 @@ struct QuantizedActivations {
   mlir::Value negatedBlockSums;
 };
 
+/// The rows of a copy of `x` ([M, K]) padded to a multiple of `padRowsTo`,
+/// each padding row repeating the last: whatever reads a whole tile or
+/// block of rows computes, for them, the last row's values (MatmulGrid
+/// writes them over the last row, so they must be equal).
+struct PaddedRows {
+  /// The padded row count.
+  mlir::OpFoldResult rows;
+  /// The index of x's last row; null when `padRowsTo` is 1 (no padding).
+  mlir::Value lastSourceRow;
+
+  static PaddedRows of(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       int64_t padRowsTo);
+  /// The row of x that padded row `row` copies.
+  mlir::Value sourceRow(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value row) const;
+};
+
 /// Builds the quantization of `x` ([M, K] f32, K a multiple of 32) as one
 /// parallel loop over its rows, with the lane sums a weight format with a
 /// code offset or with mins reads, and the sums of `blockSumElements` codes

@@ -107,11 +107,7 @@ struct OutlineKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     unsigned counter = 0;
-    SmallVector<func::FuncOp> entries;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(hetc::x86::kEntryAttrName))
-        entries.push_back(func);
-    for (func::FuncOp entry : entries) {
+    for (func::FuncOp entry : hetc::x86::entryPoints(module)) {
       SmallVector<scf::ParallelOp> loops;
       entry.walk([&](scf::ParallelOp loop) {
         if (!loop->getParentOfType<scf::ParallelOp>())

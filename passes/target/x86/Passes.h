@@ -2,6 +2,8 @@
 #ifndef HETC_PASSES_TARGET_X86_PASSES_H
 #define HETC_PASSES_TARGET_X86_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace hetc::x86 {
@@ -16,6 +18,16 @@ inline constexpr llvm::StringLiteral kKernelPrefix = "hetc_kernel_";
 /// (hetc-x86-route-allocations).
 inline constexpr llvm::StringLiteral kAllocatorTableName =
     "hetc_buffer_allocator";
+
+/// The model entry points of `module` (functions marked kEntryAttrName), as
+/// a list: passes that add functions to the module walk a copy.
+inline llvm::SmallVector<mlir::func::FuncOp> entryPoints(mlir::ModuleOp module) {
+  llvm::SmallVector<mlir::func::FuncOp> entries;
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    if (func->hasAttr(kEntryAttrName))
+      entries.push_back(func);
+  return entries;
+}
 
 #define GEN_PASS_DECL
 #include "passes/target/x86/Passes.h.inc"
