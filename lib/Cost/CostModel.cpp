@@ -99,7 +99,11 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
         2.0 * static_cast<double>(shape.vocabSize * shape.dim);
     formats.back() = formats.front();
   }
+  double modelBytesPerStep = 0;
+  for (const Unit &unit : units)
+    modelBytesPerStep += unit.weightBytesPerStep;
   for (size_t i = 0; i < units.size(); ++i) {
+    units[i].modelWeightBytesPerStep = modelBytesPerStep;
     units[i].width = shape.dim;
     uint64_t best = 0;
     for (auto [format, bytes] : formats[i])
@@ -132,9 +136,10 @@ std::string calibrationKey(BlockFormat format) {
 /// over the cache. A prefill passes 0: its attention works on a block of
 /// queries at once, far faster per FLOP than the decode rate at short
 /// prompts (and slower at long ones, whose score matrices leave the cache),
-/// and is costed with the matmuls.
+/// and is costed with the matmuls. `decode`: the weights are read again
+/// every step, so the part the caches keep between steps reads faster.
 Estimate estimate(double flops, double weightBytes, double kvBytes,
-                  double attentionFlops, int kernels, const Unit &unit,
+                  double attentionFlops, bool decode, int kernels, const Unit &unit,
                   const hardware::Device &device,
                   const hardware::MemoryTier &weightTier,
                   const hardware::MemoryTier &kvTier,
@@ -149,8 +154,19 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
   // the table. They hold for the home tier they were measured in.
   if (device.calibration && &weightTier == &device.memory.front()) {
     const hardware::Calibration &c = *device.calibration;
-    if (double rate = c.decodeGBPerSAt(calibrationKey(unit.format), unit.width))
+    std::string key = calibrationKey(unit.format);
+    if (double rate = c.decodeGBPerSAt(key, unit.width)) {
       weightRate = rate * 1e9;
+      // The caches lift a small model's rate up to what the format's
+      // kernels reach in them, never below the rate past them.
+      if (decode) {
+        double scaled = weightRate * c.streamScaleAt(unit.modelWeightBytesPerStep);
+        auto inCache = c.decodeInCacheGBPerS.find(key);
+        if (inCache != c.decodeInCacheGBPerS.end())
+          scaled = std::min(scaled, inCache->second * 1e9);
+        weightRate = std::max(weightRate, scaled);
+      }
+    }
     if (double rate = c.prefillTflopsAt(calibrationKey(unit.format), unit.width))
       peak = rate * 1e12;
     overheadUs = c.dispatchUs;
@@ -189,7 +205,7 @@ Estimate decodeStep(const Unit &unit, const Workload &workload,
   double kvBytes = batch * unit.kvBytesPerContext * context;
   double attentionFlops = batch * unit.attentionFlopsPerContext * context;
   return estimate(flops, unit.weightBytesPerStep, kvBytes, attentionFlops,
-                  unit.kernels, unit, device, weightTier, kvTier, efficiency);
+                  /*decode=*/true, unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 
 Estimate prefill(const Unit &unit, const Workload &workload,
@@ -217,7 +233,7 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                            : static_cast<double>(unit.weightBytes);
   double kvBytes = tokens * unit.kvBytesPerContext;
   return estimate(flops, weightBytes, kvBytes, /*attentionFlops=*/0,
-                  unit.kernels, unit, device, weightTier, kvTier, efficiency);
+                  /*decode=*/false, unit.kernels, unit, device, weightTier, kvTier, efficiency);
 }
 
 double samplingSeconds(const hardware::Device &cpu, int64_t vocabSize,

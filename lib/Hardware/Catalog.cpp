@@ -384,7 +384,8 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                       {"decode_gb_per_s", "prefill_tflops", "dispatch_us", "threads",
                        "sample_us", "sample_ns_per_logit",
                        "attention_gflops", "prefill_tflops_by_width",
-                       "decode_gb_per_s_by_width"});
+                       "decode_gb_per_s_by_width", "read_gb_per_s_by_mib",
+                       "decode_in_cache_gb_per_s"});
       for (auto [key, target] :
            {std::pair{"decode_gb_per_s", &measured.decodeGBPerS},
             std::pair{"prefill_tflops", &measured.prefillTflops}}) {
@@ -442,6 +443,33 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
                      "is not a head size",
                      "key each rate by the head size it was measured at",
                      "give a positive measured rate in GFLOP/s");
+      }
+      // Optional: {"<MiB>": GB/s}.
+      std::string readPath = Checker::join(calibrationPath, "read_gb_per_s_by_mib");
+      if (const json *rates = check.member(*calibration, calibrationPath,
+                                           "read_gb_per_s_by_mib", false, "")) {
+        if (!rates->is_object())
+          check.fail(readPath, "expected {\"<MiB>\": GB/s}, got " + describe(*rates),
+                     "let `hetc calibrate` write it");
+        else
+          readBySize(*rates, readPath, measured.readGBPerSByMiB,
+                     "is not a buffer size in MiB",
+                     "key each rate by the buffer size it was measured at, in MiB",
+                     "give a positive measured rate in GB/s");
+      }
+      // Optional: {"<format>": GB/s}.
+      std::string inCachePath = Checker::join(calibrationPath, "decode_in_cache_gb_per_s");
+      if (const json *rates = check.member(*calibration, calibrationPath,
+                                           "decode_in_cache_gb_per_s", false, "")) {
+        if (!rates->is_object())
+          check.fail(inCachePath,
+                     "expected {\"<format>\": GB/s}, got " + describe(*rates),
+                     "let `hetc calibrate` write it");
+        else
+          for (auto it = rates->begin(); it != rates->end(); ++it)
+            measured.decodeInCacheGBPerS[it.key()] =
+                check.number(*rates, inCachePath, it.key().c_str(), false,
+                             "give a positive measured rate in GB/s");
       }
       // Optional: {"<format>": {"<width>": rate}}.
       for (auto [key, unit, target] :
@@ -881,6 +909,13 @@ double Calibration::decodeGBPerSAt(const std::string &format,
   return rateAt(decodeGBPerSByWidth, decodeGBPerS, format, width);
 }
 
+double Calibration::streamScaleAt(double bytes) const {
+  if (readGBPerSByMiB.empty())
+    return 1;
+  int64_t mib = std::max<int64_t>(1, std::llround(bytes / (1 << 20)));
+  return interpolateLog(readGBPerSByMiB, mib) / readGBPerSByMiB.rbegin()->second;
+}
+
 std::string deviceToJson(const Device &device, int indent) {
   json peak = json::object();
   for (int i = 0; i < kNumDataTypes; ++i)
@@ -928,6 +963,14 @@ std::string deviceToJson(const Device &device, int indent) {
           byWidth[format][std::to_string(width)] = rate;
       object["calibration"][key] = byWidth;
     }
+    if (!c.readGBPerSByMiB.empty()) {
+      json bySize = json::object();
+      for (const auto &[mib, rate] : c.readGBPerSByMiB)
+        bySize[std::to_string(mib)] = rate;
+      object["calibration"]["read_gb_per_s_by_mib"] = bySize;
+    }
+    if (!c.decodeInCacheGBPerS.empty())
+      object["calibration"]["decode_in_cache_gb_per_s"] = c.decodeInCacheGBPerS;
   }
   return object.dump(indent);
 }

@@ -29,11 +29,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -215,6 +217,15 @@ bool timeAttention(const std::string &gguf, const std::string &pack,
 /// fixed costs: one width predicted llama-110M's prefill 4-25 % fast.
 constexpr int64_t kNarrowWidth = 768, kWideWidth = 2048;
 
+/// About how many bytes `format` (a `hetc synth --type`) stores per weight.
+double bytesPerElementOf(const std::string &format) {
+  return format == "f32"      ? 4
+         : format == "q8_0"   ? 34.0 / 32
+         : format == "q4_0"   ? 18.0 / 32
+         : format == "q4_k_m" ? 0.6
+                              : 2;
+}
+
 /// The synthetic model a weight format is measured on, of about `bytes`,
 /// `width` wide (kNarrowWidth or kWideWidth).
 hetc::synth::SyntheticModelSpec formatModel(const std::string &format,
@@ -226,16 +237,56 @@ hetc::synth::SyntheticModelSpec formatModel(const std::string &format,
   spec.ffnDim = width == kWideWidth ? 5632 : 2048;
   spec.vocabSize = 8192;
   hetc::synth::parseWeightType(format, spec.weightType);
-  double bytesPerElement = format == "f32"      ? 4
-                           : format == "q8_0"   ? 34.0 / 32
-                           : format == "q4_0"   ? 18.0 / 32
-                           : format == "q4_k_m" ? 0.6
-                                                : 2;
   double layerBytes =
-      bytesPerElement * static_cast<double>(4 * spec.dim * spec.dim +
+      bytesPerElementOf(format) * static_cast<double>(4 * spec.dim * spec.dim +
                                             3 * spec.dim * spec.ffnDim);
   spec.layers = std::max<int64_t>(2, static_cast<int64_t>(bytes / layerBytes) + 1);
   return spec;
+}
+
+/// The decode rate a format keeps when its weights stay in the caches: a
+/// one-layer model of about `bytes` (an eighth of the last-level cache),
+/// its FFN as wide as the model, narrower models for the wider formats.
+hetc::synth::SyntheticModelSpec inCacheModel(const std::string &format,
+                                             double bytes) {
+  hetc::synth::SyntheticModelSpec spec = formatModel(format, 0, kNarrowWidth);
+  double bytesPerElement = bytesPerElementOf(format);
+  while (spec.dim > 256 &&
+         7.0 * static_cast<double>(spec.dim * spec.dim) * bytesPerElement > bytes)
+    spec.dim -= 256;
+  spec.heads = std::max<int64_t>(1, spec.dim / 128);
+  spec.kvHeads = spec.heads;
+  spec.ffnDim = spec.dim;
+  spec.vocabSize = 512;
+  spec.layers = 1;
+  return spec;
+}
+
+/// A weight format's decode as the cost model counts it: the weight bytes a
+/// step reads, and their rate in GB/s once dispatches and attention are
+/// taken out.
+struct StreamRate {
+  double stepBytes = 0;
+  double gbPerS = 0;
+};
+
+/// The read bandwidth (GB/s) of buffers from 8 MiB to `largestMiB` (the
+/// largest model a format is timed on), each read again and again as a
+/// decode reads its weights step after step. Smaller buffers take more
+/// passes so that each size reads about as many bytes. Larger models are
+/// counted at the largest size's rate: past it a buffer read slower on a
+/// 2-core EPYC, while llama-1B's larger matmuls streamed faster.
+std::map<int64_t, double> measureReadCurve(hetrt::core::ThreadPool &pool,
+                                           int64_t largestMiB) {
+  std::map<int64_t, double> curve;
+  for (int64_t mib = 8;; mib = std::min(2 * mib, largestMiB)) {
+    int passes = static_cast<int>(std::clamp<int64_t>(2048 / mib, 3, 64));
+    curve[mib] = hetrt::core::measureReadBandwidth(
+                     pool, static_cast<size_t>(mib) << 20, passes) /
+                 1e9;
+    if (mib == largestMiB)
+      return curve;
+  }
 }
 
 /// What calibrating takes besides the formats (bandwidth, the tiny and the
@@ -262,7 +313,8 @@ double formatSeconds(const std::string &format, double bytes, double bandwidth) 
   double compileSeconds =
       compileSecondsPerLayer *
       static_cast<double>(formatModel(format, bytes, kWideWidth).layers +
-                          formatModel(format, bytes / 2, kNarrowWidth).layers);
+                          formatModel(format, bytes / 2, kNarrowWidth).layers +
+                          /*the in-cache model*/ 1);
   constexpr double kPrefillFlopsPerSecond = 40e9;
   double decode = 4 * 16 * bytes / std::max(bandwidth, 1e9);
   // Prefill is compute-bound: kFormatPrompt tokens x 2 FLOPs per weight, at
@@ -377,7 +429,12 @@ Action registerCalibrateCommand(CLI::App &app) {
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     progress("measuring the read bandwidth with " + std::to_string(threads) +
              " threads");
+    // Weights larger than the last-level cache stream from DRAM; past a
+    // few hundred MiB more bytes only take longer to write and time.
+    double formatBytes = std::clamp(2.0 * static_cast<double>(topology.l3Bytes),
+                                    256.0 * (1 << 20), 768.0 * (1 << 20));
     double bandwidth = 0;
+    std::map<int64_t, double> readCurve;
     {
       std::string poolError;
       std::unique_ptr<hetrt::core::ThreadPool> pool =
@@ -387,12 +444,9 @@ Action registerCalibrateCommand(CLI::App &app) {
         return 1;
       }
       bandwidth = hetrt::core::measureReadBandwidth(*pool, size_t(512) << 20, 3);
+      readCurve = measureReadCurve(
+          *pool, static_cast<int64_t>(std::llround(formatBytes / (1 << 20))));
     }
-
-    // Weights larger than the last-level cache stream from DRAM; past a
-    // few hundred MiB more bytes only take longer to write and time.
-    double formatBytes = std::clamp(2.0 * static_cast<double>(topology.l3Bytes),
-                                    256.0 * (1 << 20), 768.0 * (1 << 20));
     if (!flags->quiet) {
       std::string formats;
       double formatsSeconds = 0;
@@ -448,6 +502,7 @@ Action registerCalibrateCommand(CLI::App &app) {
 
     hardware::Calibration calibration;
     calibration.threads = threads;
+    calibration.readGBPerSByMiB = readCurve;
     // Decode steps after a short and a long prompt: the difference is
     // attention over the positions the long one adds, which gives its rate
     // for the model's head size. `early` is the short prompt's timing.
@@ -563,12 +618,15 @@ Action registerCalibrateCommand(CLI::App &app) {
       guessedDone += formatSeconds(format, formatBytes, bandwidth);
       hetc::synth::SyntheticModelSpec spec =
           formatModel(format, formatBytes, kWideWidth);
-      Timing timing, narrowTiming;
-      cost::ModelShape shape, narrowShape;
+      Timing timing, narrowTiming, inCacheTiming;
+      cost::ModelShape shape, narrowShape, inCacheShape;
       if (!measure(format, spec, kFormatPrompt, kFormatSteps, timing, shape) ||
           !measure(format + "-narrow",
                    formatModel(format, formatBytes / 2, kNarrowWidth),
-                   kFormatPrompt, kFormatSteps, narrowTiming, narrowShape)) {
+                   kFormatPrompt, kFormatSteps, narrowTiming, narrowShape) ||
+          !measure(format + "-in-cache",
+                   inCacheModel(format, static_cast<double>(topology.l3Bytes) / 8),
+                   kFormatPrompt, kFormatSteps, inCacheTiming, inCacheShape)) {
         std::cerr << "hetc calibrate: " << error << "\n";
         cleanup();
         return 1;
@@ -607,10 +665,17 @@ Action registerCalibrateCommand(CLI::App &app) {
         double streaming =
             std::max(step * 0.25, step - attention -
                                       kernels * calibration.dispatchUs * 1e-6);
-        return stepBytes / streaming / 1e9;
+        return StreamRate{stepBytes, stepBytes / streaming / 1e9};
       };
-      double decodeRate = decodeRateOf(shape, timing);
-      double narrowDecodeRate = decodeRateOf(narrowShape, narrowTiming);
+      // The rates as if read past the caches: what each model's size let
+      // the caches keep is divided out (cost::decodeStep puts it back for
+      // the model it predicts).
+      auto pastCaches = [&](StreamRate rate) {
+        return rate.gbPerS / calibration.streamScaleAt(rate.stepBytes);
+      };
+      double decodeRate = pastCaches(decodeRateOf(shape, timing));
+      double narrowDecodeRate = pastCaches(decodeRateOf(narrowShape, narrowTiming));
+      double inCacheRate = decodeRateOf(inCacheShape, inCacheTiming).gbPerS;
       double promptFlops = promptFlopsOf(shape);
       double prefillRate = promptFlops / timing.prefillSeconds / 1e12;
       double narrowPrefillRate =
@@ -621,6 +686,7 @@ Action registerCalibrateCommand(CLI::App &app) {
         names = {"q4_k", "q6_k"};
       for (const std::string &name : names) {
         calibration.decodeGBPerS[name] = decodeRate;
+        calibration.decodeInCacheGBPerS[name] = inCacheRate;
         calibration.prefillTflops[name] = prefillRate;
         calibration.prefillTflopsByWidth[name] = {{kNarrowWidth, narrowPrefillRate},
                                                   {kWideWidth, prefillRate}};
@@ -700,11 +766,16 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const auto &[headDim, rate] : calibration.attentionGflops)
         std::printf("decode attention %.2f GFLOP/s with heads of %lld\n", rate,
                     static_cast<long long>(headDim));
-      std::printf("%-8s %18s %18s %22s %22s\n", "format", "decode GB/s at 768",
-                  "at 2048", "prefill TFLOPS at 768", "at 2048");
+      std::printf("read bandwidth by buffer size:");
+      for (const auto &[mib, rate] : calibration.readGBPerSByMiB)
+        std::printf(" %lld MiB %.1f GB/s", static_cast<long long>(mib), rate);
+      std::printf("\n%-8s %18s %18s %18s %22s %22s\n", "format",
+                  "decode GB/s at 768", "at 2048", "in cache",
+                  "prefill TFLOPS at 768", "at 2048");
       for (const auto &[name, rate] : calibration.decodeGBPerS)
-        std::printf("%-8s %18.2f %18.2f %22.3f %22.3f\n", name.c_str(),
+        std::printf("%-8s %18.2f %18.2f %18.2f %22.3f %22.3f\n", name.c_str(),
                     calibration.decodeGBPerSAt(name, kNarrowWidth), rate,
+                    calibration.decodeInCacheGBPerS[name],
                     calibration.prefillTflopsAt(name, kNarrowWidth),
                     calibration.prefillTflopsAt(name, kWideWidth));
       for (const VulkanCalibration &measured : accelerators)

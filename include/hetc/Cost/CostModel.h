@@ -41,6 +41,11 @@ struct Unit {
   /// Weight bytes one decode step reads at batch 1: a row for the embedding,
   /// the used experts of a mixture.
   double weightBytesPerStep = 0;
+  /// The whole model's weightBytesPerStep: how much a step streams, which
+  /// decides how much of it the caches keep between steps. (A device given
+  /// part of a model streams less and keeps more; counting the whole model
+  /// errs slow.)
+  double modelWeightBytesPerStep = 0;
   /// Matmul FLOPs per token (2 per multiply-add).
   double flopsPerToken = 0;
   /// Attention FLOPs per token per token of context (scores and weighted sum).

@@ -62,6 +62,17 @@ struct Calibration {
   /// model's short rows stream faster. Empty for a format measured at one
   /// width only (`decodeGBPerS`).
   std::map<std::string, std::map<int64_t, double>> decodeGBPerSByWidth;
+  /// The read bandwidth (GB/s) of a buffer read again and again, per buffer
+  /// size in MiB: past the last-level cache part of a buffer still stays in
+  /// it between passes, so a model of tens of MiB decodes faster per byte
+  /// than one of gigabytes. When measured, the decode rates above are those
+  /// of the largest size here (the calibrating models' own sizes divided
+  /// out); empty in calibrations that predate it.
+  std::map<int64_t, double> readGBPerSByMiB;
+  /// Decode rates per weight format of a model that stays in the caches:
+  /// the bound of a format whose kernels compute more than they read, which
+  /// staying in the cache cannot lift. Empty when not measured.
+  std::map<std::string, double> decodeInCacheGBPerS;
 
   /// The attention rate for heads of `headDim` elements: interpolated on a
   /// log scale between the sizes measured, the nearest one's outside them;
@@ -74,6 +85,11 @@ struct Calibration {
   /// The decode rate of `format` for a model `width` wide, as
   /// prefillTflopsAt interpolates its rates.
   double decodeGBPerSAt(const std::string &format, int64_t width) const;
+  /// How much faster than the decode rates a model reading `bytes` of
+  /// weights per step streams them: the read bandwidth at that size over
+  /// that of the largest size measured (interpolated like
+  /// attentionGflopsAt), 1 when not measured.
+  double streamScaleAt(double bytes) const;
 };
 
 struct Device {

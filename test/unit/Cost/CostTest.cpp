@@ -212,6 +212,56 @@ TEST(CostModel, CalibratedAttentionIsTheSlowerOfItsBytesAndItsRate) {
               (attention.weightBytesPerStep + kvBytes) / 100e9, 1e-12);
 }
 
+// A calibrated decode rate is that of weights read past the caches: a model
+// that streams fewer bytes a step keeps part of them in the caches and reads
+// faster by the measured curve, never faster than its format's kernels do in
+// the cache. The whole model's bytes decide it, and prefill is not scaled.
+TEST(CostModel, SmallModelsDecodeFasterByTheReadCurve) {
+  std::string path = writeTemp("llama3-8b-curve.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  std::vector<Unit> units = unitsOf(*shape, 2);
+  double modelBytes = 0;
+  for (const Unit &unit : units)
+    modelBytes += unit.weightBytesPerStep;
+  for (const Unit &unit : units)
+    EXPECT_EQ(unit.modelWeightBytesPerStep, modelBytes);
+  Unit ffn = units[2];
+  Device cpu = testDevice(true);
+  hetc::hardware::Calibration calibration;
+  calibration.decodeGBPerS = {{"f16", 20}};
+  calibration.prefillTflops = {{"f16", 1}};
+  calibration.readGBPerSByMiB = {{32, 60}, {128, 30}, {512, 20}};
+  cpu.calibration = calibration;
+  Efficiency exact{1.0, 1.0};
+  Workload one{1, 0, 1};
+  // Llama-3-8B streams far more than 512 MiB: the calibrated rate.
+  Estimate large = decodeStep(ffn, one, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(large.memorySeconds, ffn.weightBytesPerStep / 20e9, 1e-12);
+  // The same unit in a model of 128 MiB a step: 30 / 20 as fast.
+  ffn.modelWeightBytesPerStep = 128 << 20;
+  Estimate small = decodeStep(ffn, one, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(small.memorySeconds, ffn.weightBytesPerStep / 30e9, 1e-12);
+  // In 32 MiB, 3× the rate, unless the format's kernels top out below it.
+  ffn.modelWeightBytesPerStep = 32 << 20;
+  Estimate cached = decodeStep(ffn, one, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(cached.memorySeconds, ffn.weightBytesPerStep / 60e9, 1e-12);
+  cpu.calibration->decodeInCacheGBPerS = {{"f16", 45}};
+  cached = decodeStep(ffn, one, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(cached.memorySeconds, ffn.weightBytesPerStep / 45e9, 1e-12);
+  // An in-cache rate below the rate past the caches lifts nothing and
+  // lowers nothing.
+  cpu.calibration->decodeInCacheGBPerS = {{"f16", 10}};
+  cached = decodeStep(ffn, one, cpu, cpu.memory[0], cpu.memory[0], exact);
+  EXPECT_NEAR(cached.memorySeconds, ffn.weightBytesPerStep / 20e9, 1e-12);
+  // A prompt reads its weights once: no scaling.
+  Estimate prompt = prefill(ffn, Workload{1, 128, 128}, cpu, cpu.memory[0],
+                            cpu.memory[0], exact);
+  EXPECT_NEAR(prompt.memorySeconds, static_cast<double>(ffn.weightBytes) / 20e9,
+              1e-12);
+}
+
 TEST(CostModel, PrefillReadsWeightsOnceForThePrompt) {
   std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
   std::string error;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
@@ -231,6 +232,40 @@ TEST(Catalog, DecodeRatesByWidthAreInterpolated) {
   expectDeviceError(calibratedDevice(notObject),
                     "calibration.decode_gb_per_s_by_width",
                     "expected {\"<format>\": {\"<width>\": GB/s}}");
+}
+
+// The read bandwidth per buffer size: a model streaming fewer bytes a step
+// than the largest size measured reads faster by the ratio of the rates;
+// larger ones at the largest size's rate. A format's in-cache decode rate is
+// kept as measured.
+TEST(Catalog, StreamScaleFollowsTheReadCurve) {
+  const std::string curve =
+      "\"read_gb_per_s_by_mib\": {\"16\": 80, \"64\": 40, \"256\": 20}, "
+      "\"decode_in_cache_gb_per_s\": {\"q4_0\": 60}";
+  const Calibration c = roundTripCalibration(calibratedDevice(curve));
+  constexpr double kMiB = 1 << 20;
+  EXPECT_DOUBLE_EQ(c.streamScaleAt(256 * kMiB), 1);
+  EXPECT_DOUBLE_EQ(c.streamScaleAt(4096 * kMiB), 1);
+  EXPECT_DOUBLE_EQ(c.streamScaleAt(64 * kMiB), 2);
+  EXPECT_NEAR(c.streamScaleAt(128 * kMiB), std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(c.streamScaleAt(1 * kMiB), 4);
+  EXPECT_DOUBLE_EQ(c.decodeInCacheGBPerS.at("q4_0"), 60);
+  EXPECT_DOUBLE_EQ(Calibration{}.streamScaleAt(64 * kMiB), 1);
+
+  std::string badSize = curve;
+  badSize.replace(badSize.find("\"16\""), 4, "\"16M\"");
+  expectDeviceError(calibratedDevice(badSize),
+                    "calibration.read_gb_per_s_by_mib.16M",
+                    "is not a buffer size in MiB");
+  std::string badRate = curve;
+  badRate.replace(badRate.find("60"), 2, "-3");
+  expectDeviceError(calibratedDevice(badRate),
+                    "calibration.decode_in_cache_gb_per_s.q4_0", "GB/s");
+  std::string notObject = curve;
+  notObject.replace(notObject.find("{\"q4_0\": 60}"), 13, "7");
+  expectDeviceError(calibratedDevice(notObject),
+                    "calibration.decode_in_cache_gb_per_s",
+                    "expected {\"<format>\": GB/s}");
 }
 
 TEST(Catalog, BadDevicesNameTheFieldAndTheFix) {
