@@ -67,6 +67,11 @@ struct Timing {
   double prefillSeconds = 0;
   double decodeStepSeconds = 0;
   double sampleSeconds = 0;
+  /// The read bandwidth (GB/s) of the largest buffer of the read curve just
+  /// before and just after the timed runs, averaged: this machine's
+  /// bandwidth moves by tens of percent from minute to minute, and a decode
+  /// rate is kept relative to it.
+  double readGBPerSDuring = 0;
 };
 
 /// A measured model and one session over it.
@@ -472,6 +477,23 @@ Action registerCalibrateCommand(CLI::App &app) {
       std::filesystem::remove_all(directory, ignored);
     };
     std::string error;
+    // Every reading of the largest buffer's bandwidth: their median is the
+    // bandwidth the decode rates are scaled to.
+    int64_t largestMiB = readCurve.rbegin()->first;
+    std::vector<double> bandwidthReadings = {readCurve.rbegin()->second};
+    auto readBandwidthNow = [&]() {
+      std::string poolError;
+      std::unique_ptr<hetrt::core::ThreadPool> pool =
+          hetrt::core::ThreadPool::create(threads, poolError);
+      double rate = pool ? hetrt::core::measureReadBandwidth(
+                               *pool, static_cast<size_t>(largestMiB) << 20, 3) /
+                               1e9
+                         : 0;
+      if (rate <= 0)
+        return readCurve.rbegin()->second;
+      bandwidthReadings.push_back(rate);
+      return rate;
+    };
 
     // Builds, compiles and times one synthetic model; its shape as the cost
     // model sees it comes back in `shape`.
@@ -495,9 +517,13 @@ Action registerCalibrateCommand(CLI::App &app) {
       shape = *read;
       // The dispatch cost is measured as hetc run decodes, choosing between
       // one thread and all by measuring; the weight formats on all threads.
-      return timeModel(gguf, pack, threads, promptTokens, decodeSteps,
-                       /*chooseThreads=*/tag == "tiny", /*sample=*/tag == "tiny",
-                       timing, error);
+      double before = readBandwidthNow();
+      if (!timeModel(gguf, pack, threads, promptTokens, decodeSteps,
+                     /*chooseThreads=*/tag == "tiny", /*sample=*/tag == "tiny",
+                     timing, error))
+        return false;
+      timing.readGBPerSDuring = (before + readBandwidthNow()) / 2;
+      return true;
     };
 
     hardware::Calibration calibration;
@@ -669,12 +695,15 @@ Action registerCalibrateCommand(CLI::App &app) {
       };
       // The rates as if read past the caches: what each model's size let
       // the caches keep is divided out (cost::decodeStep puts it back for
-      // the model it predicts).
-      auto pastCaches = [&](StreamRate rate) {
-        return rate.gbPerS / calibration.streamScaleAt(rate.stepBytes);
+      // the model it predicts). They are kept as fractions of the read
+      // bandwidth while they ran, scaled below to the median bandwidth.
+      auto pastCaches = [&](StreamRate rate, const Timing &measuredTiming) {
+        return rate.gbPerS / calibration.streamScaleAt(rate.stepBytes) /
+               measuredTiming.readGBPerSDuring;
       };
-      double decodeRate = pastCaches(decodeRateOf(shape, timing));
-      double narrowDecodeRate = pastCaches(decodeRateOf(narrowShape, narrowTiming));
+      double decodeRate = pastCaches(decodeRateOf(shape, timing), timing);
+      double narrowDecodeRate =
+          pastCaches(decodeRateOf(narrowShape, narrowTiming), narrowTiming);
       double inCacheRate = decodeRateOf(inCacheShape, inCacheTiming).gbPerS;
       double promptFlops = promptFlopsOf(shape);
       double prefillRate = promptFlops / timing.prefillSeconds / 1e12;
@@ -695,6 +724,13 @@ Action registerCalibrateCommand(CLI::App &app) {
       }
     }
     cleanup();
+    std::sort(bandwidthReadings.begin(), bandwidthReadings.end());
+    double typicalBandwidth = bandwidthReadings[bandwidthReadings.size() / 2];
+    for (auto &[name, rate] : calibration.decodeGBPerS)
+      rate *= typicalBandwidth;
+    for (auto &[name, rates] : calibration.decodeGBPerSByWidth)
+      for (auto &[width, rate] : rates)
+        rate *= typicalBandwidth;
 
     hardware::Device device;
     device.name = "host";
@@ -766,6 +802,11 @@ Action registerCalibrateCommand(CLI::App &app) {
       for (const auto &[headDim, rate] : calibration.attentionGflops)
         std::printf("decode attention %.2f GFLOP/s with heads of %lld\n", rate,
                     static_cast<long long>(headDim));
+      std::printf("read bandwidth of %lld MiB: median %.1f GB/s of %zu readings, "
+                  "%.1f-%.1f\n",
+                  static_cast<long long>(largestMiB), typicalBandwidth,
+                  bandwidthReadings.size(), bandwidthReadings.front(),
+                  bandwidthReadings.back());
       std::printf("read bandwidth by buffer size:");
       for (const auto &[mib, rate] : calibration.readGBPerSByMiB)
         std::printf(" %lld MiB %.1f GB/s", static_cast<long long>(mib), rate);
