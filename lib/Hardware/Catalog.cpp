@@ -430,46 +430,37 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
           into[size] = check.number(rates, path, it.key().c_str(), false, rateFix);
         }
       };
-      // Optional: {"<head size>": GFLOP/s}.
-      std::string attentionPath = Checker::join(calibrationPath, "attention_gflops");
-      if (const json *rates = check.member(*calibration, calibrationPath,
-                                           "attention_gflops", false, "")) {
-        if (!rates->is_object())
-          check.fail(attentionPath,
-                     "expected {\"<head size>\": GFLOP/s}, got " + describe(*rates),
+      // An optional member that must be an object shaped like `shape`:
+      // null when it is absent or (reported) not an object.
+      auto optionalObject = [&](const char *key, const std::string &shape) -> const json * {
+        const json *member = check.member(*calibration, calibrationPath, key, false, "");
+        if (member && !member->is_object()) {
+          check.fail(Checker::join(calibrationPath, key),
+                     "expected " + shape + ", got " + describe(*member),
                      "let `hetc calibrate` write it");
-        else
-          readBySize(*rates, attentionPath, measured.attentionGflops,
-                     "is not a head size",
-                     "key each rate by the head size it was measured at",
-                     "give a positive measured rate in GFLOP/s");
-      }
-      // Optional: {"<MiB>": GB/s}.
-      std::string readPath = Checker::join(calibrationPath, "read_gb_per_s_by_mib");
-      if (const json *rates = check.member(*calibration, calibrationPath,
-                                           "read_gb_per_s_by_mib", false, "")) {
-        if (!rates->is_object())
-          check.fail(readPath, "expected {\"<MiB>\": GB/s}, got " + describe(*rates),
-                     "let `hetc calibrate` write it");
-        else
-          readBySize(*rates, readPath, measured.readGBPerSByMiB,
-                     "is not a buffer size in MiB",
-                     "key each rate by the buffer size it was measured at, in MiB",
-                     "give a positive measured rate in GB/s");
-      }
-      // Optional: {"<format>": GB/s}.
-      std::string inCachePath = Checker::join(calibrationPath, "decode_in_cache_gb_per_s");
-      if (const json *rates = check.member(*calibration, calibrationPath,
-                                           "decode_in_cache_gb_per_s", false, "")) {
-        if (!rates->is_object())
-          check.fail(inCachePath,
-                     "expected {\"<format>\": GB/s}, got " + describe(*rates),
-                     "let `hetc calibrate` write it");
-        else
-          for (auto it = rates->begin(); it != rates->end(); ++it)
-            measured.decodeInCacheGBPerS[it.key()] =
-                check.number(*rates, inCachePath, it.key().c_str(), false,
-                             "give a positive measured rate in GB/s");
+          return nullptr;
+        }
+        return member;
+      };
+      if (const json *rates =
+              optionalObject("attention_gflops", "{\"<head size>\": GFLOP/s}"))
+        readBySize(*rates, Checker::join(calibrationPath, "attention_gflops"),
+                   measured.attentionGflops, "is not a head size",
+                   "key each rate by the head size it was measured at",
+                   "give a positive measured rate in GFLOP/s");
+      if (const json *rates =
+              optionalObject("read_gb_per_s_by_mib", "{\"<MiB>\": GB/s}"))
+        readBySize(*rates, Checker::join(calibrationPath, "read_gb_per_s_by_mib"),
+                   measured.readGBPerSByMiB, "is not a buffer size in MiB",
+                   "key each rate by the buffer size it was measured at, in MiB",
+                   "give a positive measured rate in GB/s");
+      if (const json *rates =
+              optionalObject("decode_in_cache_gb_per_s", "{\"<format>\": GB/s}")) {
+        std::string inCachePath = Checker::join(calibrationPath, "decode_in_cache_gb_per_s");
+        for (auto it = rates->begin(); it != rates->end(); ++it)
+          measured.decodeInCacheGBPerS[it.key()] =
+              check.number(*rates, inCachePath, it.key().c_str(), false,
+                           "give a positive measured rate in GB/s");
       }
       // Optional: {"<format>": {"<width>": rate}}.
       for (auto [key, unit, target] :
@@ -478,16 +469,10 @@ std::optional<Device> readDevice(const json &object, const std::string &path,
             std::tuple{"decode_gb_per_s_by_width", "GB/s",
                        &measured.decodeGBPerSByWidth}}) {
         std::string widthPath = Checker::join(calibrationPath, key);
-        const json *formats = check.member(*calibration, calibrationPath, key, false, "");
+        std::string shape = std::string("{\"<width>\": ") + unit + "}";
+        const json *formats = optionalObject(key, "{\"<format>\": " + shape + "}");
         if (!formats)
           continue;
-        std::string shape = std::string("{\"<width>\": ") + unit + "}";
-        if (!formats->is_object()) {
-          check.fail(widthPath,
-                     "expected {\"<format>\": " + shape + "}, got " + describe(*formats),
-                     "let `hetc calibrate` write it");
-          continue;
-        }
         std::string rateFix = std::string("give a positive measured rate in ") + unit;
         for (auto format = formats->begin(); format != formats->end(); ++format) {
           std::string formatPath = Checker::join(widthPath, format.key().c_str());
