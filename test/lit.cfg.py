@@ -62,3 +62,17 @@ if {"amx_tile", "amx_int8", "amx_bf16"} <= _flags:
 else:
     lit_config.note("this CPU has no AMX int8 and bf16 tiles, so tests that REQUIRE amx "
                     "are unsupported (the AMX kernels are checked in emulation)")
+
+# The NVPTX target assembles with the CUDA toolkit's ptxas ($CUDA_HOME, else
+# /usr/local/cuda, as hetc itself looks); without it, tests that REQUIRE
+# ptxas are reported unsupported.
+_cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+_ptxas = os.path.join(_cuda_home, "bin", "ptxas")
+if os.access(_ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))
+    if "CUDA_HOME" in os.environ:
+        config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
+else:
+    lit_config.note("no ptxas at " + _ptxas + ", so tests that REQUIRE ptxas are "
+                    "unsupported; install the CUDA toolkit or set CUDA_HOME")

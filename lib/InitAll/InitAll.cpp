@@ -2,9 +2,11 @@
 #include "hetc/InitAll.h"
 
 #include "hetc/Target/X86.h"
+#include "hetc/Target/NVPTX.h"
 #include "hetc/Target/SPIRV.h"
 #include "passes/conversion/Passes.h"
 #include "passes/het/Passes.h"
+#include "passes/target/gpu/Passes.h"
 #include "passes/target/spirv/Passes.h"
 #include "passes/target/x86/Passes.h"
 
@@ -20,9 +22,11 @@ void registerAllPasses() {
     het::registerHetPasses();
     conversion::registerConversionPasses();
     x86::registerX86Passes();
+    gpu::registerGpuPasses();
     spirv::registerSpirvPasses();
     target::x86::registerCpuPipeline();
     target::spirv::registerSpirvPipeline();
+    target::nvptx::registerNvvmPipeline();
     return true;
   }();
   (void)registered;

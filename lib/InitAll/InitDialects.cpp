@@ -7,6 +7,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 namespace hetc {
 
@@ -14,6 +15,8 @@ void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<llm::LLMDialect, het::HetDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // The GPU targets serialize gpu.modules through LLVM IR.
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 } // namespace hetc

@@ -36,6 +36,8 @@ Action registerEfficiencyCommand(CLI::App &app);
 Action registerInfoCommand(CLI::App &app);
 /// `hetc cache list|clear`: the cache of compiled packs.
 Action registerCacheCommand(CLI::App &app);
+/// `hetc kernels --target T -o DIR`: the GPU kernel library's code.
+Action registerKernelsCommand(CLI::App &app);
 
 } // namespace hetc::cli
 

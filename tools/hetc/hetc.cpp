@@ -62,6 +62,7 @@ int runHetc(int argc, char **argv) {
       hetc::cli::registerSimulateCommand(app),
       hetc::cli::registerEfficiencyCommand(app),
       hetc::cli::registerCacheCommand(app),
+      hetc::cli::registerKernelsCommand(app),
   };
   CLI::App *help = app.add_subcommand(
       "help", "Print this list of commands, or with a command's name its help");

@@ -59,7 +59,7 @@ struct CompileRequest {
 class Target {
 public:
   virtual ~Target();
-  /// The target's name: "x86", "spirv".
+  /// The target's name: "x86", "spirv", "nvptx".
   virtual llvm::StringRef name() const = 0;
   /// The devices it generates code for, in words, for error messages.
   virtual llvm::StringRef devices() const = 0;
@@ -80,7 +80,7 @@ public:
                        std::string &error) const = 0;
 };
 
-/// Every target built into hetc: x86, then SPIR-V.
+/// Every target built into hetc: x86, SPIR-V, then NVPTX.
 llvm::ArrayRef<const Target *> registeredTargets();
 
 /// The target that generates code for `device`, or null with `error` naming

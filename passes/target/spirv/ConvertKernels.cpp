@@ -1,6 +1,7 @@
 // hetc-spirv-convert-kernels: gpu.module kernels → spirv.module, with the
 // math dialect (see Passes.td).
 #include "passes/target/spirv/Passes.h"
+#include "passes/target/gpu/Passes.h"
 
 #include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
 #include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
@@ -15,8 +16,6 @@
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "mlir/Transforms/Inliner.h"
-#include "mlir/Transforms/InliningUtils.h"
 
 namespace hetc::spirv {
 #define GEN_PASS_DEF_HETCSPIRVCONVERTKERNELSPASS
@@ -39,60 +38,6 @@ hetc::spirv::defaultVulkanTargetEnv(MLIRContext *context) {
 
 namespace {
 
-/// Upstream's inliner, except that calls at a gpu.func's top level inline
-/// too (the gpu dialect admits its ops into inlined code, but no region of
-/// a gpu.func as a destination).
-struct KernelInliner : InlinerInterface {
-  using InlinerInterface::InlinerInterface;
-  bool isLegalToInline(Region *dest, Region *src, bool wouldBeCloned,
-                       IRMapping &mapping) const override {
-    return isa<gpu::GPUFuncOp>(dest->getParentOp()) ||
-           InlinerInterface::isLegalToInline(dest, src, wouldBeCloned, mapping);
-  }
-};
-
-/// Inlines every call of a helper function in `kernels` and erases the
-/// helpers: a kernel becomes one SPIR-V function, so a buffer is never an
-/// argument (which would need the VariablePointers capability) and the
-/// entry point lists every builtin its reductions read (an interface in
-/// SPIR-V before 1.4 lists what the entry function itself reads, not its
-/// callees). Recursion is an error.
-LogicalResult inlineHelpers(Operation *kernels) {
-  KernelInliner inliner(kernels->getContext());
-  InlinerConfig config;
-  SymbolTable symbols(kernels);
-  for (int round = 0;; ++round) {
-    // Calls in the kernels only: inlining a helper into itself would grow
-    // without bound.
-    SmallVector<func::CallOp> calls;
-    kernels->walk([&](gpu::GPUFuncOp kernel) {
-      kernel.walk([&](func::CallOp call) { calls.push_back(call); });
-    });
-    if (calls.empty())
-      break;
-    if (round == 16)
-      return calls.front().emitError()
-             << "@" << calls.front().getCallee()
-             << " still calls helpers after 16 rounds of inlining; the SPIR-V "
-                "target needs helpers that do not recurse";
-    for (func::CallOp call : calls) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!callee || callee.isExternal())
-        return call.emitError() << "@" << call.getCallee()
-                                << " has no body in the gpu.module to inline";
-      if (failed(inlineCall(inliner, config.getCloneCallback(), call, callee,
-                            &callee.getBody())))
-        return call.emitError() << "@" << call.getCallee()
-                                << " cannot be inlined into its kernel";
-      call.erase();
-    }
-  }
-  for (auto helper :
-       llvm::make_early_inc_range(kernels->getRegion(0).getOps<func::FuncOp>()))
-    helper.erase();
-  return success();
-}
-
 struct ConvertKernelsPass
     : hetc::spirv::impl::HetcSpirvConvertKernelsPassBase<ConvertKernelsPass> {
   void runOnOperation() override {
@@ -107,7 +52,7 @@ struct ConvertKernelsPass
       clones.push_back(builder.clone(*kernels));
     });
     for (Operation *kernels : clones) {
-      if (failed(inlineHelpers(kernels)))
+      if (failed(hetc::gpu::inlineKernelHelpers(kernels)))
         return signalPassFailure();
       mlir::spirv::TargetEnvAttr environment =
           mlir::spirv::lookupTargetEnv(kernels);

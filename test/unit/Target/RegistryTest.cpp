@@ -62,14 +62,23 @@ TEST_F(TargetRegistry, FindsTheTargetOfEachDeviceKind) {
       target::findTarget(device(het::DeviceKind::spirv, "vulkan1.2"), error);
   ASSERT_TRUE(spirv) << error;
   EXPECT_EQ(spirv->name(), "spirv");
-  ASSERT_EQ(target::registeredTargets().size(), 2u);
+  for (llvm::StringRef chip : {"sm_80", "sm_89", "sm_90", "sm_100"}) {
+    const target::Target *nvidia =
+        target::findTarget(device(het::DeviceKind::cuda, chip), error);
+    ASSERT_TRUE(nvidia) << chip.str() << ": " << error;
+    EXPECT_EQ(nvidia->name(), "nvptx");
+  }
+  ASSERT_EQ(target::registeredTargets().size(), 3u);
 }
 
 TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
   std::string error;
-  EXPECT_FALSE(target::findTarget(device(het::DeviceKind::cuda, "sm_90"), error));
+  EXPECT_FALSE(target::findTarget(device(het::DeviceKind::cuda, "sm_75"), error));
   EXPECT_NE(error.find("no target generates code for device \"dev0\" (kind "
-                       "cuda, arch \"sm_90\")"),
+                       "cuda, arch \"sm_75\")"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("nvptx (kind cuda: NVIDIA GPUs, sm_80 and later)"),
             std::string::npos)
       << error;
   EXPECT_NE(error.find("x86 (kind cpu"), std::string::npos) << error;

@@ -1,0 +1,49 @@
+// Passes shared by the GPU targets (NVPTX, AMDGPU, SPIR-V).
+#ifndef HETC_PASSES_TARGET_GPU_PASSES_TD
+#define HETC_PASSES_TARGET_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def HetcGpuPrepareKernelsPass
+    : Pass<"hetc-gpu-prepare-kernels", "mlir::ModuleOp"> {
+  let summary = "Make the kernel library's gpu.modules ready for an LLVM GPU "
+                "target: helpers inlined, workgroup memory as attributions, "
+                "subgroup operations for a fixed subgroup size";
+  let description = [{
+    The kernel library is written once, for every GPU target. SPIR-V
+    lowers it as it is; the LLVM GPU targets (`convert-gpu-to-nvvm`,
+    `convert-gpu-to-rocdl`) need three things it does not spell out:
+
+    - Helper functions are inlined into their kernels and erased (as for
+      SPIR-V), so the workgroup buffers the helpers allocate belong to a
+      kernel. Recursion, or a helper without a body, is an error.
+    - Each statically shaped `memref.alloc` in workgroup memory (memory
+      space 3) becomes a workgroup attribution of its kernel, which the
+      LLVM targets place in shared memory / LDS. One with a dynamic shape
+      is an error: workgroup memory is sized when the kernel is compiled.
+    - A kernel's workgroup size (its `spirv.entry_point_abi`) becomes its
+      `known_block_size`, which the targets turn into launch bounds
+      (`nvvm.reqntid`, `amdgpu-flat-work-group-size`), so the register
+      allocator knows how many threads share the register file.
+      `gpu.subgroup_reduce` becomes a butterfly of `gpu.shuffle`s over
+      `subgroup-size` lanes (32 on NVIDIA, 64 on CDNA), and
+      `gpu.subgroup_id`, `gpu.num_subgroups` and `gpu.subgroup_size` are
+      computed from the thread id and the workgroup size.
+
+    ```mlir
+    gpu.func @k(...) kernel attributes {spirv.entry_point_abi =
+        #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %partial = memref.alloc() : memref<64xf32, 3>
+    // becomes
+    gpu.func @k(...) workgroup(%partial : memref<64xf32, 3>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>, ...} {
+    ```
+  }];
+  let options = [
+    Option<"subgroupSize", "subgroup-size", "unsigned", "32",
+           "Lanes per subgroup (warp or wavefront) on the target">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
+}
+
+#endif // HETC_PASSES_TARGET_GPU_PASSES_TD
