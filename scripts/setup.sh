@@ -11,7 +11,7 @@ packages=(
   libclang-rt-22-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev python3-numpy libxxhash-dev libhwloc-dev libglpk-dev
-  libvulkan-dev mesa-vulkan-drivers spirv-tools
+  libvulkan-dev mesa-vulkan-drivers spirv-tools rocm-device-libs
 )
 missing=()
 for p in "${packages[@]}"; do

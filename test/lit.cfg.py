@@ -76,3 +76,13 @@ if os.access(_ptxas, os.X_OK):
 else:
     lit_config.note("no ptxas at " + _ptxas + ", so tests that REQUIRE ptxas are "
                     "unsupported; install the CUDA toolkit or set CUDA_HOME")
+
+# The AMDGPU target links against the ROCm device libraries (rocm-device-libs,
+# which scripts/setup.sh installs), found where hetc looks for them.
+_rocm_roots = [os.environ.get("ROCM_PATH") or "", "/opt/rocm", "/usr/lib/x86_64-linux-gnu"]
+if any(root and os.path.exists(os.path.join(root, "amdgcn", "bitcode", "ocml.bc"))
+       for root in _rocm_roots):
+    config.available_features.add("rocm-device-libs")
+else:
+    lit_config.note("no ROCm device libraries (amdgcn/bitcode/ocml.bc), so tests that "
+                    "REQUIRE rocm-device-libs are unsupported; install rocm-device-libs")

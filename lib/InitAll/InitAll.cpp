@@ -2,6 +2,7 @@
 #include "hetc/InitAll.h"
 
 #include "hetc/Target/X86.h"
+#include "hetc/Target/AMDGPU.h"
 #include "hetc/Target/NVPTX.h"
 #include "hetc/Target/SPIRV.h"
 #include "passes/conversion/Passes.h"
@@ -27,6 +28,7 @@ void registerAllPasses() {
     target::x86::registerCpuPipeline();
     target::spirv::registerSpirvPipeline();
     target::nvptx::registerNvvmPipeline();
+    target::amdgpu::registerRocdlPipeline();
     return true;
   }();
   (void)registered;

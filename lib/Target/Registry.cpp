@@ -1,4 +1,5 @@
 // The registry of targets: every back end built into hetc, found by device.
+#include "hetc/Target/AMDGPU.h"
 #include "hetc/Target/NVPTX.h"
 #include "hetc/Target/SPIRV.h"
 #include "hetc/Target/Target.h"
@@ -10,7 +11,8 @@ Target::~Target() = default;
 
 llvm::ArrayRef<const Target *> registeredTargets() {
   static const std::vector<const Target *> targets = {
-      &x86::x86Target(), &spirv::spirvTarget(), &nvptx::nvptxTarget()};
+      &x86::x86Target(), &spirv::spirvTarget(), &nvptx::nvptxTarget(),
+      &amdgpu::amdgpuTarget()};
   return targets;
 }
 

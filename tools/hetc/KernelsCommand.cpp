@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "hetc/InitAll.h"
+#include "hetc/Target/AMDGPU.h"
 #include "hetc/Target/NVPTX.h"
 #include "hetc/Target/SPIRV.h"
 #include "runtime/format/OutputFile.h"
@@ -24,12 +25,33 @@ struct KernelsFlags {
   std::string target;
   std::string output;
   bool ptx = false;
+  int codeObject = 4;
 };
 
 bool writeFile(const std::filesystem::path &path, llvm::StringRef bytes,
                std::string &error) {
   return hetrt::format::writeFileAtomically(
       path.string(), std::string_view(bytes.data(), bytes.size()), error);
+}
+
+/// Writes each executable as VARIANT.FORMAT.
+int writeExecutables(const std::vector<target::Executable> &executables,
+                     const std::filesystem::path &directory) {
+  std::string error;
+  for (const target::Executable &executable : executables) {
+    std::filesystem::path path =
+        directory / (executable.variant + "." + executable.format);
+    if (!writeFile(path,
+                   llvm::StringRef(executable.code.data(),
+                                   executable.code.size()),
+                   error)) {
+      std::cerr << "hetc kernels: " << error << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << path.string() << " ("
+              << executable.kernels.size() << " kernels)\n";
+  }
+  return 0;
 }
 
 int writeNvptx(mlir::MLIRContext &context, const KernelsFlags &flags,
@@ -55,20 +77,32 @@ int writeNvptx(mlir::MLIRContext &context, const KernelsFlags &flags,
     std::cerr << "hetc kernels: " << error << "\n";
     return 1;
   }
-  for (const target::Executable &executable : executables) {
-    std::filesystem::path path =
-        directory / (executable.variant + "." + executable.format);
-    if (!writeFile(path,
-                   llvm::StringRef(executable.code.data(),
-                                   executable.code.size()),
-                   error)) {
-      std::cerr << "hetc kernels: " << error << "\n";
-      return 1;
-    }
-    std::cout << "wrote " << path.string() << " ("
-              << executable.kernels.size() << " kernels)\n";
+  return writeExecutables(executables, directory);
+}
+
+int writeAmdgpu(mlir::MLIRContext &context, const KernelsFlags &flags,
+                const std::filesystem::path &directory) {
+  std::vector<target::Executable> executables;
+  std::string error;
+  auto assembled =
+      [&](llvm::StringRef chip, llvm::ArrayRef<char>,
+          llvm::ArrayRef<target::amdgpu::KernelResources> kernels) {
+        std::cout << chip.str() << ":\n";
+        for (const target::amdgpu::KernelResources &kernel : kernels)
+          std::cout << "  " << kernel.name << ": " << kernel.vgprs
+                    << " VGPRs, " << kernel.sgprs << " SGPRs, "
+                    << kernel.ldsBytes << " B LDS, "
+                    << kernel.privateBytes << " B scratch, wave"
+                    << kernel.wavefrontSize << ", "
+                    << kernel.vgprSpills + kernel.sgprSpills
+                    << " registers spilled\n";
+      };
+  if (!target::amdgpu::compileKernelLibrary(&context, flags.codeObject,
+                                            executables, error, assembled)) {
+    std::cerr << "hetc kernels: " << error << "\n";
+    return 1;
   }
-  return 0;
+  return writeExecutables(executables, directory);
 }
 
 int writeSpirv(mlir::MLIRContext &context,
@@ -100,9 +134,10 @@ Action registerKernelsCommand(CLI::App &app) {
   command
       ->add_option("--target", flags->target,
                    "nvptx (a cubin per chip and the PTX newer GPUs compile; "
-                   "ptxas from $CUDA_HOME, else /usr/local/cuda), or spirv "
-                   "(each variant's module)")
-      ->check(CLI::IsMember({"nvptx", "spirv"}))
+                   "ptxas from $CUDA_HOME, else /usr/local/cuda), amdgpu (a "
+                   "code object per CDNA chip, linked against the ROCm device "
+                   "libraries), or spirv (each variant's module)")
+      ->check(CLI::IsMember({"nvptx", "amdgpu", "spirv"}))
       ->required();
   command->add_option("-o,--output", flags->output,
                       "The directory to write (created if missing)")
@@ -110,6 +145,11 @@ Action registerKernelsCommand(CLI::App &app) {
   command->add_flag("--ptx", flags->ptx,
                     "nvptx: also write the PTX each chip's cubin was "
                     "assembled from (CHIP.ptx)");
+  command
+      ->add_option("--code-object", flags->codeObject,
+                   "amdgpu: the code object version, 4 (what HIP 5.x loads) "
+                   "or 5")
+      ->check(CLI::IsMember({4, 5}));
   return [command, flags]() -> int {
     if (!*command)
       return -1;
@@ -127,6 +167,8 @@ Action registerKernelsCommand(CLI::App &app) {
     mlir::MLIRContext context(registry);
     if (flags->target == "nvptx")
       return writeNvptx(context, *flags, directory);
+    if (flags->target == "amdgpu")
+      return writeAmdgpu(context, *flags, directory);
     return writeSpirv(context, directory);
   };
 }

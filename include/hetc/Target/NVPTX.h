@@ -30,10 +30,6 @@ std::string ptxFeaturesFor(llvm::StringRef chip);
 /// with an `#nvvm.target` for `chip`.
 void buildNvvmPipeline(mlir::OpPassManager &pm, llvm::StringRef chip);
 
-/// The kernels of each gpu.module in `module` (before the NVVM pipeline):
-/// entry point, buffer count and workgroup size, in the gpu.module's order.
-std::vector<KernelInfo> describeKernels(mlir::ModuleOp module);
-
 /// Serializes the one gpu.module of `module` (after buildNvvmPipeline) to
 /// PTX text, linking libdevice from `toolkit` for the math it calls.
 bool serializeToPtx(mlir::ModuleOp module, llvm::StringRef toolkit,

@@ -52,6 +52,8 @@ struct Executable {
 struct CompileRequest {
   /// x86: the CPU variants to build ("all", "host" or names).
   std::vector<std::string> cpuVariants = {"all"};
+  /// AMDGPU: the code object version (4, which HIP 5.x loads, or 5).
+  int amdgpuCodeObject = 4;
   /// Called with a line per step, for progress display.
   std::function<void(const std::string &)> progress;
 };
@@ -59,7 +61,7 @@ struct CompileRequest {
 class Target {
 public:
   virtual ~Target();
-  /// The target's name: "x86", "spirv", "nvptx".
+  /// The target's name: "x86", "spirv", "nvptx", "amdgpu".
   virtual llvm::StringRef name() const = 0;
   /// The devices it generates code for, in words, for error messages.
   virtual llvm::StringRef devices() const = 0;
@@ -80,7 +82,7 @@ public:
                        std::string &error) const = 0;
 };
 
-/// Every target built into hetc: x86, SPIR-V, then NVPTX.
+/// Every target built into hetc: x86, SPIR-V, NVPTX, then AMDGPU.
 llvm::ArrayRef<const Target *> registeredTargets();
 
 /// The target that generates code for `device`, or null with `error` naming

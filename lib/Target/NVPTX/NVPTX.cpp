@@ -1,9 +1,9 @@
 // The NVPTX back end (see include/hetc/Target/NVPTX.h).
 #include "hetc/Target/NVPTX.h"
 
-#include "hetc/Target/SPIRV.h"
+#include "hetc/Target/ExternalTool.h"
+#include "hetc/Target/GpuKernels.h"
 #include "passes/target/gpu/Passes.h"
-#include "passes/target/spirv/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -14,11 +14,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -43,9 +40,12 @@ std::string ptxFeaturesFor(llvm::StringRef chip) {
 
 namespace {
 
+/// Lanes of an NVIDIA warp.
+constexpr unsigned kWarpLanes = 32;
+
 hetc::gpu::HetcGpuPrepareKernelsPassOptions warpOptions() {
   hetc::gpu::HetcGpuPrepareKernelsPassOptions prepare;
-  prepare.subgroupSize = 32;
+  prepare.subgroupSize = kWarpLanes;
   return prepare;
 }
 
@@ -69,25 +69,6 @@ void addNvvmLowering(OpPassManager &pm, llvm::StringRef chip) {
 void buildNvvmPipeline(OpPassManager &pm, llvm::StringRef chip) {
   pm.addPass(hetc::gpu::createHetcGpuPrepareKernelsPass(warpOptions()));
   addNvvmLowering(pm, chip);
-}
-
-std::vector<KernelInfo> describeKernels(ModuleOp module) {
-  std::vector<KernelInfo> kernels;
-  module.walk([&](mlir::gpu::GPUFuncOp function) {
-    if (!function.isKernel())
-      return;
-    KernelInfo kernel;
-    kernel.entryPoint = function.getName().str();
-    for (Type argument : function.getArgumentTypes())
-      if (isa<MemRefType>(argument))
-        ++kernel.bindings;
-    if (std::optional<llvm::ArrayRef<int32_t>> size =
-            function.getKnownBlockSize())
-      for (size_t d = 0; d < 3 && d < size->size(); ++d)
-        kernel.workgroupSize[d] = (*size)[d];
-    kernels.push_back(std::move(kernel));
-  });
-  return kernels;
 }
 
 bool serializeToPtx(ModuleOp module, llvm::StringRef toolkit, std::string &ptx,
@@ -191,52 +172,18 @@ bool assemblePtx(llvm::StringRef ptx, llvm::StringRef chip,
     return false;
   llvm::SmallString<256> ptxas(toolkit);
   llvm::sys::path::append(ptxas, "bin", "ptxas");
-  llvm::SmallString<128> input, output, log;
-  if (llvm::sys::fs::createTemporaryFile("hetc-kernels", "ptx", input) ||
-      llvm::sys::fs::createTemporaryFile("hetc-kernels", "cubin", output) ||
-      llvm::sys::fs::createTemporaryFile("hetc-ptxas", "log", log)) {
-    error = "cannot create temporary files for ptxas";
+  std::string log;
+  auto arguments = [&](llvm::StringRef input, llvm::StringRef output) {
+    return std::vector<std::string>{ptxas.str().str(), "-arch=" + chip.str(),
+                                    "-O3", "-v", input.str(), "-o",
+                                    output.str()};
+  };
+  if (!runFileTool(ptxas, llvm::ArrayRef<char>(ptx.data(), ptx.size()), "ptx",
+                   "cubin", arguments, cubin, log, error)) {
+    error = "assembling for " + chip.str() + ": " + error;
     return false;
   }
-  auto removeFiles = llvm::make_scope_exit([&] {
-    llvm::sys::fs::remove(input);
-    llvm::sys::fs::remove(output);
-    llvm::sys::fs::remove(log);
-  });
-  {
-    std::error_code failure;
-    llvm::raw_fd_ostream stream(input, failure);
-    if (failure) {
-      error = "cannot write " + input.str().str() + ": " + failure.message();
-      return false;
-    }
-    stream << ptx;
-  }
-  std::string arch = ("-arch=" + chip).str();
-  llvm::StringRef arguments[] = {ptxas,  arch, "-O3",        "-v",
-                                 input, "-o", output.str()};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.str(),
-                                                log.str()};
-  std::string launchError;
-  int status = llvm::sys::ExecuteAndWait(ptxas, arguments, std::nullopt,
-                                         redirects, 0, 0, &launchError);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> report =
-      llvm::MemoryBuffer::getFile(log);
-  std::string reportText = report ? (*report)->getBuffer().str() : "";
-  if (status != 0) {
-    error = "ptxas (" + ptxas.str().str() + ") failed for " + chip.str() +
-            (launchError.empty() ? "" : ": " + launchError) + "\n" + reportText;
-    return false;
-  }
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> code =
-      llvm::MemoryBuffer::getFile(output, /*IsText=*/false);
-  if (!code) {
-    error = "ptxas wrote no cubin for " + chip.str();
-    return false;
-  }
-  llvm::StringRef bytes = (*code)->getBuffer();
-  cubin.assign(bytes.begin(), bytes.end());
-  resources = parsePtxasReport(reportText);
+  resources = parsePtxasReport(log);
   return true;
 }
 
@@ -248,14 +195,9 @@ bool compileGpuModule(ModuleOp module, llvm::StringRef toolkit,
   MLIRContext *context = module.getContext();
   // The kernels' interface is read once they are prepared (which gives them
   // their block sizes) and before they become LLVM functions.
-  PassManager prepare(context);
-  prepare.addPass(hetc::gpu::createHetcGpuPrepareKernelsPass(warpOptions()));
-  if (failed(prepare.run(module))) {
-    error = "the kernels cannot be prepared for NVVM (see the diagnostics "
-            "above)";
+  if (!prepareGpuKernels(module, kWarpLanes, error))
     return false;
-  }
-  std::vector<KernelInfo> kernels = describeKernels(module);
+  std::vector<KernelInfo> kernels = describeGpuKernels(module);
   llvm::ArrayRef<llvm::StringRef> chips = cubinChips();
   for (llvm::StringRef chip : chips) {
     OwningOpRef<ModuleOp> copy(module.clone());
@@ -306,20 +248,9 @@ bool compileKernelLibrary(MLIRContext *context, llvm::StringRef toolkit,
                           std::vector<Executable> &executables,
                           std::string &error,
                           const AssembledCallback &assembled) {
-  OwningOpRef<ModuleOp> library = spirv::parseKernelLibrary(context);
-  if (!library) {
-    error = "the kernel library does not parse";
+  OwningOpRef<ModuleOp> library = subgroupKernelLibrary(context, error);
+  if (!library)
     return false;
-  }
-  // Warps reduce with shuffles: the library's subgroup variant.
-  PassManager specialize(context);
-  hetc::spirv::HetcSpirvSpecializeKernelsPassOptions variant;
-  variant.variant = "subgroup";
-  specialize.addPass(hetc::spirv::createHetcSpirvSpecializeKernelsPass(variant));
-  if (failed(specialize.run(*library))) {
-    error = "the kernel library's subgroup variant does not build";
-    return false;
-  }
   if (!compileGpuModule(*library, toolkit, executables, error, assembled)) {
     error = "the kernel library for NVIDIA GPUs: " + error;
     return false;

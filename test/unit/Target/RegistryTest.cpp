@@ -68,7 +68,13 @@ TEST_F(TargetRegistry, FindsTheTargetOfEachDeviceKind) {
     ASSERT_TRUE(nvidia) << chip.str() << ": " << error;
     EXPECT_EQ(nvidia->name(), "nvptx");
   }
-  ASSERT_EQ(target::registeredTargets().size(), 3u);
+  for (llvm::StringRef chip : {"gfx90a", "gfx942"}) {
+    const target::Target *amd =
+        target::findTarget(device(het::DeviceKind::hip, chip), error);
+    ASSERT_TRUE(amd) << chip.str() << ": " << error;
+    EXPECT_EQ(amd->name(), "amdgpu");
+  }
+  ASSERT_EQ(target::registeredTargets().size(), 4u);
 }
 
 TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
@@ -79,6 +85,11 @@ TEST_F(TargetRegistry, ADeviceNoTargetServesNamesTheTargets) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("nvptx (kind cuda: NVIDIA GPUs, sm_80 and later)"),
+            std::string::npos)
+      << error;
+  // An RDNA GPU (wavefronts of 32) is not a chip the AMDGPU target builds.
+  EXPECT_FALSE(target::findTarget(device(het::DeviceKind::hip, "gfx1100"), error));
+  EXPECT_NE(error.find("amdgpu (kind hip: AMD Instinct gfx90a and gfx942)"),
             std::string::npos)
       << error;
   EXPECT_NE(error.find("x86 (kind cpu"), std::string::npos) << error;

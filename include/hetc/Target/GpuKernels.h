@@ -1,0 +1,35 @@
+// What the LLVM GPU targets (NVPTX, AMDGPU) share before their own lowering:
+// the kernel library in its subgroup variant, its kernels prepared for a
+// subgroup size, and their interface as the device layer dispatches it.
+#ifndef HETC_TARGET_GPUKERNELS_H
+#define HETC_TARGET_GPUKERNELS_H
+
+#include "hetc/Target/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace hetc::target {
+
+/// The kernel library with its subgroup helpers in place (the LLVM GPU
+/// targets reduce across a warp or wavefront in registers); null with
+/// `error` when it does not build.
+mlir::OwningOpRef<mlir::ModuleOp>
+subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error);
+
+/// Runs hetc-gpu-prepare-kernels over `module` for `subgroupSize` lanes;
+/// false with `error` (the diagnostics name the kernel) on failure.
+bool prepareGpuKernels(mlir::ModuleOp module, unsigned subgroupSize,
+                       std::string &error);
+
+/// The kernels of `module`'s gpu.modules once prepared: entry point, buffer
+/// count (each a rank-1 memref descriptor in the LLVM targets' ABI) and
+/// workgroup size, in the gpu.module's order.
+std::vector<KernelInfo> describeGpuKernels(mlir::ModuleOp module);
+
+} // namespace hetc::target
+
+#endif // HETC_TARGET_GPUKERNELS_H
