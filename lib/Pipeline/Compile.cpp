@@ -4,8 +4,10 @@
 
 #include "hetc/Import/GgufImporter.h"
 #include "hetc/InitAll.h"
-#include "hetc/Target/Target.h"
+#include "hetc/Target/AMDGPU.h"
+#include "hetc/Target/NVPTX.h"
 #include "hetc/Target/SPIRV.h"
+#include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
 #include "dialects/llm/LLMOps.h"
 #include "passes/het/Passes.h"
@@ -27,6 +29,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 namespace hetc::pipeline {
 
@@ -134,12 +138,13 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
 /// Adds the plan of `imported` on `options.system` to `pack` and `manifest`:
 /// het-partition and het-outline place and outline a copy of the module;
 /// het ops are lowered to the programs of the prefill and the decode step;
-/// the CPU segments they call are compiled by the x86 target. SPIR-V
-/// segments dispatch the kernel library, which `packSpirv` adds.
+/// the CPU segments they call are compiled by the x86 target. GPU segments
+/// dispatch the kernel library, which `packSpirv` and `packGpuLibrary` add
+/// for the targets named in `gpuTargets`.
 bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
               int64_t contextLength, hetrt::format::PackWriter &pack,
-              hetrt::format::Manifest &manifest, bool &usesSpirv,
-              std::string &error) {
+              hetrt::format::Manifest &manifest,
+              std::set<std::string> &gpuTargets, std::string &error) {
   mlir::MLIRContext *context = imported.getContext();
   mlir::OwningOpRef<mlir::ModuleOp> module(imported.clone());
   mlir::PassManager pm(context);
@@ -174,7 +179,8 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     if (mlir::failed(program))
       return program;
     for (const abi::ProgramDevice &device : program->devices)
-      usesSpirv = usesSpirv || device.target == "spirv";
+      if (device.target != "x86")
+        gpuTargets.insert(device.target);
     for (const abi::ProgramStep &step : program->steps)
       if (step.kind == abi::StepKind::Dispatch &&
           program->devices[step.device].target == "x86")
@@ -212,6 +218,36 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     }
   }
   manifest.plan = std::move(code);
+  return true;
+}
+
+/// Adds the kernel library compiled for `target` (nvptx or amdgpu), whose
+/// devices the plan runs segments on, to `pack` and `manifest`.
+bool packGpuLibrary(mlir::MLIRContext *context, const std::string &target,
+                    hetrt::format::PackWriter &pack,
+                    hetrt::format::Manifest &manifest, std::string &error) {
+  std::vector<target::Executable> executables;
+  bool built =
+      target == "nvptx"
+          ? target::nvptx::compileKernelLibrary(
+                context, target::nvptx::cudaToolkitPath(), executables, error)
+          : target::amdgpu::compileKernelLibrary(context, /*codeObject=*/4,
+                                                 executables, error);
+  if (!built)
+    return false;
+  hetrt::format::GpuCode code;
+  for (const target::KernelInfo &kernel : executables.front().kernels)
+    code.kernels.emplace_back(kernel.entryPoint, kernel.bindings);
+  for (target::Executable &executable : executables) {
+    hetrt::format::GpuLibrary library;
+    library.variant = executable.variant;
+    library.format = executable.format;
+    library.section = "code/" + target + "/" + executable.variant + "." +
+                      executable.format;
+    pack.addSection(library.section, std::move(executable.code));
+    code.libraries.push_back(std::move(library));
+  }
+  (target == "nvptx" ? manifest.nvptx : manifest.amdgpu) = std::move(code);
   return true;
 }
 
@@ -355,15 +391,27 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.kvElementType = kvElementType;
 
   hetrt::format::PackWriter pack;
-  bool spirvNeeded = options.spirv;
+  std::set<std::string> gpuTargets;
+  if (options.spirv)
+    gpuTargets.insert("spirv");
   if (!options.system.empty()) {
     progress("planning the model on " + options.system);
     if (!packPlan(*module, options, manifest.contextLength, pack, manifest,
-                  spirvNeeded, error)) {
+                  gpuTargets, error)) {
       error = options.modelPath + ": " + error;
       return false;
     }
   }
+  for (const std::string &gpu : gpuTargets) {
+    if (gpu == "spirv")
+      continue;
+    progress("compiling the kernel library for " + gpu);
+    if (!packGpuLibrary(&context, gpu, pack, manifest, error)) {
+      error = options.modelPath + ": " + error;
+      return false;
+    }
+  }
+  bool spirvNeeded = gpuTargets.count("spirv") > 0;
   if (spirvNeeded) {
     progress("building the SPIR-V programs");
     if (!packSpirv(*module, manifest.contextLength, pack, manifest, error)) {

@@ -180,6 +180,13 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error,
                      failure))
         return nullptr;
+    } else if (wanted.target != "x86") {
+      // The CUDA and HIP back ends of the device layer are not in this
+      // runtime yet: a GPU of that kind is never among its devices.
+      error = pack.path() + ": the plan runs " + wanted.target + " code on " +
+              wanted.name + ", which this runtime cannot load";
+      failure = Failure::Unsupported;
+      return nullptr;
     } else {
       const format::CodeVariant *chosen = nullptr;
       for (const format::CodeVariant &variant : plan.cpuVariants)

@@ -25,6 +25,25 @@ namespace {
 constexpr int kManifestVersion = 2;
 } // namespace
 
+std::vector<std::string> gpuLibraryFormats(const std::string &target) {
+  if (target == "nvptx")
+    return {"cubin", "ptx"};
+  if (target == "amdgpu")
+    return {"hsaco"};
+  return {};
+}
+
+namespace {
+
+/// Letters, digits and '_', as chip names are ("sm_90", "gfx942").
+bool isIdentifier(const std::string &text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+} // namespace
+
 int spirvVersionNumber(const std::string &version) {
   unsigned major = 0, minor = 0;
   char rest = 0;
@@ -79,6 +98,18 @@ std::string Manifest::toJson() const {
                      {"prefill", spirv->prefillSection},
                      {"decode", spirv->decodeSection},
                      {"max_prefill_tokens", spirv->maxPrefillTokens}};
+  }
+  for (auto [key, code] : {std::pair{"nvptx", &nvptx},
+                           std::pair{"amdgpu", &amdgpu}}) {
+    if (!*code)
+      continue;
+    nlohmann::json libraries = nlohmann::json::array();
+    for (const GpuLibrary &library : (*code)->libraries)
+      libraries.push_back({{"variant", library.variant},
+                           {"format", library.format},
+                           {"section", library.section}});
+    json[key] = {{"libraries", libraries},
+                 {"kernels", kernelsJson((*code)->kernels)}};
   }
   if (plan) {
     nlohmann::json units = nlohmann::json::object();
@@ -374,6 +405,49 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                      code.kernels))
       return fail(shape);
     manifest.spirv = std::move(code);
+  }
+  for (auto [key, out] : {std::pair{"nvptx", &manifest.nvptx},
+                          std::pair{"amdgpu", &manifest.amdgpu}}) {
+    auto found = json.find(key);
+    if (found == json.end())
+      continue;
+    std::vector<std::string> formats = gpuLibraryFormats(key);
+    std::string formatList;
+    for (const std::string &format : formats)
+      formatList += (formatList.empty() ? "\"" : " or \"") + format + "\"";
+    std::string shape =
+        std::string("field \"") + key +
+        "\" must hold a list \"libraries\" of 1 to 8 {string \"variant\" "
+        "(letters, digits, '_'), \"format\" (" + formatList +
+        ") and \"section\"} with distinct variants and sections, and a list "
+        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64}";
+    GpuCode code;
+    auto libraries =
+        found->is_object() ? found->find("libraries") : found->end();
+    if (!found->is_object() || libraries == found->end() ||
+        !libraries->is_array() || libraries->empty() || libraries->size() > 8)
+      return fail(shape);
+    for (const nlohmann::json &entry : *libraries) {
+      GpuLibrary library;
+      if (!entry.is_object() ||
+          !readSections(entry, {{"variant", &library.variant},
+                                {"format", &library.format},
+                                {"section", &library.section}}) ||
+          !isIdentifier(library.variant) ||
+          std::find(formats.begin(), formats.end(), library.format) ==
+              formats.end())
+        return fail(shape);
+      for (const GpuLibrary &earlier : code.libraries)
+        if (earlier.variant == library.variant ||
+            earlier.section == library.section)
+          return fail(shape);
+      code.libraries.push_back(std::move(library));
+    }
+    auto kernels = found->find("kernels");
+    if (!readKernels(kernels == found->end() ? nullptr : &*kernels, 64,
+                     code.kernels))
+      return fail(shape);
+    *out = std::move(code);
   }
   if (auto plan = json.find("plan"); plan != json.end()) {
     const char *shape =

@@ -50,6 +50,28 @@ struct SpirvCode {
   int64_t maxPrefillTokens = 0;
 };
 
+/// One build of the GPU kernel library: for NVIDIA GPUs a cubin per chip
+/// (variant "sm_90", format "cubin") or the PTX the driver compiles for
+/// later ones ("compute_80", "ptx"); for AMD GPUs a code object per chip
+/// ("gfx942", "hsaco").
+struct GpuLibrary {
+  std::string variant;
+  std::string format;
+  std::string section;
+};
+
+/// The kernel library compiled for one GPU target (nvptx, amdgpu), for the
+/// plan's segments on its devices: every build, and the kernels each holds
+/// with their buffer counts.
+struct GpuCode {
+  std::vector<GpuLibrary> libraries;
+  std::vector<std::pair<std::string, int>> kernels;
+};
+
+/// The formats a GPU target's libraries may have: "cubin" and "ptx" for
+/// nvptx, "hsaco" for amdgpu; empty for any other target.
+std::vector<std::string> gpuLibraryFormats(const std::string &target);
+
 /// The model as the cost model planned it over a system's devices: the
 /// programs (abi/Program.h, as JSON) of the prefill and of one decode step,
 /// which name their devices; the code the x86 target compiled for the CPU
@@ -105,6 +127,10 @@ struct Manifest {
   std::optional<SpirvCode> spirv;
   /// Present when the pack was compiled for a system's plan.
   std::optional<PlannedCode> plan;
+  /// Present when the plan runs segments on NVIDIA (nvptx) or AMD (amdgpu)
+  /// GPUs.
+  std::optional<GpuCode> nvptx;
+  std::optional<GpuCode> amdgpu;
 
   std::string toJson() const;
   /// Parses and validates a manifest; on failure returns nullopt and sets

@@ -24,7 +24,7 @@ namespace {
 const char *const kRoleNames[] = {"tokens",   "positions",  "weight",
                                   "activation", "kv-cache", "rope-table",
                                   "logits", "weight-file"};
-const char *const kTargetNames[] = {"x86", "spirv"};
+const char *const kTargetNames[] = {"x86", "spirv", "nvptx", "amdgpu"};
 constexpr size_t kMaxDevices = 16;
 
 json valueToJson(const ProgramValue &value) {

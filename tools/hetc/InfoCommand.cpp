@@ -200,6 +200,19 @@ Action registerInfoCommand(CLI::App &app) {
                     "for Vulkan devices (hetc run --device vulkan0)\n",
                     manifest.spirv->kernels.size(), libraries.c_str());
       }
+      for (auto [name, code] :
+           {std::pair{"NVIDIA", &manifest.nvptx},
+            std::pair{"AMD", &manifest.amdgpu}}) {
+        if (!*code)
+          continue;
+        std::string builds;
+        for (const hetrt::format::GpuLibrary &library : (*code)->libraries)
+          builds += (builds.empty() ? "" : ", ") + library.variant + " " +
+                    library.format;
+        std::printf("  %-14s kernel library of %zu kernels: %s, for the "
+                    "plan's GPU segments\n",
+                    name, (*code)->kernels.size(), builds.c_str());
+      }
       if (manifest.plan) {
         std::string units;
         for (const auto &[device, count] : manifest.plan->units)

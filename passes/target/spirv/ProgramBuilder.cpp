@@ -612,12 +612,16 @@ private:
       target = "x86";
     else if (device.getKind() == het::DeviceKind::spirv)
       target = "spirv";
+    else if (device.getKind() == het::DeviceKind::cuda)
+      target = "nvptx";
+    else if (device.getKind() == het::DeviceKind::hip)
+      target = "amdgpu";
     else
       return op->emitOpError()
              << "runs on " << name << ", a "
              << het::stringifyDeviceKind(device.getKind())
-             << " device; programs run segments on CPUs (x86) and SPIR-V "
-                "devices only";
+             << " device; programs run segments on CPUs (x86) and on "
+                "SPIR-V, CUDA and HIP GPUs";
     program_.devices.push_back({name, target});
     return static_cast<int>(program_.devices.size()) - 1;
   }
@@ -656,8 +660,10 @@ private:
       if (used)
         bindCache(cache, device_);
     }
-    return program_.devices[device_].target == "x86" ? lowerCpuSegment(segment)
-                                                     : lowerSpirvSegment(segment);
+    // Every GPU target runs the same kernel library.
+    return program_.devices[device_].target == "x86"
+               ? lowerCpuSegment(segment)
+               : lowerLibrarySegment(segment);
   }
 
   /// A value moved between memories: weights are uploaded where they are
@@ -700,9 +706,9 @@ private:
     return success();
   }
 
-  /// A SPIR-V segment: each op a dispatch of the kernel library on its
+  /// A GPU segment: each op a dispatch of the kernel library on its
   /// device; its results stay in the buffers of the values it yields.
-  LogicalResult lowerSpirvSegment(het::SegmentOp segment) {
+  LogicalResult lowerLibrarySegment(het::SegmentOp segment) {
     Block &body = segment.getBody().front();
     for (Operation &op : body) {
       if (auto yield = dyn_cast<het::YieldOp>(op)) {

@@ -214,6 +214,71 @@ TEST(PackTest, MalformedSpirvLibrariesAreRefused) {
   }
 }
 
+/// A manifest with the kernel library built for NVIDIA and AMD GPUs.
+Manifest gpuManifest() {
+  Manifest manifest = sampleManifest();
+  GpuCode nvidia;
+  nvidia.libraries = {{"sm_80", "cubin", "code/nvptx/sm_80.cubin"},
+                      {"compute_80", "ptx", "code/nvptx/compute_80.ptx"}};
+  nvidia.kernels = {{"add_f32", 4}};
+  manifest.nvptx = nvidia;
+  GpuCode amd;
+  amd.libraries = {{"gfx942", "hsaco", "code/amdgpu/gfx942.hsaco"}};
+  amd.kernels = {{"add_f32", 4}};
+  manifest.amdgpu = amd;
+  return manifest;
+}
+
+TEST(PackTest, GpuLibrariesRoundTrip) {
+  std::string error;
+  std::optional<Manifest> parsed =
+      Manifest::fromJson(gpuManifest().toJson(), "test.hetpack", error);
+  ASSERT_TRUE(parsed) << error;
+  ASSERT_TRUE(parsed->nvptx);
+  ASSERT_TRUE(parsed->amdgpu);
+  ASSERT_EQ(parsed->nvptx->libraries.size(), 2u);
+  EXPECT_EQ(parsed->nvptx->libraries[1].variant, "compute_80");
+  EXPECT_EQ(parsed->nvptx->libraries[1].format, "ptx");
+  EXPECT_EQ(parsed->nvptx->libraries[1].section, "code/nvptx/compute_80.ptx");
+  EXPECT_EQ(parsed->amdgpu->libraries[0].format, "hsaco");
+  EXPECT_EQ(parsed->amdgpu->kernels,
+            (std::vector<std::pair<std::string, int>>{{"add_f32", 4}}));
+  EXPECT_FALSE(Manifest::fromJson(sampleManifest().toJson(), "t", error)->nvptx);
+}
+
+TEST(PackTest, MalformedGpuLibrariesAreRefused) {
+  auto edited = [](auto edit) {
+    Manifest manifest = gpuManifest();
+    edit(manifest);
+    return manifest.toJson();
+  };
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"nvptx", edited([](Manifest &m) { m.nvptx->libraries.clear(); })},
+      // A code object is not NVIDIA code, nor a cubin AMD's.
+      {"nvptx",
+       edited([](Manifest &m) { m.nvptx->libraries[0].format = "hsaco"; })},
+      {"amdgpu",
+       edited([](Manifest &m) { m.amdgpu->libraries[0].format = "cubin"; })},
+      {"nvptx",
+       edited([](Manifest &m) { m.nvptx->libraries[1].variant = "sm_80"; })},
+      {"nvptx", edited([](Manifest &m) {
+         m.nvptx->libraries[1].section = m.nvptx->libraries[0].section;
+       })},
+      {"nvptx",
+       edited([](Manifest &m) { m.nvptx->libraries[0].variant = "../sm"; })},
+      {"amdgpu", edited([](Manifest &m) { m.amdgpu->kernels.clear(); })},
+      {"amdgpu",
+       edited([](Manifest &m) { m.amdgpu->kernels[0].second = 65; })},
+  };
+  for (const auto &[field, json] : cases) {
+    std::string error;
+    EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error)) << json;
+    EXPECT_NE(error.find("field \"" + field + "\" must hold"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(NonFiniteTest, FindsNaNAndInfinityInEveryFormat) {
   auto f16 = [](uint16_t bits) {
     std::vector<uint8_t> bytes(2);
