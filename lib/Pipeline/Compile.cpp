@@ -237,7 +237,11 @@ bool packGpuLibrary(mlir::MLIRContext *context, const std::string &target,
     return false;
   hetrt::format::GpuCode code;
   for (const target::KernelInfo &kernel : executables.front().kernels)
-    code.kernels.emplace_back(kernel.entryPoint, kernel.bindings);
+    code.kernels.push_back({kernel.entryPoint,
+                            kernel.bindings,
+                            {static_cast<int>(kernel.workgroupSize[0]),
+                             static_cast<int>(kernel.workgroupSize[1]),
+                             static_cast<int>(kernel.workgroupSize[2])}});
   for (target::Executable &executable : executables) {
     hetrt::format::GpuLibrary library;
     library.variant = executable.variant;

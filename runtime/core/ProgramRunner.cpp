@@ -112,9 +112,10 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       return fail(error, where + " runs on " + device.name +
                              ", which is not among the devices it was given",
                   Failure::Unsupported);
-    hal::ExecutableFormat format = device.target == "x86"
-                                       ? hal::ExecutableFormat::X86SharedObject
-                                       : hal::ExecutableFormat::SpirV;
+    hal::ExecutableFormat format =
+        device.target == "x86"     ? hal::ExecutableFormat::X86SharedObject
+        : device.target == "spirv" ? hal::ExecutableFormat::SpirV
+                                   : hal::ExecutableFormat::GpuModule;
     if (devices_[found].code.format != format)
       return fail(error, where + ": " + devices_[found].stats.name +
                              " runs other code than the " + device.target +
@@ -269,16 +270,18 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     if (kernel < 0)
       return fail(error, stepWhere + ": the kernel library has no kernel \"" +
                              step.kernel + "\"");
-    bool spirv = device.code.format == hal::ExecutableFormat::SpirV;
-    // SPIR-V kernels take their parameters as one more buffer.
-    size_t bindings = step.buffers.size() + (spirv ? 1 : 0);
+    // The kernel library's kernels (SPIR-V, CUDA, HIP) take their
+    // parameters as one more buffer.
+    bool library =
+        device.code.format != hal::ExecutableFormat::X86SharedObject;
+    size_t bindings = step.buffers.size() + (library ? 1 : 0);
     int takes = device.executable->kernels()[kernel].bindings;
     if (takes != static_cast<int>(bindings))
       return fail(error, stepWhere + ": kernel \"" + step.kernel +
                              "\" takes " + std::to_string(takes) +
                              " buffers, not " + std::to_string(bindings));
     prepared.kernels.back() = kernel;
-    if (!spirv)
+    if (!library)
       continue;
     std::shared_ptr<hal::Buffer> params = device.code.device->allocate(
         0, paddedBytes(step.params.size() * 4), error);
@@ -441,7 +444,8 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
         return abandon();
       continue;
     }
-    bool spirv = device.code.format == hal::ExecutableFormat::SpirV;
+    bool library =
+        device.code.format != hal::ExecutableFormat::X86SharedObject;
     std::vector<int64_t> values(step.params.size());
     for (size_t p = 0; p < values.size(); ++p) {
       values[p] = step.params[p].at(count, keys);
@@ -469,7 +473,7 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     for (int32_t index : step.buffers)
       bindings.push_back(prepared.buffers[index].get());
     std::string pushConstants;
-    if (spirv) {
+    if (library) {
       std::vector<int32_t> params(values.begin(), values.end());
       if (!params.empty() &&
           !queue.write(stage(params.data(), params.size() * 4),

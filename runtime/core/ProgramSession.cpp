@@ -66,6 +66,60 @@ bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
   return true;
 }
 
+/// The kernel library's code for GPU `device`, from the pack's part for
+/// `target` (nvptx, amdgpu): the build its chip runs.
+bool gpuCode(const format::PackFile &pack, const format::Manifest &manifest,
+             const std::string &target, hal::Device &device,
+             const std::string &recompile, ProgramRunner::DeviceCode &out,
+             std::string &error, Failure &failure) {
+  failure = Failure::Unsupported;
+  const std::optional<format::GpuCode> &code =
+      target == "nvptx" ? manifest.nvptx : manifest.amdgpu;
+  if (!code) {
+    failure = Failure::InvalidInput;
+    error = pack.path() + ": the plan runs " + target + " code on " +
+            device.info().name + ", but the pack holds no " + target +
+            " kernel library (compile the model again with `" + recompile +
+            "`)";
+    return false;
+  }
+  if (!device.runs(hal::ExecutableFormat::GpuModule)) {
+    error = pack.path() + ": the plan runs " + target + " code on " +
+            device.info().name + ", a " + device.info().kind +
+            " device here; compile the model for this machine's system";
+    return false;
+  }
+  std::string why;
+  const format::GpuLibrary *library =
+      chooseGpuLibrary(*code, target, device.info().arch, why);
+  if (!library) {
+    error = device.info().name + " (" + device.info().description + "): " + why;
+    return false;
+  }
+  failure = Failure::InvalidInput;
+  const std::string_view *binary = pack.section(library->section);
+  if (!binary) {
+    error = pack.path() + ": the manifest names section \"" +
+            library->section +
+            "\", which the pack does not hold (compile the model again with `" +
+            recompile + "`)";
+    return false;
+  }
+  out.device = &device;
+  out.format = hal::ExecutableFormat::GpuModule;
+  out.binary = std::string(*binary);
+  out.description = target + " " + library->variant + " " + library->format;
+  for (const format::GpuKernel &kernel : code->kernels) {
+    hal::KernelSignature signature;
+    signature.entryPoint = kernel.name;
+    signature.bindings = kernel.bindings;
+    for (int d = 0; d < 3; ++d)
+      signature.workgroupSize[d] = static_cast<uint32_t>(kernel.workgroup[d]);
+    out.kernels.push_back(std::move(signature));
+  }
+  return true;
+}
+
 } // namespace
 
 const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
@@ -94,6 +148,71 @@ const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
   }
   if (code.libraries.empty())
     why = "the pack lists no variant";
+  return nullptr;
+}
+
+namespace {
+
+/// "sm_86" → 86; -1 for anything else.
+int computeCapability(const std::string &arch, const char *prefix) {
+  std::string_view text(arch);
+  std::string_view head(prefix);
+  if (text.substr(0, head.size()) != head || text.size() == head.size() ||
+      text.size() > head.size() + 4)
+    return -1;
+  int value = 0;
+  for (char c : text.substr(head.size())) {
+    if (c < '0' || c > '9')
+      return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+} // namespace
+
+const format::GpuLibrary *chooseGpuLibrary(const format::GpuCode &code,
+                                           const std::string &target,
+                                           const std::string &arch,
+                                           std::string &why) {
+  const format::GpuLibrary *chosen = nullptr;
+  if (target == "nvptx") {
+    int device = computeCapability(arch, "sm_");
+    int bestCubin = -1, bestPtx = -1;
+    const format::GpuLibrary *ptx = nullptr;
+    for (const format::GpuLibrary &library : code.libraries) {
+      if (library.format == "cubin") {
+        int built = computeCapability(library.variant, "sm_");
+        // SASS runs on its chip and later minor versions of the same major.
+        if (built >= 0 && device >= 0 && built / 10 == device / 10 &&
+            built <= device && built > bestCubin) {
+          bestCubin = built;
+          chosen = &library;
+        }
+      } else if (library.format == "ptx") {
+        int built = computeCapability(library.variant, "compute_");
+        if (built >= 0 && device >= built && built > bestPtx) {
+          bestPtx = built;
+          ptx = &library;
+        }
+      }
+    }
+    if (!chosen)
+      chosen = ptx;
+  } else if (target == "amdgpu") {
+    for (const format::GpuLibrary &library : code.libraries)
+      if (library.format == "hsaco" && library.variant == arch)
+        chosen = &library;
+  }
+  if (chosen)
+    return chosen;
+  std::string builds;
+  for (const format::GpuLibrary &library : code.libraries)
+    builds += (builds.empty() ? "" : ", ") + library.variant + " " +
+              library.format;
+  why = "none of the " + target + " kernel library's builds (" + builds +
+        ") runs on " + (arch.empty() ? std::string("a GPU of unknown arch")
+                                     : arch);
   return nullptr;
 }
 
@@ -181,12 +300,9 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
                      failure))
         return nullptr;
     } else if (wanted.target != "x86") {
-      // The CUDA and HIP back ends of the device layer are not in this
-      // runtime yet: a GPU of that kind is never among its devices.
-      error = pack.path() + ": the plan runs " + wanted.target + " code on " +
-              wanted.name + ", which this runtime cannot load";
-      failure = Failure::Unsupported;
-      return nullptr;
+      if (!gpuCode(pack, manifest, wanted.target, **device, recompile, code,
+                   error, failure))
+        return nullptr;
     } else {
       const format::CodeVariant *chosen = nullptr;
       for (const format::CodeVariant &variant : plan.cpuVariants)

@@ -23,6 +23,17 @@ const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
                                                const hal::SpirvSupport &device,
                                                std::string &why);
 
+/// The build of a GPU kernel library (`code`, for target "nvptx" or
+/// "amdgpu") a GPU of `arch` runs: for NVIDIA, the cubin of its chip, else a
+/// cubin of an older chip of the same major version (sm_80 code runs on
+/// sm_86 and sm_89), else PTX for an older chip, which the driver compiles;
+/// for AMD, the code object of its chip. Null, with `why` listing the
+/// builds, when none runs there.
+const format::GpuLibrary *chooseGpuLibrary(const format::GpuCode &code,
+                                           const std::string &target,
+                                           const std::string &arch,
+                                           std::string &why);
+
 class ProgramSession {
 public:
   /// Null with `error` naming the pack and the fix when the pack holds no

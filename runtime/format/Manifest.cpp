@@ -108,8 +108,12 @@ std::string Manifest::toJson() const {
       libraries.push_back({{"variant", library.variant},
                            {"format", library.format},
                            {"section", library.section}});
-    json[key] = {{"libraries", libraries},
-                 {"kernels", kernelsJson((*code)->kernels)}};
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const GpuKernel &kernel : (*code)->kernels)
+      kernels.push_back({{"name", kernel.name},
+                         {"bindings", kernel.bindings},
+                         {"workgroup", kernel.workgroup}});
+    json[key] = {{"libraries", libraries}, {"kernels", kernels}};
   }
   if (plan) {
     nlohmann::json units = nlohmann::json::object();
@@ -420,7 +424,8 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
         "\" must hold a list \"libraries\" of 1 to 8 {string \"variant\" "
         "(letters, digits, '_'), \"format\" (" + formatList +
         ") and \"section\"} with distinct variants and sections, and a list "
-        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64}";
+        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64, workgroup: 3 "
+        "sizes of 1 to 1024 threads in all}";
     GpuCode code;
     auto libraries =
         found->is_object() ? found->find("libraries") : found->end();
@@ -444,9 +449,30 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
       code.libraries.push_back(std::move(library));
     }
     auto kernels = found->find("kernels");
-    if (!readKernels(kernels == found->end() ? nullptr : &*kernels, 64,
-                     code.kernels))
+    std::vector<std::pair<std::string, int>> named;
+    if (!readKernels(kernels == found->end() ? nullptr : &*kernels, 64, named))
       return fail(shape);
+    for (size_t k = 0; k < named.size(); ++k) {
+      GpuKernel kernel;
+      kernel.name = named[k].first;
+      kernel.bindings = named[k].second;
+      auto sizes = (*kernels)[k].find("workgroup");
+      if (sizes == (*kernels)[k].end() || !sizes->is_array() ||
+          sizes->size() != 3)
+        return fail(shape);
+      int64_t threads = 1;
+      for (size_t d = 0; d < 3; ++d) {
+        const nlohmann::json &size = (*sizes)[d];
+        if (!size.is_number_integer() || size.get<int64_t>() < 1 ||
+            size.get<int64_t>() > 1024)
+          return fail(shape);
+        kernel.workgroup[d] = size.get<int>();
+        threads *= kernel.workgroup[d];
+      }
+      if (threads > 1024)
+        return fail(shape);
+      code.kernels.push_back(std::move(kernel));
+    }
     *out = std::move(code);
   }
   if (auto plan = json.find("plan"); plan != json.end()) {

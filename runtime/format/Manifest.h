@@ -6,6 +6,7 @@
 #include "abi/CodeRecord.h"
 
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,12 +61,21 @@ struct GpuLibrary {
   std::string section;
 };
 
+/// A kernel of a GPU library: its entry point, buffer count and the
+/// workgroup size it is launched with (CUDA and HIP modules do not carry
+/// it).
+struct GpuKernel {
+  std::string name;
+  int bindings = 0;
+  std::array<int, 3> workgroup = {1, 1, 1};
+  bool operator==(const GpuKernel &) const = default;
+};
+
 /// The kernel library compiled for one GPU target (nvptx, amdgpu), for the
-/// plan's segments on its devices: every build, and the kernels each holds
-/// with their buffer counts.
+/// plan's segments on its devices: every build, and the kernels each holds.
 struct GpuCode {
   std::vector<GpuLibrary> libraries;
-  std::vector<std::pair<std::string, int>> kernels;
+  std::vector<GpuKernel> kernels;
 };
 
 /// The formats a GPU target's libraries may have: "cubin" and "ptx" for

@@ -57,6 +57,9 @@ struct DeviceInfo {
   std::string kind;
   /// The hardware in words ("AMD EPYC 9654, 2 threads").
   std::string description;
+  /// The code a GPU runs, as the compiler names its chip ("sm_90",
+  /// "gfx942"); empty for CPUs and Vulkan devices.
+  std::string arch;
   std::vector<MemorySpaceInfo> memories;
   SpirvSupport spirv;
 };
@@ -108,6 +111,9 @@ struct KernelSignature {
   std::string entryPoint;
   int bindings = 0;
   uint32_t pushConstantBytes = 0;
+  /// Threads of a workgroup, for formats whose code does not carry it (CUDA
+  /// and HIP modules launch with a block size).
+  uint32_t workgroupSize[3] = {1, 1, 1};
 };
 
 enum class ExecutableFormat {
@@ -119,6 +125,12 @@ enum class ExecutableFormat {
   /// the code exports, and its push constants are the int64 sizes of the
   /// dynamic dimensions of those buffers, in order.
   X86SharedObject,
+  /// A CUDA module image (a cubin for the device's chip, or PTX the driver
+  /// compiles), or an AMDGPU code object for HIP: gpu-dialect kernels lowered
+  /// through NVVM or ROCDL. Each kernel takes its buffers as rank-1 memref
+  /// descriptors (allocated and aligned pointer, offset, size, stride: five
+  /// arguments each) and no push constants.
+  GpuModule,
 };
 
 /// Code loaded on a device, ready to dispatch: pipelines are built once, at

@@ -4,6 +4,7 @@
 #include "runtime/hal/Device.h"
 
 #include "runtime/backends/cpu/CpuDevice.h"
+#include "runtime/backends/cuda/CudaDriver.h"
 #include "runtime/backends/vulkan/VulkanDevice.h"
 #include "runtime/hal/SerialQueue.h"
 
@@ -24,6 +25,9 @@ const Registry &registry() {
     built->devices.push_back(cpu::createCpuDevice());
     for (std::shared_ptr<Device> &device :
          vulkan::enumerateVulkanDevices(built->unavailable))
+      built->devices.push_back(std::move(device));
+    for (std::shared_ptr<Device> &device :
+         cuda::enumerateCudaDevices(built->unavailable))
       built->devices.push_back(std::move(device));
     return built;
   }();

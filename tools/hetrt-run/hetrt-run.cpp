@@ -351,6 +351,18 @@ int listDevices() {
                 static_cast<int>(spirv.version % 100), spirv.subgroup_size,
                 capabilities.c_str());
   }
+  // Back ends whose driver or devices are missing, and why.
+  int32_t unavailable = 0;
+  if (!report(hetrt_device_unavailable_count(&unavailable),
+              "hetrt_device_unavailable_count"))
+    return failed();
+  for (int32_t u = 0; u < unavailable; ++u) {
+    const char *reason = nullptr;
+    if (!report(hetrt_device_unavailable_reason(u, &reason),
+                "hetrt_device_unavailable_reason"))
+      return failed();
+    std::printf("unavailable: %s\n", reason);
+  }
   return 0;
 }
 

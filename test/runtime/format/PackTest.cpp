@@ -220,11 +220,11 @@ Manifest gpuManifest() {
   GpuCode nvidia;
   nvidia.libraries = {{"sm_80", "cubin", "code/nvptx/sm_80.cubin"},
                       {"compute_80", "ptx", "code/nvptx/compute_80.ptx"}};
-  nvidia.kernels = {{"add_f32", 4}};
+  nvidia.kernels = {{"add_f32", 4, {256, 1, 1}}};
   manifest.nvptx = nvidia;
   GpuCode amd;
   amd.libraries = {{"gfx942", "hsaco", "code/amdgpu/gfx942.hsaco"}};
-  amd.kernels = {{"add_f32", 4}};
+  amd.kernels = {{"matmul_tiled_f32", 4, {16, 16, 1}}};
   manifest.amdgpu = amd;
   return manifest;
 }
@@ -242,7 +242,7 @@ TEST(PackTest, GpuLibrariesRoundTrip) {
   EXPECT_EQ(parsed->nvptx->libraries[1].section, "code/nvptx/compute_80.ptx");
   EXPECT_EQ(parsed->amdgpu->libraries[0].format, "hsaco");
   EXPECT_EQ(parsed->amdgpu->kernels,
-            (std::vector<std::pair<std::string, int>>{{"add_f32", 4}}));
+            (std::vector<GpuKernel>{{"matmul_tiled_f32", 4, {16, 16, 1}}}));
   EXPECT_FALSE(Manifest::fromJson(sampleManifest().toJson(), "t", error)->nvptx);
 }
 
@@ -268,7 +268,12 @@ TEST(PackTest, MalformedGpuLibrariesAreRefused) {
        edited([](Manifest &m) { m.nvptx->libraries[0].variant = "../sm"; })},
       {"amdgpu", edited([](Manifest &m) { m.amdgpu->kernels.clear(); })},
       {"amdgpu",
-       edited([](Manifest &m) { m.amdgpu->kernels[0].second = 65; })},
+       edited([](Manifest &m) { m.amdgpu->kernels[0].bindings = 65; })},
+      // More than 1024 threads, or an empty axis, launches nowhere.
+      {"amdgpu",
+       edited([](Manifest &m) { m.amdgpu->kernels[0].workgroup = {64, 32, 1}; })},
+      {"nvptx",
+       edited([](Manifest &m) { m.nvptx->kernels[0].workgroup = {0, 1, 1}; })},
   };
   for (const auto &[field, json] : cases) {
     std::string error;

@@ -1,0 +1,326 @@
+// The CUDA back end: NVIDIA's driver API (libcuda.so.1), opened with dlopen
+// so the runtime runs on machines without it, behind the GPU driver
+// interface. Only the driver's stable C ABI is used, declared here; the
+// runtime needs no CUDA headers to build.
+#include "runtime/backends/cuda/CudaDriver.h"
+
+#include "runtime/backends/gpu/GpuDevice.h"
+
+#include <dlfcn.h>
+
+namespace hetrt::cuda {
+
+namespace {
+
+using gpu::DevicePointer;
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+constexpr CUresult kSuccess = 0;
+constexpr int kComputeCapabilityMajor = 75;
+constexpr int kComputeCapabilityMinor = 76;
+constexpr int kMultiprocessorCount = 16;
+constexpr unsigned kHostAllocPortable = 0x01;
+constexpr unsigned kHostAllocDeviceMap = 0x02;
+constexpr unsigned kStreamNonBlocking = 0x01;
+
+/// The driver entry points hetc calls, resolved by name (the _v2 names are
+/// the ones cuda.h maps the plain names to).
+struct Api {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
+  CUresult (*cuMemAlloc_v2)(DevicePointer *, size_t);
+  CUresult (*cuMemFree_v2)(DevicePointer);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuMemHostGetDevicePointer_v2)(DevicePointer *, void *, unsigned);
+  CUresult (*cuStreamCreate)(void **, unsigned);
+  CUresult (*cuStreamDestroy_v2)(void *);
+  CUresult (*cuStreamSynchronize)(void *);
+  CUresult (*cuMemcpyAsync)(DevicePointer, DevicePointer, size_t, void *);
+  CUresult (*cuMemcpyHtoDAsync_v2)(DevicePointer, const void *, size_t, void *);
+  CUresult (*cuMemcpyDtoHAsync_v2)(void *, DevicePointer, size_t, void *);
+  CUresult (*cuMemsetD8Async)(DevicePointer, unsigned char, size_t, void *);
+  CUresult (*cuMemsetD16Async)(DevicePointer, unsigned short, size_t, void *);
+  CUresult (*cuMemsetD32Async)(DevicePointer, unsigned, size_t, void *);
+  CUresult (*cuModuleLoadData)(void **, const void *);
+  CUresult (*cuModuleUnload)(void *);
+  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, void *, void **,
+                             void **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+class CudaDriver final : public gpu::GpuDriver {
+public:
+  /// Opens the driver and finds its GPUs; null with `why` when it cannot.
+  static std::shared_ptr<CudaDriver> open(std::string &why) {
+    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *message = dlerror();
+      why = std::string("cuda: no NVIDIA driver (libcuda.so.1 does not load: ") +
+            (message ? message : "not found") + ")";
+      return nullptr;
+    }
+    auto driver = std::shared_ptr<CudaDriver>(new CudaDriver(library));
+    if (!driver->resolve(why) || !driver->start(why))
+      return nullptr;
+    return driver;
+  }
+
+  const char *kind() const override { return "cuda"; }
+  std::string version() const override { return version_; }
+  const std::vector<gpu::GpuProperties> &devices() const override {
+    return devices_;
+  }
+
+  std::string makeCurrent(int index) override {
+    return check(api_.cuCtxSetCurrent(contexts_[index]), "cuCtxSetCurrent");
+  }
+  std::string freeMemory(int, uint64_t &freeBytes) override {
+    size_t free = 0, total = 0;
+    std::string why = check(api_.cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
+    freeBytes = free;
+    return why;
+  }
+  std::string allocateDevice(uint64_t size, DevicePointer &memory) override {
+    return check(api_.cuMemAlloc_v2(&memory, size), "cuMemAlloc");
+  }
+  std::string freeDevice(DevicePointer memory) override {
+    return check(api_.cuMemFree_v2(memory), "cuMemFree");
+  }
+  std::string allocatePinned(uint64_t size, void *&host,
+                             DevicePointer &device) override {
+    std::string why = check(
+        api_.cuMemHostAlloc(&host, size, kHostAllocPortable | kHostAllocDeviceMap),
+        "cuMemHostAlloc");
+    if (why.empty())
+      why = check(api_.cuMemHostGetDevicePointer_v2(&device, host, 0),
+                  "cuMemHostGetDevicePointer");
+    return why;
+  }
+  std::string freePinned(void *host) override {
+    return check(api_.cuMemFreeHost(host), "cuMemFreeHost");
+  }
+  std::string createStream(gpu::Stream &stream) override {
+    return check(api_.cuStreamCreate(&stream, kStreamNonBlocking),
+                 "cuStreamCreate");
+  }
+  std::string destroyStream(gpu::Stream stream) override {
+    return check(api_.cuStreamDestroy_v2(stream), "cuStreamDestroy");
+  }
+  std::string synchronize(gpu::Stream stream) override {
+    return check(api_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+  std::string copy(DevicePointer target, DevicePointer source, uint64_t size,
+                   gpu::Stream stream) override {
+    return check(api_.cuMemcpyAsync(target, source, size, stream),
+                 "cuMemcpyAsync");
+  }
+  std::string copyToDevice(DevicePointer target, const void *host,
+                           uint64_t size, gpu::Stream stream) override {
+    return check(api_.cuMemcpyHtoDAsync_v2(target, host, size, stream),
+                 "cuMemcpyHtoDAsync");
+  }
+  std::string copyToHost(void *host, DevicePointer source, uint64_t size,
+                         gpu::Stream stream) override {
+    return check(api_.cuMemcpyDtoHAsync_v2(host, source, size, stream),
+                 "cuMemcpyDtoHAsync");
+  }
+  std::string fill(DevicePointer target, uint32_t pattern, int patternBytes,
+                   uint64_t count, gpu::Stream stream) override {
+    if (patternBytes == 1)
+      return check(api_.cuMemsetD8Async(target,
+                                        static_cast<unsigned char>(pattern),
+                                        count, stream),
+                   "cuMemsetD8Async");
+    if (patternBytes == 2)
+      return check(api_.cuMemsetD16Async(target,
+                                         static_cast<unsigned short>(pattern),
+                                         count, stream),
+                   "cuMemsetD16Async");
+    return check(api_.cuMemsetD32Async(target, pattern, count, stream),
+                 "cuMemsetD32Async");
+  }
+  std::string loadModule(const std::string &image,
+                         gpu::Module &module) override {
+    // cuModuleLoadData reads PTX as a NUL-terminated string.
+    std::string terminated = image;
+    terminated.push_back('\0');
+    return check(api_.cuModuleLoadData(&module, terminated.data()),
+                 "cuModuleLoadData");
+  }
+  std::string unloadModule(gpu::Module module) override {
+    return check(api_.cuModuleUnload(module), "cuModuleUnload");
+  }
+  std::string function(gpu::Module module, const std::string &name,
+                       gpu::Function &function) override {
+    return check(api_.cuModuleGetFunction(&function, module, name.c_str()),
+                 "cuModuleGetFunction");
+  }
+  std::string launch(gpu::Function function, const uint32_t groups[3],
+                     const uint32_t block[3], void **arguments,
+                     gpu::Stream stream) override {
+    return check(api_.cuLaunchKernel(function, groups[0], groups[1], groups[2],
+                                     block[0], block[1], block[2], 0, stream,
+                                     arguments, nullptr),
+                 "cuLaunchKernel");
+  }
+
+private:
+  explicit CudaDriver(void *library) : library_(library) {}
+
+  /// Every entry point, or `why` naming the first that is missing.
+  bool resolve(std::string &why) {
+    bool complete = true;
+    auto bind = [&](auto &entry, const char *name) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
+          dlsym(library_, name));
+      if (!entry && complete) {
+        why = std::string("cuda: the driver has no ") + name +
+              " (update the NVIDIA driver)";
+        complete = false;
+      }
+    };
+#define HETRT_CUDA_BIND(name) bind(api_.name, #name)
+    HETRT_CUDA_BIND(cuInit);
+    HETRT_CUDA_BIND(cuDriverGetVersion);
+    HETRT_CUDA_BIND(cuDeviceGetCount);
+    HETRT_CUDA_BIND(cuDeviceGet);
+    HETRT_CUDA_BIND(cuDeviceGetName);
+    HETRT_CUDA_BIND(cuDeviceTotalMem_v2);
+    HETRT_CUDA_BIND(cuDeviceGetAttribute);
+    HETRT_CUDA_BIND(cuDevicePrimaryCtxRetain);
+    HETRT_CUDA_BIND(cuCtxSetCurrent);
+    HETRT_CUDA_BIND(cuMemGetInfo_v2);
+    HETRT_CUDA_BIND(cuMemAlloc_v2);
+    HETRT_CUDA_BIND(cuMemFree_v2);
+    HETRT_CUDA_BIND(cuMemHostAlloc);
+    HETRT_CUDA_BIND(cuMemFreeHost);
+    HETRT_CUDA_BIND(cuMemHostGetDevicePointer_v2);
+    HETRT_CUDA_BIND(cuStreamCreate);
+    HETRT_CUDA_BIND(cuStreamDestroy_v2);
+    HETRT_CUDA_BIND(cuStreamSynchronize);
+    HETRT_CUDA_BIND(cuMemcpyAsync);
+    HETRT_CUDA_BIND(cuMemcpyHtoDAsync_v2);
+    HETRT_CUDA_BIND(cuMemcpyDtoHAsync_v2);
+    HETRT_CUDA_BIND(cuMemsetD8Async);
+    HETRT_CUDA_BIND(cuMemsetD16Async);
+    HETRT_CUDA_BIND(cuMemsetD32Async);
+    HETRT_CUDA_BIND(cuModuleLoadData);
+    HETRT_CUDA_BIND(cuModuleUnload);
+    HETRT_CUDA_BIND(cuModuleGetFunction);
+    HETRT_CUDA_BIND(cuLaunchKernel);
+    HETRT_CUDA_BIND(cuGetErrorName);
+    HETRT_CUDA_BIND(cuGetErrorString);
+#undef HETRT_CUDA_BIND
+    return complete;
+  }
+
+  /// Initializes the driver and retains each GPU's primary context.
+  bool start(std::string &why) {
+    why = check(api_.cuInit(0), "cuInit");
+    int count = 0;
+    if (why.empty())
+      why = check(api_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (!why.empty()) {
+      why = "cuda: the NVIDIA driver does not start: " + why;
+      return false;
+    }
+    int driverVersion = 0;
+    api_.cuDriverGetVersion(&driverVersion);
+    version_ = "CUDA driver " + std::to_string(driverVersion / 1000) + "." +
+               std::to_string(driverVersion % 1000 / 10);
+    for (int i = 0; i < count; ++i) {
+      CUdevice device = 0;
+      char name[256] = {};
+      size_t memory = 0;
+      int major = 0, minor = 0, units = 0;
+      CUcontext context = nullptr;
+      std::string failed = check(api_.cuDeviceGet(&device, i), "cuDeviceGet");
+      if (failed.empty())
+        failed = check(api_.cuDeviceGetName(name, sizeof(name) - 1, device),
+                       "cuDeviceGetName");
+      if (failed.empty())
+        failed = check(api_.cuDeviceTotalMem_v2(&memory, device),
+                       "cuDeviceTotalMem");
+      if (failed.empty())
+        failed = check(api_.cuDeviceGetAttribute(
+                           &major, kComputeCapabilityMajor, device),
+                       "cuDeviceGetAttribute");
+      if (failed.empty())
+        failed = check(api_.cuDeviceGetAttribute(
+                           &minor, kComputeCapabilityMinor, device),
+                       "cuDeviceGetAttribute");
+      if (failed.empty())
+        failed = check(api_.cuDeviceGetAttribute(&units, kMultiprocessorCount,
+                                                 device),
+                       "cuDeviceGetAttribute");
+      if (failed.empty())
+        failed = check(api_.cuDevicePrimaryCtxRetain(&context, device),
+                       "cuDevicePrimaryCtxRetain");
+      if (!failed.empty()) {
+        why = "cuda: GPU " + std::to_string(i) + " does not open: " + failed;
+        return false;
+      }
+      gpu::GpuProperties properties;
+      properties.name = name;
+      properties.arch = "sm_" + std::to_string(major * 10 + minor);
+      properties.memoryBytes = memory;
+      properties.multiprocessors = units;
+      devices_.push_back(std::move(properties));
+      contexts_.push_back(context);
+    }
+    if (devices_.empty()) {
+      why = "cuda: the NVIDIA driver finds no GPU";
+      return false;
+    }
+    return true;
+  }
+
+  /// "" on success, else the call and the driver's name and words for
+  /// `result`.
+  std::string check(CUresult result, const char *call) const {
+    if (result == kSuccess)
+      return "";
+    const char *name = nullptr, *words = nullptr;
+    if (api_.cuGetErrorName)
+      api_.cuGetErrorName(result, &name);
+    if (api_.cuGetErrorString)
+      api_.cuGetErrorString(result, &words);
+    return std::string(call) + ": " +
+           (name ? std::string(name) : "CUDA error " + std::to_string(result)) +
+           (words ? std::string(" (") + words + ")" : "");
+  }
+
+  void *library_;
+  Api api_ = {};
+  std::string version_;
+  std::vector<gpu::GpuProperties> devices_;
+  std::vector<CUcontext> contexts_;
+};
+
+} // namespace
+
+std::vector<std::shared_ptr<hal::Device>>
+enumerateCudaDevices(std::vector<std::string> &unavailable) {
+  std::string why;
+  std::shared_ptr<CudaDriver> driver = CudaDriver::open(why);
+  if (!driver) {
+    unavailable.push_back(why);
+    return {};
+  }
+  return gpu::createGpuDevices(driver);
+}
+
+} // namespace hetrt::cuda

@@ -1,0 +1,437 @@
+// The device layer on a GPU driver (see GpuDevice.h).
+#include "runtime/backends/gpu/GpuDevice.h"
+
+#include "runtime/hal/SerialQueue.h"
+
+#include <unistd.h>
+
+namespace hetrt::gpu {
+
+namespace {
+
+using core::Failure;
+using hal::Error;
+using hal::failWith;
+
+uint64_t hostMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageSize > 0
+             ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize)
+             : 0;
+}
+
+/// A driver failure as a device-layer error naming the device and the call.
+bool driverFailed(Error &error, const std::string &device,
+                  const std::string &what, const std::string &why) {
+  return failWith(error, Failure::Unavailable,
+                  device + ": " + what + " failed: " + why);
+}
+
+class GpuBuffer final : public hal::Buffer {
+public:
+  GpuBuffer(std::shared_ptr<GpuDriver> driver, int device, uint64_t size,
+            int space, DevicePointer pointer, void *host)
+      : Buffer(size, space), driver_(std::move(driver)), device_(device),
+        pointer_(pointer), host_(host) {}
+  ~GpuBuffer() override {
+    // Freeing needs the device current on this thread.
+    driver_->makeCurrent(device_);
+    if (host_)
+      driver_->freePinned(host_);
+    else
+      driver_->freeDevice(pointer_);
+  }
+  void *hostPointer() override { return host_; }
+  DevicePointer pointer() const { return pointer_; }
+  int device() const { return device_; }
+  const GpuDriver *driver() const { return driver_.get(); }
+
+private:
+  std::shared_ptr<GpuDriver> driver_;
+  int device_;
+  DevicePointer pointer_;
+  void *host_;
+};
+
+class GpuExecutable final : public hal::Executable {
+public:
+  GpuExecutable(std::shared_ptr<GpuDriver> driver, int device, Module module,
+                std::vector<hal::KernelSignature> kernels,
+                std::vector<Function> functions)
+      : Executable(std::move(kernels)), driver_(std::move(driver)),
+        device_(device), module_(module), functions_(std::move(functions)) {}
+  ~GpuExecutable() override {
+    driver_->makeCurrent(device_);
+    driver_->unloadModule(module_);
+  }
+  Function function(int kernel) const { return functions_[kernel]; }
+  int device() const { return device_; }
+  const GpuDriver *driver() const { return driver_.get(); }
+
+private:
+  std::shared_ptr<GpuDriver> driver_;
+  int device_;
+  Module module_;
+  std::vector<Function> functions_;
+};
+
+/// How a kernel lowered from the gpu dialect takes a buffer: a rank-1 memref
+/// descriptor, five arguments.
+struct MemrefDescriptor {
+  DevicePointer allocated;
+  DevicePointer aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+};
+
+class GpuQueue final : public hal::SerialQueue {
+public:
+  GpuQueue(std::shared_ptr<GpuDriver> driver, int device, std::string name,
+           Stream stream)
+      : driver_(std::move(driver)), device_(device), name_(std::move(name)),
+        stream_(stream) {}
+  ~GpuQueue() override {
+    drain();
+    driver_->makeCurrent(device_);
+    driver_->destroyStream(stream_);
+  }
+
+  bool fill(hal::Buffer &buffer, uint64_t offset, uint64_t size,
+            uint32_t pattern, int patternBytes, Error &error) override {
+    GpuBuffer *target = own(buffer, error);
+    if (!target)
+      return false;
+    if (patternBytes != 1 && patternBytes != 2 && patternBytes != 4)
+      return failWith(error, Failure::InvalidInput,
+                      "fill: a pattern is 1, 2 or 4 bytes, not " +
+                          std::to_string(patternBytes));
+    if (offset % patternBytes || size % patternBytes ||
+        !hal::rangeInside(offset, size, buffer.size()))
+      return failWith(error, Failure::InvalidInput,
+                      "fill: bytes [" + std::to_string(offset) + ", +" +
+                          std::to_string(size) + ") are not whole patterns "
+                          "inside the buffer of " +
+                          std::to_string(buffer.size()));
+    DevicePointer at = target->pointer() + offset;
+    submitDriverWork("fill", [=](GpuDriver &driver) {
+      return driver.fill(at, pattern, patternBytes, size / patternBytes,
+                         stream_);
+    });
+    return true;
+  }
+
+  bool copy(hal::Buffer &source, uint64_t sourceOffset, hal::Buffer &target,
+            uint64_t targetOffset, uint64_t size, Error &error) override {
+    GpuBuffer *from = own(source, error);
+    GpuBuffer *to = from ? own(target, error) : nullptr;
+    if (!to)
+      return false;
+    if (!hal::rangeInside(sourceOffset, size, source.size()) ||
+        !hal::rangeInside(targetOffset, size, target.size()))
+      return failWith(error, Failure::InvalidInput,
+                      "copy: " + std::to_string(size) +
+                          " bytes do not fit the buffers' ranges");
+    if (&source == &target && sourceOffset < targetOffset + size &&
+        targetOffset < sourceOffset + size)
+      return failWith(error, Failure::InvalidInput,
+                      "copy: the ranges overlap within one buffer");
+    DevicePointer src = from->pointer() + sourceOffset;
+    DevicePointer dst = to->pointer() + targetOffset;
+    submitDriverWork("copy", [=](GpuDriver &driver) {
+      return driver.copy(dst, src, size, stream_);
+    });
+    return true;
+  }
+
+  bool write(const void *host, hal::Buffer &target, uint64_t targetOffset,
+             uint64_t size, Error &error) override {
+    GpuBuffer *to = own(target, error);
+    if (!to)
+      return false;
+    if (!hal::rangeInside(targetOffset, size, target.size()))
+      return failWith(error, Failure::InvalidInput,
+                      "write: " + std::to_string(size) +
+                          " bytes do not fit the buffer");
+    DevicePointer dst = to->pointer() + targetOffset;
+    submitDriverWork("write", [=](GpuDriver &driver) {
+      return driver.copyToDevice(dst, host, size, stream_);
+    });
+    return true;
+  }
+
+  bool read(hal::Buffer &source, uint64_t sourceOffset, void *host,
+            uint64_t size, Error &error) override {
+    GpuBuffer *from = own(source, error);
+    if (!from)
+      return false;
+    if (!hal::rangeInside(sourceOffset, size, source.size()))
+      return failWith(error, Failure::InvalidInput,
+                      "read: " + std::to_string(size) +
+                          " bytes do not fit the buffer");
+    DevicePointer src = from->pointer() + sourceOffset;
+    // The bytes are the host's once the work is done: the copy is waited
+    // for before the queue moves on.
+    submitDriverWork("read", [=](GpuDriver &driver) {
+      std::string why = driver.copyToHost(host, src, size, stream_);
+      return why.empty() ? driver.synchronize(stream_) : why;
+    });
+    return true;
+  }
+
+  bool dispatch(hal::Executable &executable, int kernel,
+                const uint32_t groups[3],
+                const std::vector<hal::Buffer *> &bindings,
+                const std::string &pushConstants, Error &error) override {
+    auto *code = dynamic_cast<GpuExecutable *>(&executable);
+    if (!code || code->driver() != driver_.get() || code->device() != device_)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: the executable was not loaded on " + name_);
+    if (kernel < 0 || kernel >= static_cast<int>(code->kernels().size()))
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: no kernel " + std::to_string(kernel));
+    const hal::KernelSignature &signature = code->kernels()[kernel];
+    if (static_cast<int>(bindings.size()) != signature.bindings)
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: " + signature.entryPoint + " takes " +
+                          std::to_string(signature.bindings) +
+                          " buffers, not " + std::to_string(bindings.size()));
+    if (!pushConstants.empty())
+      return failWith(error, Failure::InvalidInput,
+                      "dispatch: " + signature.entryPoint +
+                          " takes no push constants (its parameters are a "
+                          "buffer)");
+    // CUDA and HIP both allow 2^31 - 1 blocks along x and 65535 along y, z.
+    const uint64_t limits[3] = {0x7fffffffu, 65535, 65535};
+    for (int d = 0; d < 3; ++d)
+      if (groups[d] < 1 || groups[d] > limits[d])
+        return failWith(error, Failure::InvalidInput,
+                        "dispatch: " + signature.entryPoint + " over " +
+                            std::to_string(groups[d]) +
+                            " workgroups along axis " + std::to_string(d) +
+                            "; the GPU takes 1 to " +
+                            std::to_string(limits[d]));
+    std::vector<MemrefDescriptor> descriptors;
+    for (hal::Buffer *binding : bindings) {
+      GpuBuffer *buffer = binding ? own(*binding, error) : nullptr;
+      if (!buffer)
+        return binding ? false
+                       : failWith(error, Failure::InvalidInput,
+                                  "dispatch: a binding of " +
+                                      signature.entryPoint + " is null");
+      descriptors.push_back({buffer->pointer(), buffer->pointer(), 0,
+                             static_cast<int64_t>(buffer->size()), 1});
+    }
+    Function function = code->function(kernel);
+    uint32_t grid[3] = {groups[0], groups[1], groups[2]};
+    uint32_t block[3] = {signature.workgroupSize[0], signature.workgroupSize[1],
+                         signature.workgroupSize[2]};
+    submitDriverWork(
+        "launching " + signature.entryPoint,
+        [=, descriptors = std::move(descriptors)](GpuDriver &driver) mutable {
+          std::vector<void *> arguments;
+          for (MemrefDescriptor &descriptor : descriptors)
+            for (void *field :
+                 {static_cast<void *>(&descriptor.allocated),
+                  static_cast<void *>(&descriptor.aligned),
+                  static_cast<void *>(&descriptor.offset),
+                  static_cast<void *>(&descriptor.size),
+                  static_cast<void *>(&descriptor.stride)})
+              arguments.push_back(field);
+          return driver.launch(function, grid, block, arguments.data(),
+                               stream_);
+        });
+    return true;
+  }
+
+  bool signal(hal::Event &event, uint64_t value, Error &error) override {
+    // The host event may be reached only once the GPU has done the work.
+    submitDriverWork("synchronizing",
+                     [=](GpuDriver &driver) { return driver.synchronize(stream_); });
+    return SerialQueue::signal(event, value, error);
+  }
+
+  bool finish(Error &error) override {
+    submitDriverWork("synchronizing",
+                     [=](GpuDriver &driver) { return driver.synchronize(stream_); });
+    return SerialQueue::finish(error);
+  }
+
+private:
+  /// `buffer` as one of this device's buffers, or an error.
+  GpuBuffer *own(hal::Buffer &buffer, Error &error) {
+    auto *mine = dynamic_cast<GpuBuffer *>(&buffer);
+    if (!mine || mine->driver() != driver_.get() || mine->device() != device_) {
+      failWith(error, Failure::InvalidInput,
+               "a buffer of another device was given to " + name_ +
+                   "'s queue; copy it through the host");
+      return nullptr;
+    }
+    return mine;
+  }
+
+  /// Queues a driver call on this queue's thread with the device current.
+  template <typename Call>
+  void submitDriverWork(std::string what, Call call) {
+    submit([this, what = std::move(what),
+            call = std::move(call)](Error &error) mutable {
+      std::string why = driver_->makeCurrent(device_);
+      if (why.empty())
+        why = call(*driver_);
+      return why.empty() || driverFailed(error, name_, what, why);
+    });
+  }
+
+  std::shared_ptr<GpuDriver> driver_;
+  int device_;
+  std::string name_;
+  Stream stream_;
+};
+
+class GpuDevice final : public hal::Device {
+public:
+  GpuDevice(std::shared_ptr<GpuDriver> driver, int index, hal::DeviceInfo info)
+      : driver_(std::move(driver)), index_(index), info_(std::move(info)) {}
+
+  const hal::DeviceInfo &info() const override { return info_; }
+
+  std::shared_ptr<hal::Buffer> allocate(int memorySpace, uint64_t size,
+                                        Error &error) override {
+    if (memorySpace != kDeviceLocal && memorySpace != kHostPinned) {
+      failWith(error, Failure::InvalidInput,
+               info_.name + " has memory spaces 0 (device-local) and 1 "
+                            "(host-pinned), not " +
+                   std::to_string(memorySpace));
+      return nullptr;
+    }
+    std::string why = driver_->makeCurrent(index_);
+    // Zero-byte buffers are valid; the driver is asked for one byte.
+    uint64_t bytes = size ? size : 1;
+    if (why.empty() && memorySpace == kDeviceLocal) {
+      uint64_t free = 0;
+      why = driver_->freeMemory(index_, free);
+      if (why.empty() && bytes > free) {
+        failWith(error, Failure::OutOfMemory,
+                 info_.name + ": " + std::to_string(size) +
+                     " bytes of device-local memory asked for, " +
+                     std::to_string(free) + " free");
+        return nullptr;
+      }
+    }
+    DevicePointer pointer = 0;
+    void *host = nullptr;
+    if (why.empty())
+      why = memorySpace == kDeviceLocal
+                ? driver_->allocateDevice(bytes, pointer)
+                : driver_->allocatePinned(bytes, host, pointer);
+    if (!why.empty()) {
+      failWith(error, Failure::OutOfMemory,
+               info_.name + ": allocating " + std::to_string(size) + " bytes of " +
+                   info_.memories[memorySpace].name + " failed: " + why);
+      return nullptr;
+    }
+    return std::make_shared<GpuBuffer>(driver_, index_, size, memorySpace,
+                                       pointer, host);
+  }
+
+  std::unique_ptr<hal::Queue> createQueue(Error &error) override {
+    Stream stream = nullptr;
+    std::string why = driver_->makeCurrent(index_);
+    if (why.empty())
+      why = driver_->createStream(stream);
+    if (!why.empty()) {
+      driverFailed(error, info_.name, "creating a stream", why);
+      return nullptr;
+    }
+    return std::make_unique<GpuQueue>(driver_, index_, info_.name, stream);
+  }
+
+  std::shared_ptr<hal::Event> createEvent(uint64_t initialValue,
+                                          Error &) override {
+    return std::make_shared<hal::HostEvent>(initialValue);
+  }
+
+  bool runs(hal::ExecutableFormat format) const override {
+    return format == hal::ExecutableFormat::GpuModule;
+  }
+
+  std::shared_ptr<hal::Executable>
+  loadExecutable(hal::ExecutableFormat format, const std::string &code,
+                 std::vector<hal::KernelSignature> kernels,
+                 Error &error) override {
+    if (format != hal::ExecutableFormat::GpuModule) {
+      failWith(error, Failure::Unsupported,
+               info_.name + " runs GPU modules (" + driver_->kind() +
+                   "), not this executable format");
+      return nullptr;
+    }
+    for (const hal::KernelSignature &kernel : kernels) {
+      uint64_t threads = uint64_t(kernel.workgroupSize[0]) *
+                         kernel.workgroupSize[1] * kernel.workgroupSize[2];
+      if (threads < 1 || threads > 1024 || kernel.pushConstantBytes != 0)
+        return failWith(error, Failure::InvalidInput,
+                        info_.name + ": kernel " + kernel.entryPoint +
+                            " has a workgroup of " + std::to_string(threads) +
+                            " threads or push constants; GPU modules take "
+                            "1 to 1024 threads and none"),
+               nullptr;
+    }
+    std::string why = driver_->makeCurrent(index_);
+    Module module = nullptr;
+    if (why.empty())
+      why = driver_->loadModule(code, module);
+    if (!why.empty()) {
+      failWith(error, Failure::InvalidInput,
+               info_.name + " (" + info_.arch + ") cannot load the module: " +
+                   why);
+      return nullptr;
+    }
+    std::vector<Function> functions;
+    for (const hal::KernelSignature &kernel : kernels) {
+      Function function = nullptr;
+      why = driver_->function(module, kernel.entryPoint, function);
+      if (!why.empty()) {
+        driver_->unloadModule(module);
+        failWith(error, Failure::InvalidInput,
+                 info_.name + ": the module has no kernel " +
+                     kernel.entryPoint + " (" + why + ")");
+        return nullptr;
+      }
+      functions.push_back(function);
+    }
+    return std::make_shared<GpuExecutable>(driver_, index_, module,
+                                           std::move(kernels),
+                                           std::move(functions));
+  }
+
+private:
+  std::shared_ptr<GpuDriver> driver_;
+  int index_;
+  hal::DeviceInfo info_;
+};
+
+} // namespace
+
+std::vector<std::shared_ptr<hal::Device>>
+createGpuDevices(const std::shared_ptr<GpuDriver> &driver) {
+  std::vector<std::shared_ptr<hal::Device>> devices;
+  const std::vector<GpuProperties> &found = driver->devices();
+  for (size_t i = 0; i < found.size(); ++i) {
+    const GpuProperties &gpu = found[i];
+    hal::DeviceInfo info;
+    info.name = driver->kind() + std::to_string(i);
+    info.kind = driver->kind();
+    info.arch = gpu.arch;
+    info.description = gpu.name + " (" + gpu.arch + ", " +
+                       std::to_string(gpu.multiprocessors) + " compute units, " +
+                       std::to_string(gpu.memoryBytes >> 20) + " MiB; " +
+                       driver->version() + ")";
+    info.memories.push_back({"device-local", gpu.memoryBytes, false});
+    info.memories.push_back({"host-pinned", hostMemoryBytes(), true});
+    devices.push_back(
+        std::make_shared<GpuDevice>(driver, static_cast<int>(i), std::move(info)));
+  }
+  return devices;
+}
+
+} // namespace hetrt::gpu
