@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev python3-numpy libxxhash-dev libhwloc-dev libglpk-dev
   libvulkan-dev mesa-vulkan-drivers spirv-tools rocm-device-libs
+  libamdhip64-dev
 )
 missing=()
 for p in "${packages[@]}"; do

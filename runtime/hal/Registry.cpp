@@ -5,6 +5,7 @@
 
 #include "runtime/backends/cpu/CpuDevice.h"
 #include "runtime/backends/cuda/CudaDriver.h"
+#include "runtime/backends/hip/HipDriver.h"
 #include "runtime/backends/vulkan/VulkanDevice.h"
 #include "runtime/hal/SerialQueue.h"
 
@@ -28,6 +29,9 @@ const Registry &registry() {
       built->devices.push_back(std::move(device));
     for (std::shared_ptr<Device> &device :
          cuda::enumerateCudaDevices(built->unavailable))
+      built->devices.push_back(std::move(device));
+    for (std::shared_ptr<Device> &device :
+         hip::enumerateHipDevices(built->unavailable))
       built->devices.push_back(std::move(device));
     return built;
   }();
