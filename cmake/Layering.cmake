@@ -50,7 +50,7 @@ function(hetc_forbid_links target pattern why)
 endfunction()
 
 function(hetc_check_layering)
-  foreach(target hetrt hetrt_core hetrt_format hetrt_tokenizer hetrt-run)
+  foreach(target hetrt hetrt_core hetrt_format hetrt_tokenizer hetrt-run hetrt-synth)
     hetc_forbid_links(${target} "^(lib)?(MLIR|LLVM)"
       "the runtime must link neither LLVM nor MLIR")
   endforeach()

@@ -68,7 +68,10 @@ struct GpuKernel {
   std::string name;
   int bindings = 0;
   std::array<int, 3> workgroup = {1, 1, 1};
-  bool operator==(const GpuKernel &) const = default;
+  bool operator==(const GpuKernel &other) const {
+    return name == other.name && bindings == other.bindings &&
+           workgroup == other.workgroup;
+  }
 };
 
 /// The kernel library compiled for one GPU target (nvptx, amdgpu), for the

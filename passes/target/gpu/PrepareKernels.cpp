@@ -38,28 +38,24 @@ std::optional<std::array<int64_t, 3>> workgroupSize(gpu::GPUFuncOp kernel) {
 
 /// The thread's index within its workgroup, x fastest.
 Value linearThreadId(OpBuilder &builder, Location loc) {
-  Value x = builder.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
-  Value y = builder.create<gpu::ThreadIdOp>(loc, gpu::Dimension::y);
-  Value z = builder.create<gpu::ThreadIdOp>(loc, gpu::Dimension::z);
-  Value sizeX = builder.create<gpu::BlockDimOp>(loc, gpu::Dimension::x);
-  Value sizeY = builder.create<gpu::BlockDimOp>(loc, gpu::Dimension::y);
-  Value zy = builder.create<arith::AddIOp>(
-      loc, builder.create<arith::MulIOp>(loc, z, sizeY), y);
-  return builder.create<arith::AddIOp>(
-      loc, builder.create<arith::MulIOp>(loc, zy, sizeX), x);
+  Value x = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
+  Value y = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::y);
+  Value z = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::z);
+  Value sizeX = gpu::BlockDimOp::create(builder, loc, gpu::Dimension::x);
+  Value sizeY = gpu::BlockDimOp::create(builder, loc, gpu::Dimension::y);
+  Value zy = arith::AddIOp::create(builder, loc, arith::MulIOp::create(builder, loc, z, sizeY), y);
+  return arith::AddIOp::create(builder, loc, arith::MulIOp::create(builder, loc, zy, sizeX), x);
 }
 
 /// Threads in the workgroup: a constant where the kernel's size is known.
 Value workgroupThreads(OpBuilder &builder, Location loc,
                        std::optional<std::array<int64_t, 3>> known) {
   if (known)
-    return builder.create<arith::ConstantIndexOp>(
-        loc, (*known)[0] * (*known)[1] * (*known)[2]);
-  Value x = builder.create<gpu::BlockDimOp>(loc, gpu::Dimension::x);
-  Value y = builder.create<gpu::BlockDimOp>(loc, gpu::Dimension::y);
-  Value z = builder.create<gpu::BlockDimOp>(loc, gpu::Dimension::z);
-  return builder.create<arith::MulIOp>(
-      loc, builder.create<arith::MulIOp>(loc, x, y), z);
+    return arith::ConstantIndexOp::create(builder, loc, (*known)[0] * (*known)[1] * (*known)[2]);
+  Value x = gpu::BlockDimOp::create(builder, loc, gpu::Dimension::x);
+  Value y = gpu::BlockDimOp::create(builder, loc, gpu::Dimension::y);
+  Value z = gpu::BlockDimOp::create(builder, loc, gpu::Dimension::z);
+  return arith::MulIOp::create(builder, loc, arith::MulIOp::create(builder, loc, x, y), z);
 }
 
 /// Workgroup memory as the library writes it (memory space 3, which SPIR-V's
@@ -110,16 +106,15 @@ void lowerSubgroupIds(gpu::GPUFuncOp kernel, unsigned subgroupSize) {
   for (Operation *op : ops) {
     builder.setInsertionPoint(op);
     Location loc = op->getLoc();
-    Value lanes = builder.create<arith::ConstantIndexOp>(loc, subgroupSize);
+    Value lanes = arith::ConstantIndexOp::create(builder, loc, subgroupSize);
     Value replacement;
     if (isa<gpu::SubgroupSizeOp>(op)) {
       replacement = lanes;
     } else if (isa<gpu::SubgroupIdOp>(op)) {
-      replacement = builder.create<arith::DivUIOp>(
-          loc, linearThreadId(builder, loc), lanes);
+      replacement = arith::DivUIOp::create(builder, loc, linearThreadId(builder, loc), lanes);
     } else {
       Value threads = workgroupThreads(builder, loc, known);
-      replacement = builder.create<arith::CeilDivUIOp>(loc, threads, lanes);
+      replacement = arith::CeilDivUIOp::create(builder, loc, threads, lanes);
     }
     op->getResult(0).replaceAllUsesWith(replacement);
     op->erase();
