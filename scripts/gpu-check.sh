@@ -62,7 +62,7 @@ prepare() {
     # Half of the model's bytes on the GPU: the rest of the decoder on the CPU.
     local half=$(( $(stat -c %s "$model") / 2 ))
     "$hetc" compile "$model" --system "$system" --cpu-variants x86-64-v3 \
-      --device-memory "cuda0=$half" -o "$dir/packs/llama1b-$type-split.hetpack" -q
+      --device-memory "cuda0=${half}B" -o "$dir/packs/llama1b-$type-split.hetpack" -q
     "$hetc" info "$dir/packs/llama1b-$type-split.hetpack" | grep '^  plan'
   done
   # A prompt of 512 tokens of the synthetic vocabulary ("▁a" is one token).

@@ -12,6 +12,53 @@ bool failWith(Error &error, core::Failure kind, std::string message) {
   return false;
 }
 
+bool checkRange(const char *what, uint64_t offset, uint64_t size,
+                uint64_t bufferSize, Error &error) {
+  if (rangeInside(offset, size, bufferSize))
+    return true;
+  return failWith(error, core::Failure::InvalidInput,
+                  std::string(what) + ": bytes [" + std::to_string(offset) +
+                      ", " + std::to_string(offset) + " + " +
+                      std::to_string(size) + ") are outside the " +
+                      std::to_string(bufferSize) + "-byte buffer");
+}
+
+bool checkHostPointer(const char *what, const void *host, uint64_t size,
+                      Error &error) {
+  if (host || size == 0)
+    return true;
+  return failWith(error, core::Failure::InvalidInput,
+                  std::string(what) + ": the host pointer is null");
+}
+
+bool checkFillPattern(uint64_t offset, uint64_t size, int patternBytes,
+                      Error &error) {
+  if (patternBytes != 1 && patternBytes != 2 && patternBytes != 4)
+    return failWith(error, core::Failure::InvalidInput,
+                    "fill: the pattern is " + std::to_string(patternBytes) +
+                        " bytes; give 1, 2 or 4");
+  if (offset % patternBytes != 0 || size % patternBytes != 0)
+    return failWith(error, core::Failure::InvalidInput,
+                    "fill: offset " + std::to_string(offset) + " and size " +
+                        std::to_string(size) + " must be multiples of the " +
+                        std::to_string(patternBytes) + "-byte pattern");
+  return true;
+}
+
+bool checkCopy(const Buffer &source, uint64_t sourceOffset,
+               const Buffer &target, uint64_t targetOffset, uint64_t size,
+               Error &error) {
+  if (!checkRange("copy (source)", sourceOffset, size, source.size(), error) ||
+      !checkRange("copy (target)", targetOffset, size, target.size(), error))
+    return false;
+  if (&source != &target || sourceOffset >= targetOffset + size ||
+      targetOffset >= sourceOffset + size)
+    return true;
+  return failWith(error, core::Failure::InvalidInput,
+                  "copy: the source and target ranges of one buffer overlap; "
+                  "copy through a second buffer");
+}
+
 uint64_t HostEvent::value() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return value_;

@@ -27,6 +27,22 @@ inline bool rangeInside(uint64_t offset, uint64_t size, uint64_t limit) {
   return offset <= limit && size <= limit - offset;
 }
 
+/// The checks every back end's queue makes before it accepts work, with the
+/// same messages everywhere: `what` names the call ("fill", "copy (source)").
+/// [offset, offset + size) inside a buffer of `bufferSize` bytes:
+bool checkRange(const char *what, uint64_t offset, uint64_t size,
+                uint64_t bufferSize, Error &error);
+/// A host pointer for `size` bytes (null only when there are none):
+bool checkHostPointer(const char *what, const void *host, uint64_t size,
+                      Error &error);
+/// A fill pattern of 1, 2 or 4 bytes that whole patterns fill:
+bool checkFillPattern(uint64_t offset, uint64_t size, int patternBytes,
+                      Error &error);
+/// A copy's two ranges inside their buffers, not overlapping within one:
+bool checkCopy(const Buffer &source, uint64_t sourceOffset,
+               const Buffer &target, uint64_t targetOffset, uint64_t size,
+               Error &error);
+
 class HostEvent final : public Event {
 public:
   explicit HostEvent(uint64_t value) : value_(value) {}

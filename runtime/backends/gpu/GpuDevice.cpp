@@ -102,17 +102,9 @@ public:
     GpuBuffer *target = own(buffer, error);
     if (!target)
       return false;
-    if (patternBytes != 1 && patternBytes != 2 && patternBytes != 4)
-      return failWith(error, Failure::InvalidInput,
-                      "fill: a pattern is 1, 2 or 4 bytes, not " +
-                          std::to_string(patternBytes));
-    if (offset % patternBytes || size % patternBytes ||
-        !hal::rangeInside(offset, size, buffer.size()))
-      return failWith(error, Failure::InvalidInput,
-                      "fill: bytes [" + std::to_string(offset) + ", +" +
-                          std::to_string(size) + ") are not whole patterns "
-                          "inside the buffer of " +
-                          std::to_string(buffer.size()));
+    if (!hal::checkFillPattern(offset, size, patternBytes, error) ||
+        !hal::checkRange("fill", offset, size, buffer.size(), error))
+      return false;
     DevicePointer at = target->pointer() + offset;
     submitDriverWork("fill", [=](GpuDriver &driver) {
       return driver.fill(at, pattern, patternBytes, size / patternBytes,
@@ -125,17 +117,9 @@ public:
             uint64_t targetOffset, uint64_t size, Error &error) override {
     GpuBuffer *from = own(source, error);
     GpuBuffer *to = from ? own(target, error) : nullptr;
-    if (!to)
+    if (!to || !hal::checkCopy(source, sourceOffset, target, targetOffset,
+                               size, error))
       return false;
-    if (!hal::rangeInside(sourceOffset, size, source.size()) ||
-        !hal::rangeInside(targetOffset, size, target.size()))
-      return failWith(error, Failure::InvalidInput,
-                      "copy: " + std::to_string(size) +
-                          " bytes do not fit the buffers' ranges");
-    if (&source == &target && sourceOffset < targetOffset + size &&
-        targetOffset < sourceOffset + size)
-      return failWith(error, Failure::InvalidInput,
-                      "copy: the ranges overlap within one buffer");
     DevicePointer src = from->pointer() + sourceOffset;
     DevicePointer dst = to->pointer() + targetOffset;
     submitDriverWork("copy", [=](GpuDriver &driver) {
@@ -147,12 +131,9 @@ public:
   bool write(const void *host, hal::Buffer &target, uint64_t targetOffset,
              uint64_t size, Error &error) override {
     GpuBuffer *to = own(target, error);
-    if (!to)
+    if (!to || !hal::checkHostPointer("write", host, size, error) ||
+        !hal::checkRange("write", targetOffset, size, target.size(), error))
       return false;
-    if (!hal::rangeInside(targetOffset, size, target.size()))
-      return failWith(error, Failure::InvalidInput,
-                      "write: " + std::to_string(size) +
-                          " bytes do not fit the buffer");
     DevicePointer dst = to->pointer() + targetOffset;
     submitDriverWork("write", [=](GpuDriver &driver) {
       return driver.copyToDevice(dst, host, size, stream_);
@@ -163,12 +144,9 @@ public:
   bool read(hal::Buffer &source, uint64_t sourceOffset, void *host,
             uint64_t size, Error &error) override {
     GpuBuffer *from = own(source, error);
-    if (!from)
+    if (!from || !hal::checkHostPointer("read", host, size, error) ||
+        !hal::checkRange("read", sourceOffset, size, source.size(), error))
       return false;
-    if (!hal::rangeInside(sourceOffset, size, source.size()))
-      return failWith(error, Failure::InvalidInput,
-                      "read: " + std::to_string(size) +
-                          " bytes do not fit the buffer");
     DevicePointer src = from->pointer() + sourceOffset;
     // The bytes are the host's once the work is done: the copy is waited
     // for before the queue moves on.
@@ -263,8 +241,9 @@ private:
     auto *mine = dynamic_cast<GpuBuffer *>(&buffer);
     if (!mine || mine->driver() != driver_.get() || mine->device() != device_) {
       failWith(error, Failure::InvalidInput,
-               "a buffer of another device was given to " + name_ +
-                   "'s queue; copy it through the host");
+               "the buffer belongs to another device than " + name_ +
+                   "; move it with a transfer between the devices' queues "
+                   "first");
       return nullptr;
     }
     return mine;

@@ -481,16 +481,9 @@ public:
     VulkanBuffer *target = own(buffer, "fill", error);
     if (!target)
       return false;
-    if (patternBytes != 1 && patternBytes != 2 && patternBytes != 4)
-      return failWith(error, Failure::InvalidInput,
-                      "fill: the pattern is " + std::to_string(patternBytes) +
-                          " bytes; give 1, 2 or 4");
-    if (offset % patternBytes != 0 || size % patternBytes != 0)
-      return failWith(error, Failure::InvalidInput,
-                      "fill: offset " + std::to_string(offset) + " and size " +
-                          std::to_string(size) + " must be multiples of the " +
-                          std::to_string(patternBytes) + "-byte pattern");
-    if (!checkRange("fill", *target, offset, size, error))
+    if (!hal::checkFillPattern(offset, size, patternBytes, error))
+      return false;
+    if (!hal::checkRange("fill", offset, size, target->size(), error))
       return false;
     // vkCmdFillBuffer writes whole words: replicate the pattern to 32 bits.
     uint32_t word = pattern;
@@ -522,14 +515,9 @@ public:
             uint64_t targetOffset, uint64_t size, Error &error) override {
     VulkanBuffer *from = own(source, "copy", error);
     VulkanBuffer *to = from ? own(target, "copy", error) : nullptr;
-    if (!to || !checkRange("copy (source)", *from, sourceOffset, size, error) ||
-        !checkRange("copy (target)", *to, targetOffset, size, error))
+    if (!to || !hal::checkCopy(*from, sourceOffset, *to, targetOffset, size,
+                               error))
       return false;
-    if (from == to && sourceOffset < targetOffset + size &&
-        targetOffset < sourceOffset + size)
-      return failWith(error, Failure::InvalidInput,
-                      "copy: the source and target ranges of one buffer "
-                      "overlap; copy through a second buffer");
     submit([this, from, sourceOffset, to, targetOffset, size](Error &failure) {
       return record(failure, [&](VkCommandBuffer commands) {
         if (!size)
@@ -545,8 +533,8 @@ public:
   bool write(const void *host, hal::Buffer &target, uint64_t targetOffset,
              uint64_t size, Error &error) override {
     VulkanBuffer *to = own(target, "write", error);
-    if (!to || !checkHost("write", host, size, error) ||
-        !checkRange("write", *to, targetOffset, size, error))
+    if (!to || !hal::checkHostPointer("write", host, size, error) ||
+        !hal::checkRange("write", targetOffset, size, to->size(), error))
       return false;
     submit([this, host, to, targetOffset, size](Error &failure) {
       return upload(host, *to, targetOffset, size, failure);
@@ -557,8 +545,8 @@ public:
   bool read(hal::Buffer &source, uint64_t sourceOffset, void *host,
             uint64_t size, Error &error) override {
     VulkanBuffer *from = own(source, "read", error);
-    if (!from || !checkHost("read", host, size, error) ||
-        !checkRange("read", *from, sourceOffset, size, error))
+    if (!from || !hal::checkHostPointer("read", host, size, error) ||
+        !hal::checkRange("read", sourceOffset, size, from->size(), error))
       return false;
     submit([this, from, sourceOffset, host, size](Error &failure) {
       if (size == 0)
@@ -684,23 +672,6 @@ private:
       return nullptr;
     }
     return vulkanBuffer;
-  }
-  static bool checkRange(const char *what, const VulkanBuffer &buffer,
-                         uint64_t offset, uint64_t size, Error &error) {
-    if (hal::rangeInside(offset, size, buffer.size()))
-      return true;
-    return failWith(error, Failure::InvalidInput,
-                    std::string(what) + ": bytes [" + std::to_string(offset) +
-                        ", " + std::to_string(offset) + " + " +
-                        std::to_string(size) + ") are outside the " +
-                        std::to_string(buffer.size()) + "-byte buffer");
-  }
-  static bool checkHost(const char *what, const void *host, uint64_t size,
-                        Error &error) {
-    if (host || size == 0)
-      return true;
-    return failWith(error, Failure::InvalidInput,
-                    std::string(what) + ": the host pointer is null");
   }
 
   /// Host bytes into a buffer: directly when it is mapped, else through a

@@ -1,9 +1,13 @@
 // Conformance of the device layer, run against every device the runtime
-// finds (the CPU always; each other back end where its driver is present):
+// finds (the CPU always; each other back end where its driver is present),
+// and against the CUDA and HIP back ends' shared layer over a host-memory
+// test driver, so that layer is checked on machines without a GPU:
 // buffers in every memory space, fill, copy and host transfers with their
 // bounds, queue order, and events that order one queue's work after
 // another's and let the host wait.
+#include "runtime/backends/gpu/GpuDevice.h"
 #include "runtime/hal/Device.h"
+#include "test/runtime/hal/HostGpuDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +26,11 @@ namespace {
 constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
 
 std::vector<std::shared_ptr<Device>> devicesUnderTest() {
-  return enumerateDevices();
+  std::vector<std::shared_ptr<Device>> devices = enumerateDevices();
+  for (std::shared_ptr<Device> &device : hetrt::gpu::createGpuDevices(
+           std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 30)))
+    devices.push_back(std::move(device));
+  return devices;
 }
 
 class DeviceConformance
@@ -287,6 +295,67 @@ TEST(DeviceRegistry, EventsOrderQueuesOfDifferentDevices) {
   EXPECT_NE(error.message.find("another device"), std::string::npos)
       << error.message;
   ASSERT_TRUE(producer->finish(error)) << error.message;
+}
+
+// The CUDA and HIP back ends' shared layer: what it says of a GPU, and what
+// it refuses before any driver call.
+TEST(GpuDeviceLayer, DescribesTheGpuAndItsTwoSpaces) {
+  auto devices = hetrt::gpu::createGpuDevices(
+      std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(80) << 30));
+  ASSERT_EQ(devices.size(), 1u);
+  const DeviceInfo &info = devices[0]->info();
+  EXPECT_EQ(info.name, "testgpu0");
+  EXPECT_EQ(info.arch, "sm_90");
+  EXPECT_EQ(info.description,
+            "host test GPU (sm_90, 1 compute units, 81920 MiB; host test driver)");
+  ASSERT_EQ(info.memories.size(), 2u);
+  EXPECT_EQ(info.memories[hetrt::gpu::kDeviceLocal].name, "device-local");
+  EXPECT_EQ(info.memories[hetrt::gpu::kDeviceLocal].capacityBytes,
+            uint64_t(80) << 30);
+  EXPECT_FALSE(info.memories[hetrt::gpu::kDeviceLocal].hostVisible);
+  EXPECT_EQ(info.memories[hetrt::gpu::kHostPinned].name, "host-pinned");
+  EXPECT_TRUE(info.memories[hetrt::gpu::kHostPinned].hostVisible);
+  EXPECT_TRUE(devices[0]->runs(ExecutableFormat::GpuModule));
+  EXPECT_FALSE(devices[0]->runs(ExecutableFormat::SpirV));
+  EXPECT_FALSE(devices[0]->runs(ExecutableFormat::X86SharedObject));
+}
+
+TEST(GpuDeviceLayer, RefusesModulesItCannotLaunch) {
+  auto devices = hetrt::gpu::createGpuDevices(
+      std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 30));
+  Device &gpu = *devices[0];
+  Error error;
+  EXPECT_FALSE(gpu.loadExecutable(ExecutableFormat::SpirV, "x", {}, error));
+  EXPECT_EQ(error.kind, Failure::Unsupported);
+  KernelSignature wide{"k", 2, 0, {64, 32, 1}};
+  EXPECT_FALSE(gpu.loadExecutable(ExecutableFormat::GpuModule, "x", {wide},
+                                  error));
+  EXPECT_EQ(error.kind, Failure::InvalidInput);
+  EXPECT_NE(error.message.find("workgroup of 2048 threads"), std::string::npos)
+      << error.message;
+  KernelSignature fine{"k", 2, 0, {256, 1, 1}};
+  EXPECT_FALSE(gpu.loadExecutable(ExecutableFormat::GpuModule, "x", {fine},
+                                  error));
+  EXPECT_EQ(error.message,
+            "testgpu0 (sm_90) cannot load the module: the host test driver "
+            "loads no modules");
+}
+
+TEST(GpuDeviceLayer, KeepsDeviceMemoryWithinWhatIsFree) {
+  auto devices = hetrt::gpu::createGpuDevices(
+      std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 20));
+  Device &gpu = *devices[0];
+  Error error;
+  std::shared_ptr<Buffer> most = gpu.allocate(0, 768 << 10, error);
+  ASSERT_TRUE(most) << error.message;
+  EXPECT_FALSE(gpu.allocate(0, 512 << 10, error));
+  EXPECT_EQ(error.kind, Failure::OutOfMemory);
+  EXPECT_EQ(error.message, "testgpu0: 524288 bytes of device-local memory "
+                           "asked for, 262144 free");
+  most.reset();
+  EXPECT_TRUE(gpu.allocate(0, 512 << 10, error)) << error.message;
+  // Pinned host memory is not the GPU's.
+  EXPECT_TRUE(gpu.allocate(1, 2 << 20, error)) << error.message;
 }
 
 } // namespace
