@@ -44,7 +44,7 @@ struct hetrt_session_t {
         int64_t units = 0;
         if (manifest.plan && !device)
           for (const auto &[id, count] : manifest.plan->units)
-            if (id == stats.name)
+            if (id == spirv->planDeviceName(stats.name))
               units = count;
         deviceUnits.push_back(units);
       }

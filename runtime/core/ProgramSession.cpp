@@ -153,6 +153,19 @@ const format::SpirvLibrary *chooseSpirvLibrary(const format::SpirvCode &code,
 
 namespace {
 
+/// The kind of runtime device that runs a program target's code.
+std::string runtimeKindOf(const std::string &target) {
+  if (target == "x86")
+    return "cpu";
+  if (target == "spirv")
+    return "vulkan";
+  if (target == "nvptx")
+    return "cuda";
+  if (target == "amdgpu")
+    return "hip";
+  return target;
+}
+
 /// "sm_86" → 86; -1 for anything else.
 int computeCapability(const std::string &arch, const char *prefix) {
   std::string_view text(arch);
@@ -271,23 +284,70 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       readProgram(pack, plan.decodeSection, recompile, error);
   if (!decode)
     return nullptr;
+  // Each device of the plan on one of this machine's: the one of its name,
+  // else the first of its kind no other plan device took (a plan for a
+  // catalog system names its GPU gpu0; this machine calls it cuda0).
+  std::vector<std::string> names;
+  for (const hetc::abi::Program *program : {&*prefill, &*decode})
+    for (const hetc::abi::ProgramDevice &device : program->devices)
+      if (std::find(names.begin(), names.end(), device.name) == names.end())
+        names.push_back(device.name);
+  std::vector<std::pair<std::string, hal::Device *>> placed;
+  auto taken = [&](const hal::Device *device) {
+    return std::any_of(placed.begin(), placed.end(),
+                       [&](const auto &entry) { return entry.second == device; });
+  };
+  for (const std::string &name : names)
+    for (const std::shared_ptr<hal::Device> &device : devices)
+      if (device->info().name == name && !taken(device.get()))
+        placed.emplace_back(name, device.get());
+  for (const hetc::abi::Program *program : {&*prefill, &*decode})
+    for (const hetc::abi::ProgramDevice &wanted : program->devices) {
+      if (std::any_of(placed.begin(), placed.end(), [&](const auto &entry) {
+            return entry.first == wanted.name;
+          }))
+        continue;
+      const std::string kind = runtimeKindOf(wanted.target);
+      for (const std::shared_ptr<hal::Device> &device : devices)
+        if (device->info().kind == kind && !taken(device.get())) {
+          placed.emplace_back(wanted.name, device.get());
+          break;
+        }
+      if (std::none_of(placed.begin(), placed.end(), [&](const auto &entry) {
+            return entry.first == wanted.name;
+          })) {
+        std::string have;
+        for (const std::shared_ptr<hal::Device> &d : devices)
+          have += (have.empty() ? "" : ", ") + d->info().name;
+        error = pack.path() + ": the plan for " + plan.system + " runs " +
+                wanted.target + " code on " + wanted.name +
+                ", and this machine has no such device nor another " + kind +
+                " device for it (it has " + have +
+                "); compile the model for this machine's system (`hetc "
+                "calibrate` describes it)";
+        failure = Failure::Unavailable;
+        return nullptr;
+      }
+    }
+  auto runtimeDevice = [&](const std::string &name) {
+    for (const auto &[planned, device] : placed)
+      if (planned == name)
+        return device;
+    return static_cast<hal::Device *>(nullptr);
+  };
+  std::vector<std::pair<std::string, std::string>> planNames;
+  for (const auto &[planned, device] : placed)
+    planNames.emplace_back(device->info().name, planned);
+  // The runner knows devices by this machine's names.
+  for (hetc::abi::Program *program : {&*prefill, &*decode})
+    for (hetc::abi::ProgramDevice &device : program->devices)
+      device.name = runtimeDevice(device.name)->info().name;
   std::vector<ProgramRunner::DeviceCode> codes;
   for (const hetc::abi::ProgramDevice &wanted : prefill->devices) {
-    auto device = std::find_if(devices.begin(), devices.end(),
-                               [&](const std::shared_ptr<hal::Device> &d) {
-                                 return d->info().name == wanted.name;
-                               });
-    if (device == devices.end()) {
-      std::string names;
-      for (const std::shared_ptr<hal::Device> &d : devices)
-        names += (names.empty() ? "" : ", ") + d->info().name;
-      error = pack.path() + ": the plan for " + plan.system + " runs on " +
-              wanted.name + ", which this machine does not have (it has " +
-              names + "); compile the model for this machine's system (`hetc "
-              "calibrate` describes it)";
-      failure = Failure::Unavailable;
-      return nullptr;
-    }
+    hal::Device *device = nullptr;
+    for (const auto &[planned, candidate] : placed)
+      if (candidate->info().name == wanted.name)
+        device = candidate;
     ProgramRunner::DeviceCode code;
     if (wanted.target == "spirv") {
       if (!manifest.spirv) {
@@ -296,11 +356,11 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
                 "model again with `" + recompile + "`)";
         return nullptr;
       }
-      if (!spirvCode(pack, *manifest.spirv, **device, recompile, code, error,
+      if (!spirvCode(pack, *manifest.spirv, *device, recompile, code, error,
                      failure))
         return nullptr;
     } else if (wanted.target != "x86") {
-      if (!gpuCode(pack, manifest, wanted.target, **device, recompile, code,
+      if (!gpuCode(pack, manifest, wanted.target, *device, recompile, code,
                    error, failure))
         return nullptr;
     } else {
@@ -319,7 +379,7 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
         failure = chosen ? Failure::InvalidInput : Failure::Unsupported;
         return nullptr;
       }
-      code.device = device->get();
+      code.device = device;
       code.format = hal::ExecutableFormat::X86SharedObject;
       code.description = "x86 " + chosen->name;
       code.binary = std::string(*binary);
@@ -328,8 +388,12 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     }
     codes.push_back(std::move(code));
   }
-  return start(model, std::move(codes), std::move(*prefill), std::move(*decode),
-               plan.maxPrefillTokens, recompile, error, failure);
+  std::unique_ptr<ProgramSession> session =
+      start(model, std::move(codes), std::move(*prefill), std::move(*decode),
+            plan.maxPrefillTokens, recompile, error, failure);
+  if (session)
+    session->planNames_ = std::move(planNames);
+  return session;
 }
 
 std::unique_ptr<ProgramSession> ProgramSession::start(

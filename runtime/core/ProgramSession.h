@@ -65,6 +65,15 @@ public:
   int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
   /// The devices it runs on, joined by '+' ("vulkan0", "vulkan0+cpu0").
   const std::string &deviceName() const { return deviceName_; }
+  /// The name the plan gives the device this machine calls `runtimeName`
+  /// (they differ when the plan was made for a catalog system: gpu0 runs on
+  /// cuda0), or `runtimeName` itself.
+  const std::string &planDeviceName(const std::string &runtimeName) const {
+    for (const auto &[runtime, planned] : planNames_)
+      if (runtime == runtimeName)
+        return planned;
+    return runtimeName;
+  }
   /// What ran on each device so far.
   std::vector<ProgramRunner::DeviceStats> deviceStats() const {
     return runner_->stats();
@@ -87,6 +96,8 @@ private:
   int64_t context_ = 0;
   int64_t maxPrefillTokens_ = 1;
   std::string deviceName_;
+  /// (this machine's name, the plan's name) of each device of a plan.
+  std::vector<std::pair<std::string, std::string>> planNames_;
 };
 
 } // namespace hetrt::core
