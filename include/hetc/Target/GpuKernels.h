@@ -14,9 +14,10 @@
 
 namespace hetc::target {
 
-/// The kernel library with its subgroup helpers in place (the LLVM GPU
-/// targets reduce across a warp or wavefront in registers); null with
-/// `error` when it does not build.
+/// The kernel library with its subgroup and native helpers in place (the
+/// LLVM GPU targets reduce across a warp or wavefront in registers, load
+/// 16 and 128 bits at once and convert f16 in hardware); null with `error`
+/// when it does not build.
 mlir::OwningOpRef<mlir::ModuleOp>
 subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error);
 

@@ -22,6 +22,8 @@ subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error) {
   hetc::spirv::HetcSpirvSpecializeKernelsPassOptions variant;
   variant.variant = "subgroup";
   specialize.addPass(hetc::spirv::createHetcSpirvSpecializeKernelsPass(variant));
+  // Wide loads and hardware f16 conversion, which SPIR-V's baseline lacks.
+  specialize.addPass(hetc::gpu::createHetcGpuNativeHelpersPass());
   if (mlir::failed(specialize.run(*library))) {
     error = "the kernel library's subgroup variant does not build";
     return nullptr;

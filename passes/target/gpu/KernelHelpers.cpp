@@ -65,3 +65,51 @@ LogicalResult hetc::gpu::inlineKernelHelpers(Operation *kernels) {
     helper.erase();
   return success();
 }
+
+LogicalResult hetc::gpu::chooseHelperForms(Operation *kernels,
+                                           llvm::StringRef suffix,
+                                           bool useSuffixed) {
+  SymbolTable symbols(kernels);
+  SmallVector<func::FuncOp> forms;
+  for (auto helper : kernels->getRegion(0).getOps<func::FuncOp>())
+    if (helper.getSymName().ends_with(suffix))
+      forms.push_back(helper);
+  bool failed = false;
+  for (func::FuncOp form : forms) {
+    StringRef name = form.getSymName().drop_back(suffix.size());
+    auto original = symbols.lookup<func::FuncOp>(name);
+    if (!original) {
+      form.emitError() << "@" << form.getSymName() << " is the "
+                       << suffix.drop_while([](char c) { return c == '_'; })
+                       << " form of @" << name
+                       << ", which the module lacks; define @" << name
+                       << " (the portable form) beside it";
+      failed = true;
+      continue;
+    }
+    if (!SymbolTable::symbolKnownUseEmpty(form, kernels)) {
+      form.emitError() << "@" << form.getSymName() << " is called by name; call @"
+                       << name << " and let the library variant choose its body";
+      failed = true;
+      continue;
+    }
+    if (original.getFunctionType() != form.getFunctionType()) {
+      form.emitError() << "@" << form.getSymName() << " has type "
+                       << form.getFunctionType() << ", but @" << name
+                       << " has " << original.getFunctionType()
+                       << "; the two forms must be interchangeable";
+      failed = true;
+      continue;
+    }
+    if (!useSuffixed) {
+      symbols.erase(form);
+      continue;
+    }
+    symbols.erase(original);
+    if (::mlir::failed(symbols.rename(form, name))) {
+      form.emitError() << "cannot rename to @" << name;
+      failed = true;
+    }
+  }
+  return failure(failed);
+}

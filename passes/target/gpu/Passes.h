@@ -14,6 +14,15 @@ namespace hetc::gpu {
 /// calls left after 16 rounds (recursion), is an error naming the helper.
 mlir::LogicalResult inlineKernelHelpers(mlir::Operation *kernels);
 
+/// A helper `@X<suffix>` of `kernels` (a gpu.module) is another form of
+/// `@X`, for some targets: with `useSuffixed` each replaces its `@X` (the
+/// calls stay as they are), else each is erased. A suffixed helper without
+/// its `@X`, one called by name, or one of another type than `@X` is an
+/// error naming both.
+mlir::LogicalResult chooseHelperForms(mlir::Operation *kernels,
+                                      llvm::StringRef suffix,
+                                      bool useSuffixed);
+
 #define GEN_PASS_DECL
 #include "passes/target/gpu/Passes.h.inc"
 

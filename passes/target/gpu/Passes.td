@@ -46,4 +46,34 @@ def HetcGpuPrepareKernelsPass
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
 }
 
+def HetcGpuNativeHelpersPass
+    : Pass<"hetc-gpu-native-helpers", "mlir::ModuleOp"> {
+  let summary = "Give the kernel library's helpers their forms for the LLVM "
+                "GPU targets: wide loads and native half-precision conversion";
+  let description = [{
+    A helper `@X_native` of a gpu.module is `@X` written for NVIDIA and AMD
+    GPUs, with what SPIR-V's portable Vulkan baseline lacks: loads of 16
+    and 128 bits (`vector.load` with its alignment) where the portable form
+    reads bytes, and f16 converted by the hardware (`arith.extf`) where the
+    portable form widens the bits with integer arithmetic. Each replaces its
+    `@X`; the calls stay as they are, so the kernels are the ones the SPIR-V
+    tests check on every Vulkan device. The SPIR-V target never runs this
+    pass, and its conversion drops the `_native` helpers with the others.
+
+    A `_native` helper without its `@X`, one called by name, or one of
+    another type than `@X` is an error.
+
+    ```mlir
+    func.func private @load_u16(%b: memref<?xi8>, %at: index) -> i32 {...}
+    func.func private @load_u16_native(%b: memref<?xi8>, %at: index) -> i32 {
+      %v = vector.load %b[%at] {alignment = 2} : memref<?xi8>, vector<2xi8>
+      ...
+    // becomes
+    func.func private @load_u16(%b: memref<?xi8>, %at: index) -> i32 {
+      %v = vector.load %b[%at] {alignment = 2} : memref<?xi8>, vector<2xi8>
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // HETC_PASSES_TARGET_GPU_PASSES_TD

@@ -12,6 +12,8 @@
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -38,6 +40,34 @@ hetc::spirv::defaultVulkanTargetEnv(MLIRContext *context) {
 
 namespace {
 
+/// Upstream's scf.for → SPIR-V conversion keeps a loop's results in function
+/// variables that only the loop body stores: a loop that runs no iteration
+/// leaves them undefined instead of holding the initial values (a thread
+/// whose strided range is empty). Each loop with results is put under an
+/// scf.if that yields the initial values when the range is empty.
+void guardEmptyLoops(Operation *kernels) {
+  SmallVector<scf::ForOp> loops;
+  kernels->walk([&](scf::ForOp loop) {
+    if (loop.getNumResults() > 0)
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    OpBuilder builder(loop);
+    Location loc = loop.getLoc();
+    Value runs = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                                       loop.getLowerBound(),
+                                       loop.getUpperBound());
+    auto guard = scf::IfOp::create(builder, loc, loop.getResultTypes(), runs,
+                                   /*withElseRegion=*/true);
+    loop->replaceAllUsesWith(guard.getResults());
+    loop->moveBefore(guard.thenBlock(), guard.thenBlock()->end());
+    builder.setInsertionPointToEnd(guard.thenBlock());
+    scf::YieldOp::create(builder, loc, loop.getResults());
+    builder.setInsertionPointToEnd(guard.elseBlock());
+    scf::YieldOp::create(builder, loc, loop.getInitArgs());
+  }
+}
+
 struct ConvertKernelsPass
     : hetc::spirv::impl::HetcSpirvConvertKernelsPassBase<ConvertKernelsPass> {
   void runOnOperation() override {
@@ -54,6 +84,7 @@ struct ConvertKernelsPass
     for (Operation *kernels : clones) {
       if (failed(hetc::gpu::inlineKernelHelpers(kernels)))
         return signalPassFailure();
+      guardEmptyLoops(kernels);
       mlir::spirv::TargetEnvAttr environment =
           mlir::spirv::lookupTargetEnv(kernels);
       if (!environment) {

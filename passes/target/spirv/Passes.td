@@ -20,7 +20,10 @@ def HetcSpirvConvertKernelsPass
     SPIR-V function: buffers are never function arguments (they would need
     the VariablePointers capability), and each entry point lists the
     builtins its helpers read. A helper without a body, or one that keeps
-    calling after 16 rounds (recursion), is an error. Memref memory spaces are
+    calling after 16 rounds (recursion), is an error. Each scf.for with
+    results is put under an scf.if that yields its initial values when its
+    range is empty: upstream's conversion keeps loop results in variables
+    only the loop body stores. Memref memory spaces are
     mapped to Vulkan storage classes first (0: StorageBuffer, 3: Workgroup),
     and the conversion follows the module's `spirv.target_env` (or the
     default one): an op the environment cannot express is an error naming it.

@@ -1,6 +1,7 @@
 // hetc-spirv-specialize-kernels: choose the kernel library's reductions
 // (see Passes.td).
 #include "passes/target/spirv/Passes.h"
+#include "passes/target/gpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -57,50 +58,9 @@ struct SpecializeKernelsPass
     }
     bool failed = false;
     getOperation().walk([&](gpu::GPUModuleOp kernels) {
-      SymbolTable symbols(kernels);
-      SmallVector<func::FuncOp> replacements;
-      for (auto helper : kernels.getOps<func::FuncOp>())
-        if (helper.getSymName().ends_with(kSubgroupSuffix))
-          replacements.push_back(helper);
-      for (func::FuncOp replacement : replacements) {
-        StringRef name =
-            replacement.getSymName().drop_back(kSubgroupSuffix.size());
-        auto original = symbols.lookup<func::FuncOp>(name);
-        if (!original) {
-          replacement.emitError()
-              << "@" << replacement.getSymName() << " is the subgroup form of @"
-              << name << ", which the module lacks; define @" << name
-              << " (the portable form) beside it";
-          failed = true;
-          continue;
-        }
-        if (!SymbolTable::symbolKnownUseEmpty(replacement, kernels)) {
-          replacement.emitError()
-              << "@" << replacement.getSymName()
-              << " is called by name; call @" << name
-              << " and let the library variant choose its body";
-          failed = true;
-          continue;
-        }
-        if (original.getFunctionType() != replacement.getFunctionType()) {
-          replacement.emitError()
-              << "@" << replacement.getSymName() << " has type "
-              << replacement.getFunctionType() << ", but @" << name
-              << " has " << original.getFunctionType()
-              << "; the two forms must be interchangeable";
-          failed = true;
-          continue;
-        }
-        if (!subgroup) {
-          symbols.erase(replacement);
-          continue;
-        }
-        symbols.erase(original);
-        if (::mlir::failed(symbols.rename(replacement, name))) {
-          replacement.emitError() << "cannot rename to @" << name;
-          failed = true;
-        }
-      }
+      if (::mlir::failed(
+              hetc::gpu::chooseHelperForms(kernels, kSubgroupSuffix, subgroup)))
+        failed = true;
       if (subgroup) {
         mlir::spirv::TargetEnvAttr environment =
             mlir::spirv::lookupTargetEnv(kernels);

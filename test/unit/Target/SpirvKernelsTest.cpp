@@ -192,8 +192,13 @@ void expectClose(const std::vector<float> &actual,
         << what << " element " << i;
 }
 
-TEST(SpirvKernels, RmsNormMatchesTheCpu) {
-  constexpr int rows = 3, cols = 200;
+// 200 columns, and 24: fewer than the workgroup's 64 threads, so most
+// threads' strided loops run no iteration and must keep their initial sums.
+class RmsNorm : public ::testing::TestWithParam<int> {};
+
+TEST_P(RmsNorm, MatchesTheCpu) {
+  constexpr int rows = 3;
+  const int cols = GetParam();
   constexpr float eps = 1e-5f;
   std::vector<float> x = randomValues(rows * cols, 1);
   std::vector<float> w = randomValues(cols, 2);
@@ -219,6 +224,8 @@ TEST(SpirvKernels, RmsNormMatchesTheCpu) {
     expectClose(y, expected, scale, 1e-5, "rms_norm_f32");
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Columns, RmsNorm, ::testing::Values(200, 24));
 
 TEST(SpirvKernels, ElementwiseKernelsMatchTheCpu) {
   constexpr int count = 1000;
@@ -642,6 +649,31 @@ TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
                              {bx.get(), bw.get(), by.get(), params.get()},
                              n * m),
                   expected, scale, 1e-5, c.kernel);
+    });
+  }
+}
+
+// The f16 kernel takes eight weights at a time when K is a multiple of 8
+// (one 128-bit load on NVIDIA and AMD GPUs) and one at a time otherwise:
+// rows shorter than a pass of the workgroup, ragged passes and other K.
+TEST(SpirvKernels, F16MatmulMatchesTheCpuForEveryRowLength) {
+  using hetrt::format::BlockFormat;
+  for (int k : {8, 100, 520, 1032}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    constexpr int n = 3, m = 5;
+    std::vector<float> x = randomValues(n * k, 21), original = randomValues(m * k, 22);
+    EncodedWeights w = encodeWeights(BlockFormat::F16, original, m, k);
+    std::vector<double> expected, scale;
+    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+    std::vector<int32_t> values = {n, k, m, 0};
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto params = runner.upload(values);
+      expectClose(runner.run("matmul_f16", {m, n, 1},
+                             {bx.get(), bw.get(), by.get(), params.get()},
+                             n * m),
+                  expected, scale, 1e-5, "matmul_f16");
     });
   }
 }

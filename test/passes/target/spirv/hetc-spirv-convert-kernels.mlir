@@ -98,3 +98,35 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A loop with results runs under a selection that keeps its initial values
+// when its range is empty (a thread past the end of a strided loop): the
+// loop alone would leave them in variables nothing stored.
+// CHECK-LABEL: spirv.func @strided
+// CHECK:         %[[RESULT:.*]] = spirv.Variable : !spirv.ptr<f32, Function>
+// CHECK:         spirv.mlir.selection {
+// CHECK:           spirv.BranchConditional
+// CHECK:           spirv.mlir.loop {
+// CHECK:           spirv.Store "Function" %[[RESULT]]
+// CHECK:           spirv.Store "Function" %[[RESULT]]
+// CHECK:           spirv.mlir.merge
+// CHECK:         %{{.*}} = spirv.Load "Function" %[[RESULT]] : f32
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @strided(%x: memref<?xf32>, %n: index) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %tid = gpu.thread_id x
+      %sum = scf.for %i = %tid to %n step %c64 iter_args(%acc = %zero) -> f32 {
+        %v = memref.load %x[%i] : memref<?xf32>
+        %next = arith.addf %acc, %v : f32
+        scf.yield %next : f32
+      }
+      memref.store %sum, %x[%tid] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
