@@ -3,6 +3,7 @@
 
 #include "runtime/hal/SerialQueue.h"
 
+#include <cstring>
 #include <unistd.h>
 
 namespace hetrt::gpu {
@@ -95,6 +96,8 @@ public:
     drain();
     driver_->makeCurrent(device_);
     driver_->destroyStream(stream_);
+    if (staging_)
+      driver_->freePinned(staging_);
   }
 
   bool fill(hal::Buffer &buffer, uint64_t offset, uint64_t size,
@@ -136,7 +139,7 @@ public:
       return false;
     DevicePointer dst = to->pointer() + targetOffset;
     submitDriverWork("write", [=](GpuDriver &driver) {
-      return driver.copyToDevice(dst, host, size, stream_);
+      return stagedWrite(driver, dst, host, size);
     });
     return true;
   }
@@ -152,7 +155,7 @@ public:
     // for before the queue moves on.
     submitDriverWork("read", [=](GpuDriver &driver) {
       std::string why = driver.copyToHost(host, src, size, stream_);
-      return why.empty() ? driver.synchronize(stream_) : why;
+      return why.empty() ? synchronize(driver) : why;
     });
     return true;
   }
@@ -225,17 +228,61 @@ public:
   bool signal(hal::Event &event, uint64_t value, Error &error) override {
     // The host event may be reached only once the GPU has done the work.
     submitDriverWork("synchronizing",
-                     [=](GpuDriver &driver) { return driver.synchronize(stream_); });
+                     [=](GpuDriver &driver) { return synchronize(driver); });
     return SerialQueue::signal(event, value, error);
   }
 
   bool finish(Error &error) override {
     submitDriverWork("synchronizing",
-                     [=](GpuDriver &driver) { return driver.synchronize(stream_); });
+                     [=](GpuDriver &driver) { return synchronize(driver); });
     return SerialQueue::finish(error);
   }
 
 private:
+  /// Pinned staging for small writes, and the largest write it takes: a
+  /// program writes a few parameters before each dispatch, and a copy from
+  /// pageable memory costs a staging round trip in the driver each time,
+  /// while one from pinned memory is queued like a kernel.
+  static constexpr uint64_t kStagingBytes = uint64_t(1) << 20;
+  static constexpr uint64_t kStagedWriteBytes = uint64_t(64) << 10;
+
+  /// Waits for the stream; every staged write has then landed, so the
+  /// staging memory is free again. Runs on the queue's thread.
+  std::string synchronize(GpuDriver &driver) {
+    std::string why = driver.synchronize(stream_);
+    if (why.empty())
+      stagingUsed_ = 0;
+    return why;
+  }
+
+  /// Host bytes to the device: small ones through the queue's pinned
+  /// staging memory (taken in order, freed at the next synchronization,
+  /// waited for when full), larger ones directly. Runs on the queue's thread.
+  std::string stagedWrite(GpuDriver &driver, DevicePointer target,
+                          const void *host, uint64_t size) {
+    if (size > kStagedWriteBytes)
+      return driver.copyToDevice(target, host, size, stream_);
+    if (!staging_) {
+      DevicePointer mapped = 0;
+      std::string why = driver.allocatePinned(kStagingBytes, staging_, mapped);
+      if (!why.empty()) {
+        staging_ = nullptr;
+        return driver.copyToDevice(target, host, size, stream_);
+      }
+    }
+    // 16-byte slots keep every staged copy aligned for the DMA engines.
+    uint64_t slot = (size + 15) & ~uint64_t(15);
+    if (stagingUsed_ + slot > kStagingBytes) {
+      std::string why = synchronize(driver);
+      if (!why.empty())
+        return why;
+    }
+    char *at = static_cast<char *>(staging_) + stagingUsed_;
+    std::memcpy(at, host, size);
+    stagingUsed_ += slot;
+    return driver.copyToDevice(target, at, size, stream_);
+  }
+
   /// `buffer` as one of this device's buffers, or an error.
   GpuBuffer *own(hal::Buffer &buffer, Error &error) {
     auto *mine = dynamic_cast<GpuBuffer *>(&buffer);
@@ -265,6 +312,9 @@ private:
   int device_;
   std::string name_;
   Stream stream_;
+  /// Used on the queue's thread only.
+  void *staging_ = nullptr;
+  uint64_t stagingUsed_ = 0;
 };
 
 class GpuDevice final : public hal::Device {

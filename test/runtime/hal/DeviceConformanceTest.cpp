@@ -358,4 +358,36 @@ TEST(GpuDeviceLayer, KeepsDeviceMemoryWithinWhatIsFree) {
   EXPECT_TRUE(gpu.allocate(1, 2 << 20, error)) << error.message;
 }
 
+// Small writes go through the queue's pinned staging memory, which is only
+// reused once the stream has caught up; writes larger than a staging slot go
+// directly. More small writes than the staging holds, and large ones between
+// them, all land (the test driver copies only when the stream is
+// synchronized, as a GPU would copy later).
+TEST(GpuDeviceLayer, SmallWritesThroughStagingAllLand) {
+  auto devices = hetrt::gpu::createGpuDevices(
+      std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 30));
+  Device &gpu = *devices[0];
+  Error error;
+  constexpr uint64_t kChunk = 48 << 10, kChunks = 64;
+  std::shared_ptr<Buffer> target = gpu.allocate(0, kChunk * kChunks, error);
+  ASSERT_TRUE(target) << error.message;
+  std::unique_ptr<Queue> q = gpu.createQueue(error);
+  ASSERT_TRUE(q) << error.message;
+  std::vector<std::vector<uint8_t>> sources;
+  for (uint64_t c = 0; c < kChunks; ++c) {
+    // Every fourth chunk is one byte past the staged size.
+    uint64_t size = c % 4 == 3 ? (64 << 10) + 1 : kChunk - 3;
+    sources.emplace_back(std::min(size, kChunk), static_cast<uint8_t>(c + 1));
+    ASSERT_TRUE(q->write(sources.back().data(), *target, c * kChunk,
+                         sources.back().size(), error))
+        << error.message;
+  }
+  std::vector<uint8_t> bytes(kChunk * kChunks);
+  ASSERT_TRUE(q->read(*target, 0, bytes.data(), bytes.size(), error));
+  ASSERT_TRUE(q->finish(error)) << error.message;
+  for (uint64_t c = 0; c < kChunks; ++c)
+    EXPECT_EQ(bytes[c * kChunk], c + 1) << "chunk " << c;
+  EXPECT_EQ(bytes[kChunk - 4], 1);
+}
+
 } // namespace

@@ -1,8 +1,10 @@
 // A GPU driver over host memory, for tests: the CUDA and HIP back ends' shared
 // device layer (runtime/backends/gpu) runs the conformance suite against it
 // on machines without a GPU. Memory is the process's own (a "device
-// pointer" is an address), copies and fills happen when the queue's thread
-// reaches them, and kernels cannot be launched.
+// pointer" is an address). Like a GPU's stream, a stream runs its copies
+// and fills only later, here when it is synchronized, reading their sources
+// then: a layer that reuses memory a queued copy still reads fails the
+// tests. Kernels cannot be launched.
 #ifndef HETRT_TEST_HAL_HOSTGPUDRIVER_H
 #define HETRT_TEST_HAL_HOSTGPUDRIVER_H
 
@@ -10,6 +12,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 
 namespace hetrt::test {
@@ -61,34 +65,52 @@ public:
     std::free(host);
     return "";
   }
+  /// A stream is the work queued on it since its last synchronization.
+  struct Work {
+    std::vector<std::function<void()>> pending;
+  };
   std::string createStream(gpu::Stream &stream) override {
-    stream = this;
+    stream = new Work();
     return "";
   }
-  std::string destroyStream(gpu::Stream) override { return ""; }
-  std::string synchronize(gpu::Stream) override { return ""; }
-  std::string copy(gpu::DevicePointer target, gpu::DevicePointer source,
-                   uint64_t size, gpu::Stream) override {
-    std::memmove(reinterpret_cast<void *>(target),
-                 reinterpret_cast<const void *>(source), size);
+  std::string destroyStream(gpu::Stream stream) override {
+    delete static_cast<Work *>(stream);
     return "";
+  }
+  std::string synchronize(gpu::Stream stream) override {
+    auto *work = static_cast<Work *>(stream);
+    for (std::function<void()> &step : work->pending)
+      step();
+    work->pending.clear();
+    return "";
+  }
+  std::string copy(gpu::DevicePointer target, gpu::DevicePointer source,
+                   uint64_t size, gpu::Stream stream) override {
+    return queue(stream, [=] {
+      std::memmove(reinterpret_cast<void *>(target),
+                   reinterpret_cast<const void *>(source), size);
+    });
   }
   std::string copyToDevice(gpu::DevicePointer target, const void *host,
-                           uint64_t size, gpu::Stream) override {
-    std::memcpy(reinterpret_cast<void *>(target), host, size);
-    return "";
+                           uint64_t size, gpu::Stream stream) override {
+    return queue(stream, [=] {
+      std::memcpy(reinterpret_cast<void *>(target), host, size);
+    });
   }
   std::string copyToHost(void *host, gpu::DevicePointer source, uint64_t size,
-                         gpu::Stream) override {
-    std::memcpy(host, reinterpret_cast<const void *>(source), size);
-    return "";
+                         gpu::Stream stream) override {
+    return queue(stream, [=] {
+      std::memcpy(host, reinterpret_cast<const void *>(source), size);
+    });
   }
   std::string fill(gpu::DevicePointer target, uint32_t pattern,
-                   int patternBytes, uint64_t count, gpu::Stream) override {
-    auto *at = reinterpret_cast<char *>(target);
-    for (uint64_t i = 0; i < count; ++i)
-      std::memcpy(at + i * patternBytes, &pattern, patternBytes);
-    return "";
+                   int patternBytes, uint64_t count,
+                   gpu::Stream stream) override {
+    return queue(stream, [=] {
+      auto *at = reinterpret_cast<char *>(target);
+      for (uint64_t i = 0; i < count; ++i)
+        std::memcpy(at + i * patternBytes, &pattern, patternBytes);
+    });
   }
   std::string loadModule(const std::string &, gpu::Module &) override {
     return "the host test driver loads no modules";
@@ -104,6 +126,11 @@ public:
   }
 
 private:
+  static std::string queue(gpu::Stream stream, std::function<void()> step) {
+    static_cast<Work *>(stream)->pending.push_back(std::move(step));
+    return "";
+  }
+
   std::vector<gpu::GpuProperties> devices_;
   std::mutex mutex_;
   uint64_t used_ = 0;
