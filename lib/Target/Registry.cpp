@@ -5,9 +5,35 @@
 #include "hetc/Target/Target.h"
 #include "hetc/Target/X86.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 namespace hetc::target {
 
 Target::~Target() = default;
+
+std::string KernelLibraryTarget::llmNotLowered(het::DeviceAttr device) const {
+  return "the " + name().str() + " target compiles gpu kernels (hetc-opt --" +
+         kernelPipeline().str() + "), not llm modules: device \"" +
+         device.getName().str() +
+         "\" runs a model's segments as dispatches of the kernel library";
+}
+
+bool KernelLibraryTarget::compile(mlir::ModuleOp module, het::DeviceAttr device,
+                                  const CompileRequest &request,
+                                  std::vector<Executable> &executables,
+                                  std::string &error) const {
+  bool hasKernels = false;
+  module.walk([&](mlir::gpu::GPUModuleOp) { hasKernels = true; });
+  if (!hasKernels) {
+    error = llmNotLowered(device);
+    return false;
+  }
+  if (!compileKernels(module, device, request, executables, error)) {
+    error = "device \"" + device.getName().str() + "\": " + error;
+    return false;
+  }
+  return true;
+}
 
 llvm::ArrayRef<const Target *> registeredTargets() {
   static const std::vector<const Target *> targets = {

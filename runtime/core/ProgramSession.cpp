@@ -28,6 +28,20 @@ std::optional<hetc::abi::Program> readProgram(const format::PackFile &pack,
                                  pack.path() + ": " + name, error);
 }
 
+/// The section of the pack a manifest's library entry names, or null with
+/// `error` saying the pack lacks it.
+const std::string_view *librarySection(const format::PackFile &pack,
+                                       const std::string &section,
+                                       const std::string &recompile,
+                                       std::string &error) {
+  const std::string_view *binary = pack.section(section);
+  if (!binary)
+    error = pack.path() + ": the manifest names section \"" + section +
+            "\", which the pack does not hold (compile the model again with `" +
+            recompile + "`)";
+  return binary;
+}
+
 /// The kernel library's code for `device`, from the pack's "spirv" part: the
 /// best variant the device supports.
 bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
@@ -49,14 +63,10 @@ bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
     return false;
   }
   failure = Failure::InvalidInput;
-  const std::string_view *binary = pack.section(library->section);
-  if (!binary) {
-    error = pack.path() + ": the manifest names section \"" +
-            library->section +
-            "\", which the pack does not hold (compile the model again with `" +
-            recompile + "`)";
+  const std::string_view *binary =
+      librarySection(pack, library->section, recompile, error);
+  if (!binary)
     return false;
-  }
   out.device = &device;
   out.format = hal::ExecutableFormat::SpirV;
   out.binary = std::string(*binary);
@@ -97,14 +107,10 @@ bool gpuCode(const format::PackFile &pack, const format::Manifest &manifest,
     return false;
   }
   failure = Failure::InvalidInput;
-  const std::string_view *binary = pack.section(library->section);
-  if (!binary) {
-    error = pack.path() + ": the manifest names section \"" +
-            library->section +
-            "\", which the pack does not hold (compile the model again with `" +
-            recompile + "`)";
+  const std::string_view *binary =
+      librarySection(pack, library->section, recompile, error);
+  if (!binary)
     return false;
-  }
   out.device = &device;
   out.format = hal::ExecutableFormat::GpuModule;
   out.binary = std::string(*binary);

@@ -31,6 +31,13 @@ bool prepareGpuKernels(mlir::ModuleOp module, unsigned subgroupSize,
 /// workgroup size, in the gpu.module's order.
 std::vector<KernelInfo> describeGpuKernels(mlir::ModuleOp module);
 
+/// The one gpu.module of `module`, lowered to the LLVM dialect with its
+/// target attribute (#nvvm.target, #rocdl.target), serialized to that
+/// target's assembly (PTX, AMDGPU assembly) by upstream's serializer, with
+/// the device libraries under `toolkit` linked for the math it calls.
+bool serializeToAssembly(mlir::ModuleOp module, llvm::StringRef toolkit,
+                         std::string &assembly, std::string &error);
+
 } // namespace hetc::target
 
 #endif // HETC_TARGET_GPUKERNELS_H

@@ -30,11 +30,6 @@ std::string ptxFeaturesFor(llvm::StringRef chip);
 /// with an `#nvvm.target` for `chip`.
 void buildNvvmPipeline(mlir::OpPassManager &pm, llvm::StringRef chip);
 
-/// Serializes the one gpu.module of `module` (after buildNvvmPipeline) to
-/// PTX text, linking libdevice from `toolkit` for the math it calls.
-bool serializeToPtx(mlir::ModuleOp module, llvm::StringRef toolkit,
-                    std::string &ptx, std::string &error);
-
 /// The CUDA toolkit to assemble with: $CUDA_HOME, else /usr/local/cuda.
 std::string cudaToolkitPath();
 

@@ -82,6 +82,37 @@ public:
                        std::string &error) const = 0;
 };
 
+/// A target whose code is the GPU kernel library (SPIR-V, NVPTX, AMDGPU): it
+/// compiles modules of gpu kernels, and a model reaches its devices as a
+/// program of the library's dispatches, so it lowers no llm module itself.
+class KernelLibraryTarget : public Target {
+public:
+  bool buildPipeline(mlir::OpPassManager &pm, het::DeviceAttr device,
+                     pipeline::Phase to, std::string &error) const override {
+    error = llmNotLowered(device);
+    return false;
+  }
+  /// Refuses a module without gpu.modules (an llm module) with the reason,
+  /// else compiles its kernels.
+  bool compile(mlir::ModuleOp module, het::DeviceAttr device,
+               const CompileRequest &request,
+               std::vector<Executable> &executables,
+               std::string &error) const final;
+
+protected:
+  /// The hetc-opt pipeline that lowers its kernels, for messages
+  /// ("hetc-lower-gpu-to-nvvm").
+  virtual llvm::StringRef kernelPipeline() const = 0;
+  /// Compiles the gpu.modules of `module` into `executables`.
+  virtual bool compileKernels(mlir::ModuleOp module, het::DeviceAttr device,
+                              const CompileRequest &request,
+                              std::vector<Executable> &executables,
+                              std::string &error) const = 0;
+
+private:
+  std::string llmNotLowered(het::DeviceAttr device) const;
+};
+
 /// Every target built into hetc: x86, SPIR-V, NVPTX, then AMDGPU.
 llvm::ArrayRef<const Target *> registeredTargets();
 

@@ -59,38 +59,6 @@ void addRocdlLowering(OpPassManager &pm, llvm::StringRef chip,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-/// The ROCDL serializer's AMDGPU assembly for the one gpu.module of
-/// `module`, with the device libraries from `libraries` linked in.
-bool serializeToIsa(ModuleOp module, llvm::StringRef libraries,
-                    std::string &isa, std::string &error) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
-    llvm::raw_string_ostream(diagnostics) << d << "\n";
-    return success();
-  });
-  mlir::gpu::TargetOptions options(libraries, {}, {}, {},
-                                   mlir::gpu::CompilationTarget::Assembly);
-  if (failed(mlir::gpu::transformGpuModulesToBinaries(module, nullptr,
-                                                      options))) {
-    error = "the ROCDL module does not translate to AMDGPU assembly: " +
-            diagnostics;
-    return false;
-  }
-  int binaries = 0;
-  module.walk([&](mlir::gpu::BinaryOp binary) {
-    ++binaries;
-    isa = cast<mlir::gpu::ObjectAttr>(binary.getObjects()[0])
-              .getObject()
-              .str();
-  });
-  if (binaries != 1) {
-    error = "expected one gpu.module to serialize, found " +
-            std::to_string(binaries);
-    return false;
-  }
-  return true;
-}
-
 /// Assembles `isa` for `chip` and links the code object.
 bool linkCodeObject(MLIRContext *context, llvm::StringRef isa,
                     llvm::StringRef chip, std::vector<char> &hsaco,
@@ -229,7 +197,7 @@ bool compileGpuModule(ModuleOp module, int codeObject,
       return false;
     }
     std::string isa;
-    if (!serializeToIsa(*copy, libraries, isa, error)) {
+    if (!serializeToAssembly(*copy, libraries, isa, error)) {
       error = chip.str() + ": " + error;
       return false;
     }

@@ -3,22 +3,11 @@
 // programs of the kernel library's dispatches.
 #include "hetc/Target/AMDGPU.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-
-#include <algorithm>
-
 namespace hetc::target::amdgpu {
 
 namespace {
 
-std::string llmNotLowered(het::DeviceAttr device) {
-  return "the AMDGPU target compiles gpu kernels (hetc-opt "
-         "--hetc-lower-gpu-to-rocdl), not llm modules: device \"" +
-         device.getName().str() +
-         "\" runs a model's segments as dispatches of the kernel library";
-}
-
-class AmdgpuTarget final : public Target {
+class AmdgpuTarget final : public KernelLibraryTarget {
 public:
   llvm::StringRef name() const override { return "amdgpu"; }
 
@@ -31,28 +20,17 @@ public:
            llvm::is_contained(chips(), device.getArch());
   }
 
-  bool buildPipeline(mlir::OpPassManager &pm, het::DeviceAttr device,
-                     pipeline::Phase to, std::string &error) const override {
-    error = llmNotLowered(device);
-    return false;
+protected:
+  llvm::StringRef kernelPipeline() const override {
+    return "hetc-lower-gpu-to-rocdl";
   }
 
-  bool compile(mlir::ModuleOp module, het::DeviceAttr device,
-               const CompileRequest &request,
-               std::vector<Executable> &executables,
-               std::string &error) const override {
-    bool hasKernels = false;
-    module.walk([&](mlir::gpu::GPUModuleOp) { hasKernels = true; });
-    if (!hasKernels) {
-      error = llmNotLowered(device);
-      return false;
-    }
-    if (!compileGpuModule(module, request.amdgpuCodeObject, executables,
-                          error)) {
-      error = "device \"" + device.getName().str() + "\": " + error;
-      return false;
-    }
-    return true;
+  bool compileKernels(mlir::ModuleOp module, het::DeviceAttr device,
+                      const CompileRequest &request,
+                      std::vector<Executable> &executables,
+                      std::string &error) const override {
+    return compileGpuModule(module, request.amdgpuCodeObject, executables,
+                            error);
   }
 };
 

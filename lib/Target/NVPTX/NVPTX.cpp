@@ -71,34 +71,6 @@ void buildNvvmPipeline(OpPassManager &pm, llvm::StringRef chip) {
   addNvvmLowering(pm, chip);
 }
 
-bool serializeToPtx(ModuleOp module, llvm::StringRef toolkit, std::string &ptx,
-                    std::string &error) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
-    llvm::raw_string_ostream(diagnostics) << d << "\n";
-    return success();
-  });
-  mlir::gpu::TargetOptions options(toolkit, {}, {}, {},
-                                   mlir::gpu::CompilationTarget::Assembly);
-  if (failed(mlir::gpu::transformGpuModulesToBinaries(module, nullptr,
-                                                      options))) {
-    error = "the NVVM module does not translate to PTX: " + diagnostics;
-    return false;
-  }
-  int binaries = 0;
-  module.walk([&](mlir::gpu::BinaryOp binary) {
-    ++binaries;
-    auto object = cast<mlir::gpu::ObjectAttr>(binary.getObjects()[0]);
-    ptx = object.getObject().str();
-  });
-  if (binaries != 1) {
-    error = "expected one gpu.module to serialize, found " +
-            std::to_string(binaries);
-    return false;
-  }
-  return true;
-}
-
 std::string cudaToolkitPath() {
   if (const char *home = std::getenv("CUDA_HOME"); home && *home)
     return home;
@@ -208,7 +180,7 @@ bool compileGpuModule(ModuleOp module, llvm::StringRef toolkit,
       return false;
     }
     std::string ptx;
-    if (!serializeToPtx(*copy, toolkit, ptx, error)) {
+    if (!serializeToAssembly(*copy, toolkit, ptx, error)) {
       error = chip.str() + ": " + error;
       return false;
     }

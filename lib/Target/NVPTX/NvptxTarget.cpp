@@ -3,20 +3,11 @@
 // reach NVIDIA GPUs as programs of the kernel library's dispatches.
 #include "hetc/Target/NVPTX.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-
 namespace hetc::target::nvptx {
 
 namespace {
 
-std::string llmNotLowered(het::DeviceAttr device) {
-  return "the NVPTX target compiles gpu kernels (hetc-opt "
-         "--hetc-lower-gpu-to-nvvm), not llm modules: device \"" +
-         device.getName().str() +
-         "\" runs a model's segments as dispatches of the kernel library";
-}
-
-class NvptxTarget final : public Target {
+class NvptxTarget final : public KernelLibraryTarget {
 public:
   llvm::StringRef name() const override { return "nvptx"; }
 
@@ -34,27 +25,16 @@ public:
            arch.empty() && version >= 80;
   }
 
-  bool buildPipeline(mlir::OpPassManager &pm, het::DeviceAttr device,
-                     pipeline::Phase to, std::string &error) const override {
-    error = llmNotLowered(device);
-    return false;
+protected:
+  llvm::StringRef kernelPipeline() const override {
+    return "hetc-lower-gpu-to-nvvm";
   }
 
-  bool compile(mlir::ModuleOp module, het::DeviceAttr device,
-               const CompileRequest &request,
-               std::vector<Executable> &executables,
-               std::string &error) const override {
-    bool hasKernels = false;
-    module.walk([&](mlir::gpu::GPUModuleOp) { hasKernels = true; });
-    if (!hasKernels) {
-      error = llmNotLowered(device);
-      return false;
-    }
-    if (!compileGpuModule(module, cudaToolkitPath(), executables, error)) {
-      error = "device \"" + device.getName().str() + "\": " + error;
-      return false;
-    }
-    return true;
+  bool compileKernels(mlir::ModuleOp module, het::DeviceAttr device,
+                      const CompileRequest &request,
+                      std::vector<Executable> &executables,
+                      std::string &error) const override {
+    return compileGpuModule(module, cudaToolkitPath(), executables, error);
   }
 };
 

@@ -1,24 +1,13 @@
-// The SPIR-V target on the back-end seam: gpu kernels of a module are lowered
-// and serialized into one executable per spirv.module. llm modules do not
-// lower to gpu kernels yet, and the target says so instead of guessing.
+// The SPIR-V target on the back-end seam: the gpu kernels of a module are
+// lowered and serialized into one executable per spirv.module. Models reach
+// Vulkan devices as programs of the kernel library's dispatches.
 #include "hetc/Target/SPIRV.h"
-
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Pass/PassManager.h"
 
 namespace hetc::target::spirv {
 
 namespace {
 
-/// Why a model's segments cannot be placed on `device` yet.
-std::string llmNotLowered(het::DeviceAttr device) {
-  return "the SPIR-V target lowers gpu kernels (hetc-opt "
-         "--hetc-lower-gpu-to-spirv), not llm modules yet: device \"" +
-         device.getName().str() +
-         "\" cannot run a model's segments; place them on a cpu device";
-}
-
-class SpirvTarget final : public Target {
+class SpirvTarget final : public KernelLibraryTarget {
 public:
   llvm::StringRef name() const override { return "spirv"; }
 
@@ -30,27 +19,18 @@ public:
     return device.getKind() == het::DeviceKind::spirv;
   }
 
-  bool buildPipeline(mlir::OpPassManager &pm, het::DeviceAttr device,
-                     pipeline::Phase to, std::string &error) const override {
-    error = llmNotLowered(device);
-    return false;
+protected:
+  llvm::StringRef kernelPipeline() const override {
+    return "hetc-lower-gpu-to-spirv";
   }
 
-  bool compile(mlir::ModuleOp module, het::DeviceAttr device,
-               const CompileRequest &request,
-               std::vector<Executable> &executables,
-               std::string &error) const override {
-    bool hasKernels = false;
-    module.walk([&](mlir::gpu::GPUModuleOp) { hasKernels = true; });
-    if (!hasKernels) {
-      error = llmNotLowered(device);
-      return false;
-    }
+  bool compileKernels(mlir::ModuleOp module, het::DeviceAttr device,
+                      const CompileRequest &request,
+                      std::vector<Executable> &executables,
+                      std::string &error) const override {
     std::vector<SpirvExecutable> modules;
-    if (!compileToSpirv(module, modules, error)) {
-      error = "device \"" + device.getName().str() + "\": " + error;
+    if (!compileToSpirv(module, modules, error))
       return false;
-    }
     for (SpirvExecutable &spirvModule : modules) {
       Executable executable;
       executable.variant = device.getArch().str();

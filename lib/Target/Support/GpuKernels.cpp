@@ -6,7 +6,10 @@
 #include "passes/target/spirv/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 namespace hetc::target {
 
@@ -63,6 +66,36 @@ std::vector<KernelInfo> describeGpuKernels(mlir::ModuleOp module) {
     kernels.push_back(std::move(kernel));
   });
   return kernels;
+}
+
+bool serializeToAssembly(mlir::ModuleOp module, llvm::StringRef toolkit,
+                         std::string &assembly, std::string &error) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(
+      module.getContext(), [&](mlir::Diagnostic &diagnostic) {
+        llvm::raw_string_ostream(diagnostics) << diagnostic << "\n";
+        return mlir::success();
+      });
+  mlir::gpu::TargetOptions options(toolkit, {}, {}, {},
+                                   mlir::gpu::CompilationTarget::Assembly);
+  if (mlir::failed(mlir::gpu::transformGpuModulesToBinaries(module, nullptr,
+                                                            options))) {
+    error = "the kernels do not translate to assembly: " + diagnostics;
+    return false;
+  }
+  int binaries = 0;
+  module.walk([&](mlir::gpu::BinaryOp binary) {
+    ++binaries;
+    assembly = mlir::cast<mlir::gpu::ObjectAttr>(binary.getObjects()[0])
+                   .getObject()
+                   .str();
+  });
+  if (binaries != 1) {
+    error = "expected one gpu.module to serialize, found " +
+            std::to_string(binaries);
+    return false;
+  }
+  return true;
 }
 
 } // namespace hetc::target
