@@ -364,15 +364,7 @@ module attributes {gpu.container_module} {
         %quants = arith.addi %at, %c2 : index
         %x_block = arith.muli %b, %c32 : index
         %x_at = arith.addi %x_base, %x_block : index
-        %dot = scf.for %j = %c0 to %c32 step %c1 iter_args(%inner = %zero) -> f32 {
-          %qi = arith.addi %quants, %j : index
-          %q = memref.load %w[%qi] : memref<?xi8>
-          %qf = arith.sitofp %q : i8 to f32
-          %xi = arith.addi %x_at, %j : index
-          %xv = memref.load %x[%xi] : memref<?xf32>
-          %next = math.fma %qf, %xv, %inner : f32
-          scf.yield %next : f32
-        }
+        %dot = func.call @q8_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
         %next = math.fma %scale, %dot, %acc : f32
         scf.yield %next : f32
       }
@@ -959,18 +951,7 @@ module attributes {gpu.container_module} {
         %quants = arith.addi %at, %c2 : index
         %x_block = arith.muli %b, %c32 : index
         %x_at = arith.addi %x_base, %x_block : index
-        %dot = scf.for %j = %c0 to %c16 step %c1 iter_args(%inner = %zero) -> f32 {
-          %qi = arith.addi %quants, %j : index
-          %low = func.call @nibble(%w, %qi, %c0) : (memref<?xi8>, index, index) -> f32
-          %high = func.call @nibble(%w, %qi, %c1) : (memref<?xi8>, index, index) -> f32
-          %xi_low = arith.addi %x_at, %j : index
-          %xi_high = arith.addi %xi_low, %c16 : index
-          %x_low = memref.load %x[%xi_low] : memref<?xf32>
-          %x_high = memref.load %x[%xi_high] : memref<?xf32>
-          %partial = math.fma %low, %x_low, %inner : f32
-          %next = math.fma %high, %x_high, %partial : f32
-          scf.yield %next : f32
-        }
+        %dot = func.call @q4_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
         %next = math.fma %scale, %dot, %acc : f32
         scf.yield %next : f32
       }
@@ -1096,6 +1077,84 @@ module attributes {gpu.container_module} {
       %half = vector.extract %word[0] : i16 from vector<1xi16>
       %value = arith.extui %half : i16 to i32
       return %value : i32
+    }
+
+    // sum(q[j] * x[x_at + j] for j < 32): the 32 signed quants of a Q8_0
+    // block from byte `quants` of `w`, before its scale.
+    func.func private @q8_0_block_dot(%w: memref<?xi8>, %quants: index, %x: memref<?xf32>, %x_at: index) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %zero = arith.constant 0.0 : f32
+      %dot = scf.for %j = %c0 to %c32 step %c1 iter_args(%inner = %zero) -> f32 {
+        %qi = arith.addi %quants, %j : index
+        %q = memref.load %w[%qi] : memref<?xi8>
+        %qf = arith.sitofp %q : i8 to f32
+        %xi = arith.addi %x_at, %j : index
+        %xv = memref.load %x[%xi] : memref<?xf32>
+        %next = math.fma %qf, %xv, %inner : f32
+        scf.yield %next : f32
+      }
+      return %dot : f32
+    }
+
+    // @q8_0_block_dot in 16-bit loads of the quants (a block is 2-byte
+    // aligned) and 128-bit loads of x (a block's 32 values start on 128
+    // bytes), with vector arithmetic.
+    func.func private @q8_0_block_dot_native(%w: memref<?xi8>, %quants: index, %x: memref<?xf32>, %x_at: index) -> f32 {
+      %q = vector.load %w[%quants] {alignment = 2} : memref<?xi8>, vector<32xi8>
+      %qf = arith.sitofp %q : vector<32xi8> to vector<32xf32>
+      %xs = vector.load %x[%x_at] {alignment = 16} : memref<?xf32>, vector<32xf32>
+      %products = arith.mulf %qf, %xs : vector<32xf32>
+      %dot = vector.reduction <add>, %products : vector<32xf32> into f32
+      return %dot : f32
+    }
+
+    // sum(q[j] * x[x_at + j] for j < 32): a Q4_0 block's quants, nibbles
+    // minus 8 (the low nibbles of its 16 bytes are elements 0..15, the high
+    // ones 16..31), from byte `quants` of `w`, before its scale.
+    func.func private @q4_0_block_dot(%w: memref<?xi8>, %quants: index, %x: memref<?xf32>, %x_at: index) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %dot = scf.for %j = %c0 to %c16 step %c1 iter_args(%inner = %zero) -> f32 {
+        %qi = arith.addi %quants, %j : index
+        %low = func.call @nibble(%w, %qi, %c0) : (memref<?xi8>, index, index) -> f32
+        %high = func.call @nibble(%w, %qi, %c1) : (memref<?xi8>, index, index) -> f32
+        %xi_low = arith.addi %x_at, %j : index
+        %xi_high = arith.addi %xi_low, %c16 : index
+        %x_low = memref.load %x[%xi_low] : memref<?xf32>
+        %x_high = memref.load %x[%xi_high] : memref<?xf32>
+        %partial = math.fma %low, %x_low, %inner : f32
+        %next = math.fma %high, %x_high, %partial : f32
+        scf.yield %next : f32
+      }
+      return %dot : f32
+    }
+
+    // @q4_0_block_dot in 16-bit loads of the 16 quant bytes and 128-bit
+    // loads of x, the nibbles split with vector arithmetic.
+    func.func private @q4_0_block_dot_native(%w: memref<?xi8>, %quants: index, %x: memref<?xf32>, %x_at: index) -> f32 {
+      %c16 = arith.constant 16 : index
+      %mask = arith.constant dense<15> : vector<16xi32>
+      %four = arith.constant dense<4> : vector<16xi32>
+      %eight = arith.constant dense<8> : vector<16xi32>
+      %bytes = vector.load %w[%quants] {alignment = 2} : memref<?xi8>, vector<16xi8>
+      %wide = arith.extui %bytes : vector<16xi8> to vector<16xi32>
+      %low_bits = arith.andi %wide, %mask : vector<16xi32>
+      %high_bits = arith.shrui %wide, %four : vector<16xi32>
+      %low_centered = arith.subi %low_bits, %eight : vector<16xi32>
+      %high_centered = arith.subi %high_bits, %eight : vector<16xi32>
+      %low = arith.sitofp %low_centered : vector<16xi32> to vector<16xf32>
+      %high = arith.sitofp %high_centered : vector<16xi32> to vector<16xf32>
+      %x_high_at = arith.addi %x_at, %c16 : index
+      %x_low = vector.load %x[%x_at] {alignment = 16} : memref<?xf32>, vector<16xf32>
+      %x_high = vector.load %x[%x_high_at] {alignment = 16} : memref<?xf32>, vector<16xf32>
+      %low_products = arith.mulf %low, %x_low : vector<16xf32>
+      %products = vector.fma %high, %x_high, %low_products : vector<16xf32>
+      %dot = vector.reduction <add>, %products : vector<16xf32> into f32
+      return %dot : f32
     }
 
     // Nibble `high` (0: low four bits, 1: high four) of byte `at`, minus 8.
