@@ -289,6 +289,15 @@ private:
 
   /// The matmul kernel of a weight format and its parameters past
   /// [N, K, M, x_row].
+  /// The x and z extents of a decode product's grid over `outputs` rows:
+  /// one axis takes 65535 workgroups at most (Vulkan's promise), so more
+  /// rows go on along z (@output_row in the kernel library).
+  static std::pair<ProgramValue, ProgramValue> outputGrid(int64_t outputs) {
+    constexpr int64_t kAxis = 65535;
+    return {ProgramValue::fixed(std::min(outputs, kAxis)),
+            ProgramValue::fixed((outputs + kAxis - 1) / kAxis)};
+  }
+
   static std::string matmulKernel(const std::string &format,
                                   std::vector<ProgramValue> &params) {
     if (format == "q4_k" || format == "q6_k") {
@@ -440,10 +449,9 @@ private:
                 return success();
               }
               std::string kernel = matmulKernel(*format, params);
+              auto [columns, slices] = outputGrid(outputs);
               dispatch(kernel, {buf(matmul.getInput()), *w, out},
-                       params,
-                       {ProgramValue::fixed(weightType.getDimSize(0)), rows,
-                        ProgramValue::fixed(1)});
+                       params, {columns, rows, slices});
               return success();
             })
             .Case([&](llm::AddOp add) {
@@ -567,10 +575,9 @@ private:
                   ProgramValue::fixed(weightType.getDimSize(1)),
                   ProgramValue::fixed(vocab), lastRow};
               std::string kernel = matmulKernel(*format, params);
+              auto [columns, slices] = outputGrid(vocab);
               dispatch(kernel, {buf(logits.getHidden()), *w, out},
-                       params,
-                       {ProgramValue::fixed(vocab), ProgramValue::fixed(1),
-                        ProgramValue::fixed(1)});
+                       params, {columns, ProgramValue::fixed(1), slices});
               return success();
             })
             .Default([&](Operation *other) {

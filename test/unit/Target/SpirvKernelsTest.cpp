@@ -678,6 +678,24 @@ TEST(SpirvKernels, F16MatmulMatchesTheCpuForEveryRowLength) {
   }
 }
 
+// A vocabulary of 128256 rows is more workgroups than one grid axis takes:
+// the rows go on along z, and the last slice's extra workgroups repeat the
+// last row (writing the same value).
+TEST(SpirvKernels, DecodeProductsPastOneGridAxisMatchTheCpu) {
+  constexpr int n = 1, k = 8, m = 70000;
+  std::vector<float> x = randomValues(n * k, 31), w = randomValues(m * k, 32);
+  std::vector<double> expected, scale;
+  referenceMatmul(x, w, n, k, m, expected, scale);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bx = runner.upload(x), bw = runner.upload(w);
+    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
+    expectClose(runner.run("matmul_f32", {65535, n, 2},
+                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
+                expected, scale, 1e-5, "matmul_f32");
+  });
+}
+
 TEST(SpirvKernels, TiledMatmulsOfEveryByteFormatMatchTheCpu) {
   using hetrt::format::BlockFormat;
   // Rows and outputs that fill no 16x16 tile; K = 512 holds whole blocks of

@@ -118,7 +118,8 @@ module attributes {gpu.container_module} {
     // stores it, rows of K; x_row skips rows of x, so the logits of the last
     // token read it alone). One workgroup per output element: its 64 threads
     // read consecutive elements of the weight row (coalesced) and reduce.
-    // params: [N, K, M, x_row]; grid: (M, N, 1).
+    // params: [N, K, M, x_row]; grid: (M, N, 1), or (65535, N, ceil(M /
+    // 65535)) past 65535 rows (see @output_row).
     gpu.func @matmul_f32(%x: memref<?xf32>, %w: memref<?xf32>,
                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
@@ -127,7 +128,7 @@ module attributes {gpu.container_module} {
       %c2 = arith.constant 2 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
@@ -341,7 +342,7 @@ module attributes {gpu.container_module} {
       %c34 = arith.constant 34 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
@@ -789,7 +790,7 @@ module attributes {gpu.container_module} {
       %c64 = arith.constant 64 : index
       %c512 = arith.constant 512 : index
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
@@ -879,7 +880,7 @@ module attributes {gpu.container_module} {
       %c64 = arith.constant 64 : index
       %c16_i32 = arith.constant 16 : i32
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
@@ -929,7 +930,7 @@ module attributes {gpu.container_module} {
       %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
@@ -1069,6 +1070,25 @@ module attributes {gpu.container_module} {
       return %value : i32
     }
 
+    // The output row a decode product's workgroup computes (params[2] is M):
+    // past the 65535 workgroups a grid axis promises (a vocabulary of 128256
+    // rows), the rows go on along z. Workgroups past the last row compute
+    // the last row again and write the same value.
+    func.func private @output_row(%params: memref<?xi32>) -> index {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %x = gpu.block_id x
+      %z = gpu.block_id z
+      %width = gpu.grid_dim x
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %slice = arith.muli %z, %width : index
+      %row = arith.addi %slice, %x : index
+      %last = arith.subi %m_size, %c1 : index
+      %m = arith.minui %row, %last : index
+      return %m : index
+    }
+
     // @load_u16 as one 16-bit load: every 16-bit field the library reads
     // (f16 weights, block scales) is 2-byte aligned in its GGUF layout.
     func.func private @load_u16_native(%bytes: memref<?xi8>, %at: index) -> i32 {
@@ -1191,7 +1211,7 @@ module attributes {gpu.container_module} {
       %c256 = arith.constant 256 : index
       %c4_i32 = arith.constant 4 : i32
       %zero = arith.constant 0.0 : f32
-      %m = gpu.block_id x
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>

@@ -7,6 +7,9 @@ weights to floats as the SPIR-V kernels do; the AVX-512 VNNI code rounds the
 activations to int8 first, a different (and checked elsewhere) arithmetic.
 
     vulkan_vs_cpu.py WORKDIR FORMAT...
+
+VOCAB (default 300) sets the vocabulary: past 65535 rows the output product's
+workgroups go on along a second grid axis.
 """
 import json
 import os
@@ -20,6 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "reference"))
 from compare_logits import compare  # noqa: E402
 
 HETC = os.environ.get("HETC", "hetc")
+VOCAB = os.environ.get("VOCAB", "300")
 
 
 def run(model, logits, device, workdir):
@@ -39,7 +43,7 @@ def main(workdir, *formats):
         # K-quants take rows of whole 256-element super-blocks.
         dim, ffn = ("256", "512") if weight_type.startswith("q4_k") else ("64", "128")
         subprocess.run([HETC, "synth", "--dim", dim, "--layers", "2", "--heads", "4",
-                        "--kv-heads", "2", "--ffn", ffn, "--vocab", "300", "--context", "64",
+                        "--kv-heads", "2", "--ffn", ffn, "--vocab", VOCAB, "--context", "64",
                         "--type", weight_type, "-o", model], check=True, capture_output=True)
         cpu_logits = os.path.join(workdir, f"{weight_type}.cpu.npy")
         gpu_logits = os.path.join(workdir, f"{weight_type}.vulkan.npy")
