@@ -30,7 +30,7 @@ bool runFileTool(
     error = "cannot create temporary files for " + tool.str();
     return false;
   }
-  auto removeFiles = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeFiles([&] {
     llvm::sys::fs::remove(inputPath);
     llvm::sys::fs::remove(outputPath);
     llvm::sys::fs::remove(logPath);
