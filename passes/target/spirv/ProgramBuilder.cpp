@@ -477,12 +477,29 @@ private:
               llm::KVCacheType cache = append.getCache().getType();
               int buffer = buf(append.getCache());
               auto keys = cast<RankedTensorType>(append.getKeys().getType());
+              int64_t row = cache.getKvHeads() * cache.getHeadDim();
+              auto rotated = rotatedKeys_.find(append.getKeys());
+              if (rotated != rotatedKeys_.end()) {
+                const RotatedKeys &rope = rotated->second;
+                dispatch("rope_kv_append_f32",
+                         {buf(append.getKeys()), rope.table,
+                          buf(append.getValues()),
+                          buf(append.getPositions()), buffer},
+                         {ProgramValue::fixed(row),
+                          ProgramValue::fixed(cache.getCapacity()),
+                          ProgramValue::fixed(rope.headDim),
+                          ProgramValue::fixed(rope.rotary),
+                          ProgramValue::fixed(rope.mode)},
+                         {rowsOf(keys), ProgramValue::fixed(1),
+                          ProgramValue::fixed(1)});
+                assign(append.getResult(), buffer);
+                return success();
+              }
               dispatch("kv_append_f32",
                        {buf(append.getKeys()),
                         buf(append.getValues()),
                         buf(append.getPositions()), buffer},
-                       {ProgramValue::fixed(cache.getKvHeads() *
-                                            cache.getHeadDim()),
+                       {ProgramValue::fixed(row),
                         ProgramValue::fixed(cache.getCapacity())},
                        {rowsOf(keys), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
@@ -951,12 +968,24 @@ private:
       step.positionScale = positionScale;
       program_.steps.push_back(std::move(step));
     }
+    int mode = rope.getMode() == llm::RopeMode::neox ? 1 : 0;
+    // Keys that only a KV append reads are rotated as the append writes
+    // them (rope_kv_append_f32): the rotation's result is the unrotated
+    // keys' buffer, read until the append.
+    if (rope.getResult().hasOneUse()) {
+      auto append = dyn_cast<llm::KVAppendOp>(*rope.getResult().user_begin());
+      if (append && append.getKeys() == rope.getResult() &&
+          append->getBlock() == op->getBlock()) {
+        assign(rope.getResult(), buf(rope.getInput()));
+        rotatedKeys_[rope.getResult()] = {table, headDim, rotary, mode};
+        return success();
+      }
+    }
     int out = activation(rope.getResult());
     dispatch("rope_f32", {buf(rope.getInput()), table, out},
              {ProgramValue::fixed(type.getDimSize(1)),
               ProgramValue::fixed(headDim), ProgramValue::fixed(rotary),
-              ProgramValue::fixed(rope.getMode() == llm::RopeMode::neox ? 1
-                                                                        : 0)},
+              ProgramValue::fixed(mode)},
              {rowsOf(type), ProgramValue::fixed(type.getDimSize(1)),
               ProgramValue::fixed(1)});
     return success();
@@ -990,6 +1019,15 @@ private:
   int activations_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>, int>
       ropeTables_;
+  /// Keys whose rotation a KV append does as it writes them: the rope
+  /// table buffer and the rotation's shape.
+  struct RotatedKeys {
+    int table;
+    int64_t headDim;
+    int64_t rotary;
+    int mode;
+  };
+  llvm::DenseMap<Value, RotatedKeys> rotatedKeys_;
 };
 
 std::string describeValue(const ProgramValue &value) {

@@ -59,6 +59,7 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
                                                   {"matmul_tiled_f32", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"rope_f32", 4},
+                                                  {"rope_kv_append_f32", 6},
                                                   {"silu_mul_f32", 4}}));
   std::string messages;
   EXPECT_TRUE(hetc::test::validatesForVulkan12(compiled.binary, messages))
@@ -446,6 +447,55 @@ TEST(SpirvKernels, RopeRotatesPairsAsTheCpuDoes) {
                              {bx.get(), bt.get(), by.get(), params.get()},
                              x.size()),
                   expected, scale, 1e-6, "rope_f32");
+    });
+  }
+}
+
+// The fused append rotates the keys as it writes them: the cache holds
+// exactly what rope_f32 then kv_append_f32 write (the same arithmetic), in
+// both pairings, with partial rotary dimensions, two heads and tokens
+// written out of order.
+TEST(SpirvKernels, RopeKvAppendWritesWhatRopeThenAppendWrite) {
+  constexpr int context = 8, heads = 2, dim = 16, rotary = 12,
+                row = heads * dim;
+  std::vector<int32_t> positions = {5, 2, 7};
+  const int tokens = static_cast<int>(positions.size());
+  std::vector<float> keys = randomValues(tokens * row, 13);
+  std::vector<float> values = randomValues(tokens * row, 14);
+  std::vector<float> table(tokens * (dim / 2) * 2);
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < dim / 2; ++j) {
+      float angle = (positions[t] + 1) * std::pow(10000.0f, -2.0f * j / rotary);
+      table[(t * (dim / 2) + j) * 2] = std::cos(angle);
+      table[(t * (dim / 2) + j) * 2 + 1] = std::sin(angle);
+    }
+  for (int mode : {0, 1}) {
+    SCOPED_TRACE(mode ? "neox" : "normal");
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bk = runner.upload(keys), bv = runner.upload(values);
+      auto bt = runner.upload(table), bp = runner.upload(positions);
+      auto rotated = runner.upload(std::vector<float>(keys.size(), 0.0f));
+      auto ropeParams =
+          runner.upload(std::vector<int32_t>{heads, dim, rotary, mode});
+      std::vector<float> rotatedKeys = runner.run(
+          "rope_f32", {static_cast<uint32_t>(tokens), heads, 1},
+          {bk.get(), bt.get(), rotated.get(), ropeParams.get()}, keys.size());
+      auto separate = runner.upload(std::vector<float>(2 * context * row, -1.0f));
+      auto appendParams = runner.upload(std::vector<int32_t>{row, context});
+      auto rk = runner.upload(rotatedKeys);
+      std::vector<float> expected = runner.run(
+          "kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
+          {rk.get(), bv.get(), bp.get(), separate.get(), appendParams.get()},
+          2 * context * row, 3);
+      auto fused = runner.upload(std::vector<float>(2 * context * row, -1.0f));
+      auto fusedParams = runner.upload(
+          std::vector<int32_t>{row, context, dim, rotary, mode});
+      EXPECT_EQ(runner.run("rope_kv_append_f32",
+                           {static_cast<uint32_t>(tokens), 1, 1},
+                           {bk.get(), bt.get(), bv.get(), bp.get(), fused.get(),
+                            fusedParams.get()},
+                           2 * context * row, 4),
+                expected);
     });
   }
 }

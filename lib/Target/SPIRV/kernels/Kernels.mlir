@@ -467,48 +467,61 @@ module attributes {gpu.container_module} {
       %dim = arith.index_cast %dim_i32 : i32 to index
       %rotary = arith.index_cast %rotary_i32 : i32 to index
       %neox = arith.cmpi ne, %mode, %c0_i32 : i32
-      %half = arith.divui %rotary, %c2 : index
       %table_width = arith.divui %dim, %c2 : index
       %token_heads = arith.muli %token, %heads : index
       %row = arith.addi %token_heads, %head : index
       %base = arith.muli %row, %dim : index
       %table_row = arith.muli %token, %table_width : index
       scf.for %i = %tid to %dim step %c64 {
+        %out = func.call @rope_element(%x, %base, %i, %table, %table_row, %rotary, %neox) : (memref<?xf32>, index, index, memref<?xf32>, index, index, i1) -> f32
         %at = arith.addi %base, %i : index
-        %v = memref.load %x[%at] : memref<?xf32>
-        %rotated = arith.cmpi ult, %i, %rotary : index
-        %out = scf.if %rotated -> f32 {
-          %low = arith.cmpi ult, %i, %half : index
-          %up = arith.addi %i, %half : index
-          %down = arith.subi %i, %half : index
-          %neox_partner = arith.select %low, %up, %down : index
-          %neox_pair = arith.remui %i, %half : index
-          %parity = arith.remui %i, %c2 : index
-          %even = arith.cmpi eq, %parity, %c0 : index
-          %normal_partner = arith.xori %i, %c1 : index
-          %normal_pair = arith.divui %i, %c2 : index
-          %partner = arith.select %neox, %neox_partner, %normal_partner : index
-          %pair = arith.select %neox, %neox_pair, %normal_pair : index
-          %first = arith.select %neox, %low, %even : i1
-          %entry = arith.addi %table_row, %pair : index
-          %cos_at = arith.muli %entry, %c2 : index
-          %sin_at = arith.addi %cos_at, %c1 : index
-          %cos = memref.load %table[%cos_at] : memref<?xf32>
-          %sin = memref.load %table[%sin_at] : memref<?xf32>
-          %partner_at = arith.addi %base, %partner : index
-          %p = memref.load %x[%partner_at] : memref<?xf32>
-          %negated = arith.negf %p : f32
-          %signed = arith.select %first, %negated, %p : f32
-          %a = arith.mulf %v, %cos : f32
-          %b = arith.mulf %signed, %sin : f32
-          %sum = arith.addf %a, %b : f32
-          scf.yield %sum : f32
-        } else {
-          scf.yield %v : f32
-        }
         memref.store %out, %y[%at] : memref<?xf32>
       }
       gpu.return
+    }
+
+    // Element `i` of the head at `base` of `x` after RoPE: rotated with its
+    // partner (the next element, or the one half the rotary dimensions away
+    // in NeoX mode) by the angle in row `table_row` of the table (cos, sin
+    // pairs), or as it is past the first `rotary` elements.
+    func.func private @rope_element(%x: memref<?xf32>, %base: index, %i: index, %table: memref<?xf32>, %table_row: index, %rotary: index, %neox: i1) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %half = arith.divui %rotary, %c2 : index
+      %at = arith.addi %base, %i : index
+      %v = memref.load %x[%at] : memref<?xf32>
+      %rotated = arith.cmpi ult, %i, %rotary : index
+      %out = scf.if %rotated -> f32 {
+        %low = arith.cmpi ult, %i, %half : index
+        %up = arith.addi %i, %half : index
+        %down = arith.subi %i, %half : index
+        %neox_partner = arith.select %low, %up, %down : index
+        %neox_pair = arith.remui %i, %half : index
+        %parity = arith.remui %i, %c2 : index
+        %even = arith.cmpi eq, %parity, %c0 : index
+        %normal_partner = arith.xori %i, %c1 : index
+        %normal_pair = arith.divui %i, %c2 : index
+        %partner = arith.select %neox, %neox_partner, %normal_partner : index
+        %pair = arith.select %neox, %neox_pair, %normal_pair : index
+        %first = arith.select %neox, %low, %even : i1
+        %entry = arith.addi %table_row, %pair : index
+        %cos_at = arith.muli %entry, %c2 : index
+        %sin_at = arith.addi %cos_at, %c1 : index
+        %cos = memref.load %table[%cos_at] : memref<?xf32>
+        %sin = memref.load %table[%sin_at] : memref<?xf32>
+        %partner_at = arith.addi %base, %partner : index
+        %p = memref.load %x[%partner_at] : memref<?xf32>
+        %negated = arith.negf %p : f32
+        %signed = arith.select %first, %negated, %p : f32
+        %a = arith.mulf %v, %cos : f32
+        %b = arith.mulf %signed, %sin : f32
+        %sum = arith.addf %a, %b : f32
+        scf.yield %sum : f32
+      } else {
+        scf.yield %v : f32
+      }
+      return %out : f32
     }
 
     // Writes each token's keys and values ([tokens, kv_heads * head_dim])
@@ -537,6 +550,57 @@ module attributes {gpu.container_module} {
       scf.for %i = %tid to %row step %c64 {
         %from = arith.addi %source, %i : index
         %k = memref.load %keys[%from] : memref<?xf32>
+        %v = memref.load %values[%from] : memref<?xf32>
+        %key_at = arith.addi %key_slot, %i : index
+        %value_at = arith.addi %value_slot, %i : index
+        memref.store %k, %cache[%key_at] : memref<?xf32>
+        memref.store %v, %cache[%value_at] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // @kv_append_f32 with the keys rotated as they are written (@rope_f32's
+    // rotation, @rope_element): one dispatch and one pass over the keys
+    // where there were two. params: [row = kv_heads * dim, context, dim,
+    // rotary, neox]; the table holds each token's angles; grid: (tokens, 1, 1).
+    gpu.func @rope_kv_append_f32(%keys: memref<?xf32>, %table: memref<?xf32>,
+                                 %values: memref<?xf32>, %positions: memref<?xi32>,
+                                 %cache: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %c0_i32 = arith.constant 0 : i32
+      %token = gpu.block_id x
+      %tid = gpu.thread_id x
+      %row_i32 = memref.load %params[%c0] : memref<?xi32>
+      %context_i32 = memref.load %params[%c1] : memref<?xi32>
+      %dim_i32 = memref.load %params[%c2] : memref<?xi32>
+      %rotary_i32 = memref.load %params[%c3] : memref<?xi32>
+      %mode = memref.load %params[%c4] : memref<?xi32>
+      %row = arith.index_cast %row_i32 : i32 to index
+      %context = arith.index_cast %context_i32 : i32 to index
+      %dim = arith.index_cast %dim_i32 : i32 to index
+      %rotary = arith.index_cast %rotary_i32 : i32 to index
+      %neox = arith.cmpi ne, %mode, %c0_i32 : i32
+      %table_width = arith.divui %dim, %c2 : index
+      %table_row = arith.muli %token, %table_width : index
+      %position_i32 = memref.load %positions[%token] : memref<?xi32>
+      %position = arith.index_cast %position_i32 : i32 to index
+      %source = arith.muli %token, %row : index
+      %key_slot = arith.muli %position, %row : index
+      %part = arith.muli %context, %row : index
+      %value_slot = arith.addi %part, %key_slot : index
+      scf.for %i = %tid to %row step %c64 {
+        %head = arith.divui %i, %dim : index
+        %element = arith.remui %i, %dim : index
+        %head_offset = arith.muli %head, %dim : index
+        %base = arith.addi %source, %head_offset : index
+        %k = func.call @rope_element(%keys, %base, %element, %table, %table_row, %rotary, %neox) : (memref<?xf32>, index, index, memref<?xf32>, index, index, i1) -> f32
+        %from = arith.addi %source, %i : index
         %v = memref.load %values[%from] : memref<?xf32>
         %key_at = arith.addi %key_slot, %i : index
         %value_at = arith.addi %value_slot, %i : index
