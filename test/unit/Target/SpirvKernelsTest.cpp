@@ -703,29 +703,33 @@ TEST(SpirvKernels, MatmulsOfEveryWeightFormatMatchTheCpu) {
   }
 }
 
-// The f16 kernel takes eight weights at a time when K is a multiple of 8
-// (one 128-bit load on NVIDIA and AMD GPUs) and one at a time otherwise:
-// rows shorter than a pass of the workgroup, ragged passes and other K.
-TEST(SpirvKernels, F16MatmulMatchesTheCpuForEveryRowLength) {
+// The f16 and bf16 kernels take eight weights at a time when K is a
+// multiple of 8 (one 128-bit load on NVIDIA and AMD GPUs) and one at a time
+// otherwise: rows shorter than a pass of the workgroup, ragged passes and
+// other K.
+TEST(SpirvKernels, HalfWordMatmulsMatchTheCpuForEveryRowLength) {
   using hetrt::format::BlockFormat;
-  for (int k : {8, 100, 520, 1032}) {
-    SCOPED_TRACE("K = " + std::to_string(k));
-    constexpr int n = 3, m = 5;
-    std::vector<float> x = randomValues(n * k, 21), original = randomValues(m * k, 22);
-    EncodedWeights w = encodeWeights(BlockFormat::F16, original, m, k);
-    std::vector<double> expected, scale;
-    referenceMatmul(x, w.decoded, n, k, m, expected, scale);
-    std::vector<int32_t> values = {n, k, m, 0};
-    onEveryDevice([&](KernelRunner &runner) {
-      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
-      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-      auto params = runner.upload(values);
-      expectClose(runner.run("matmul_f16", {m, n, 1},
-                             {bx.get(), bw.get(), by.get(), params.get()},
-                             n * m),
-                  expected, scale, 1e-5, "matmul_f16");
-    });
-  }
+  for (auto [format, kernel] : {std::pair{BlockFormat::F16, "matmul_f16"},
+                                std::pair{BlockFormat::BF16, "matmul_bf16"}})
+    for (int k : {8, 100, 520, 1032}) {
+      SCOPED_TRACE(std::string(kernel) + " K = " + std::to_string(k));
+      constexpr int n = 3, m = 5;
+      std::vector<float> x = randomValues(n * k, 21),
+                         original = randomValues(m * k, 22);
+      EncodedWeights w = encodeWeights(format, original, m, k);
+      std::vector<double> expected, scale;
+      referenceMatmul(x, w.decoded, n, k, m, expected, scale);
+      std::vector<int32_t> values = {n, k, m, 0};
+      onEveryDevice([&](KernelRunner &runner) {
+        auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+        auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+        auto params = runner.upload(values);
+        expectClose(runner.run(kernel, {m, n, 1},
+                               {bx.get(), bw.get(), by.get(), params.get()},
+                               n * m),
+                    expected, scale, 1e-5, kernel);
+      });
+    }
 }
 
 // A vocabulary of 128256 rows is more workgroups than one grid axis takes:

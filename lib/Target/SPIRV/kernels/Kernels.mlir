@@ -839,13 +839,32 @@ module attributes {gpu.container_module} {
 
     // As @matmul_f32 with w in IEEE half precision, read as bytes
     // (little-endian pairs) and widened exactly. params: [N, K, M, x_row];
-    // grid: (M, N, 1). When K is a multiple of 8 every row starts on 16
-    // bytes, and each thread takes 8 weights at a time (@dot_f16x8: one
-    // 128-bit load on GPUs that have one), so 64 threads read 1 KiB of the
-    // row at once; other rows, and the last of K, go one weight at a time.
+    // grid: (M, N, 1), or past 65535 rows as @output_row says.
     gpu.func @matmul_f16(%x: memref<?xf32>, %w: memref<?xi8>,
                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %bf16 = arith.constant false
+      func.call @matmul_16bit(%x, %w, %y, %params, %bf16) : (memref<?xf32>, memref<?xi8>, memref<?xf32>, memref<?xi32>, i1) -> ()
+      gpu.return
+    }
+
+    // As @matmul_f16 with w in bfloat16: the upper half of an f32.
+    gpu.func @matmul_bf16(%x: memref<?xf32>, %w: memref<?xi8>,
+                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %bf16 = arith.constant true
+      func.call @matmul_16bit(%x, %w, %y, %params, %bf16) : (memref<?xf32>, memref<?xi8>, memref<?xf32>, memref<?xi32>, i1) -> ()
+      gpu.return
+    }
+
+    // The body of @matmul_f16 (`bf16` false) and @matmul_bf16 (true). When
+    // K is a multiple of 8 every row starts on 16 bytes, and each thread
+    // takes 8 weights at a time (@dot_16bit_x8: one 128-bit load on GPUs
+    // that have one), so 64 threads read 1 KiB of the row at once; other
+    // rows, and the last of K, go one weight at a time.
+    func.func private @matmul_16bit(%x: memref<?xf32>, %w: memref<?xi8>,
+                                    %y: memref<?xf32>, %params: memref<?xi32>,
+                                    %bf16: i1) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -875,7 +894,7 @@ module attributes {gpu.container_module} {
         %k_bytes = arith.muli %k, %c2 : index
         %at = arith.addi %w_base, %k_bytes : index
         %xi = arith.addi %x_base, %k : index
-        %part = func.call @dot_f16x8(%w, %at, %x, %xi) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
+        %part = func.call @dot_16bit_x8(%w, %at, %x, %xi, %bf16) : (memref<?xi8>, index, memref<?xf32>, index, i1) -> f32
         %next = arith.addf %acc, %part : f32
         scf.yield %next : f32
       }
@@ -883,8 +902,8 @@ module attributes {gpu.container_module} {
       %sum = scf.for %k = %first1 to %k_size step %c64 iter_args(%acc = %wide_sum) -> f32 {
         %k_bytes = arith.muli %k, %c2 : index
         %at = arith.addi %w_base, %k_bytes : index
-        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
-        %wv = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %wv = func.call @widen_16bit(%bits, %bf16) : (i32, i1) -> f32
         %xi = arith.addi %x_base, %k : index
         %xv = memref.load %x[%xi] : memref<?xf32>
         %next = math.fma %xv, %wv, %acc : f32
@@ -897,12 +916,27 @@ module attributes {gpu.container_module} {
         %yi = arith.addi %row, %m : index
         memref.store %total, %y[%yi] : memref<?xf32>
       }
-      gpu.return
+      return
     }
 
-    // sum(x[xi + j] * w[j] for j < 8), the eight f16 weights from byte `at`
-    // of `w` (16-byte aligned), widened exactly.
-    func.func private @dot_f16x8(%w: memref<?xi8>, %at: index, %x: memref<?xf32>, %xi: index) -> f32 {
+    // The 16 bits `bits` of an f16 (`bf16` false) or a bfloat16 (true) as
+    // an f32, exactly.
+    func.func private @widen_16bit(%bits: i32, %bf16: i1) -> f32 {
+      %c16_i32 = arith.constant 16 : i32
+      %value = scf.if %bf16 -> f32 {
+        %wide = arith.shli %bits, %c16_i32 : i32
+        %v = arith.bitcast %wide : i32 to f32
+        scf.yield %v : f32
+      } else {
+        %v = func.call @f16_bits_to_f32(%bits) : (i32) -> f32
+        scf.yield %v : f32
+      }
+      return %value : f32
+    }
+
+    // sum(x[xi + j] * w[j] for j < 8), the eight 16-bit weights from byte
+    // `at` of `w` (16-byte aligned), widened exactly.
+    func.func private @dot_16bit_x8(%w: memref<?xi8>, %at: index, %x: memref<?xf32>, %xi: index, %bf16: i1) -> f32 {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -911,8 +945,8 @@ module attributes {gpu.container_module} {
       %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> f32 {
         %offset = arith.muli %j, %c2 : index
         %byte = arith.addi %at, %offset : index
-        %half = func.call @load_u16(%w, %byte) : (memref<?xi8>, index) -> i32
-        %wv = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %bits = func.call @load_u16(%w, %byte) : (memref<?xi8>, index) -> i32
+        %wv = func.call @widen_16bit(%bits, %bf16) : (i32, i1) -> f32
         %xj = arith.addi %xi, %j : index
         %xv = memref.load %x[%xj] : memref<?xf32>
         %next = math.fma %xv, %wv, %acc : f32
@@ -921,61 +955,27 @@ module attributes {gpu.container_module} {
       return %sum : f32
     }
 
-    // @dot_f16x8 in two 128-bit loads (the weights, then the activations in
-    // two halves' worth of f32) and hardware conversion.
-    func.func private @dot_f16x8_native(%w: memref<?xi8>, %at: index, %x: memref<?xf32>, %xi: index) -> f32 {
+    // @dot_16bit_x8 in two 128-bit loads (the weights, then the activations
+    // in two halves' worth of f32) and hardware conversion (bfloat16: the
+    // bits shifted into the upper half of each f32).
+    func.func private @dot_16bit_x8_native(%w: memref<?xi8>, %at: index, %x: memref<?xf32>, %xi: index, %bf16: i1) -> f32 {
       %bytes = vector.load %w[%at] {alignment = 16} : memref<?xi8>, vector<16xi8>
-      %halves = vector.bitcast %bytes : vector<16xi8> to vector<8xf16>
-      %weights = arith.extf %halves : vector<8xf16> to vector<8xf32>
+      %weights = scf.if %bf16 -> vector<8xf32> {
+        %words = vector.bitcast %bytes : vector<16xi8> to vector<8xi16>
+        %wide = arith.extui %words : vector<8xi16> to vector<8xi32>
+        %sixteen = arith.constant dense<16> : vector<8xi32>
+        %shifted = arith.shli %wide, %sixteen : vector<8xi32>
+        %v = vector.bitcast %shifted : vector<8xi32> to vector<8xf32>
+        scf.yield %v : vector<8xf32>
+      } else {
+        %halves = vector.bitcast %bytes : vector<16xi8> to vector<8xf16>
+        %v = arith.extf %halves : vector<8xf16> to vector<8xf32>
+        scf.yield %v : vector<8xf32>
+      }
       %xs = vector.load %x[%xi] {alignment = 16} : memref<?xf32>, vector<8xf32>
       %products = arith.mulf %xs, %weights : vector<8xf32>
       %sum = vector.reduction <add>, %products : vector<8xf32> into f32
       return %sum : f32
-    }
-
-    // As @matmul_f16 with w in bfloat16: the upper half of an f32.
-    gpu.func @matmul_bf16(%x: memref<?xf32>, %w: memref<?xi8>,
-                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
-        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
-      %c3 = arith.constant 3 : index
-      %c64 = arith.constant 64 : index
-      %c16_i32 = arith.constant 16 : i32
-      %zero = arith.constant 0.0 : f32
-      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
-      %n = gpu.block_id y
-      %tid = gpu.thread_id x
-      %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
-      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
-      %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
-      %x_row = arith.index_cast %x_row_i32 : i32 to index
-      %x_n = arith.addi %n, %x_row : index
-      %x_base = arith.muli %x_n, %k_size : index
-      %w_row = arith.muli %m, %k_size : index
-      %w_base = arith.muli %w_row, %c2 : index
-      %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
-        %k_bytes = arith.muli %k, %c2 : index
-        %at = arith.addi %w_base, %k_bytes : index
-        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
-        %wide = arith.shli %bits, %c16_i32 : i32
-        %wv = arith.bitcast %wide : i32 to f32
-        %xi = arith.addi %x_base, %k : index
-        %xv = memref.load %x[%xi] : memref<?xf32>
-        %next = math.fma %xv, %wv, %acc : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
-      gpu.return
     }
 
     // As @matmul_q8_0 with w in Q4_0: blocks of 18 bytes, an f16 scale then
