@@ -104,6 +104,7 @@ run() {
         "$models/llama1b-$type.gguf" "$("$runner" --list-devices | grep '^cuda0 ')" <<< "$out" || status=1
     done
   done
+  echo "gpu-check: finished in ${SECONDS} s ($([[ $status == 0 ]] && echo passed || echo FAILED))"
   return $status
 }
 
