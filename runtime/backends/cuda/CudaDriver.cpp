@@ -24,41 +24,44 @@ constexpr unsigned kHostAllocPortable = 0x01;
 constexpr unsigned kHostAllocDeviceMap = 0x02;
 constexpr unsigned kStreamNonBlocking = 0x01;
 
-/// The driver entry points hetc calls, resolved by name (the _v2 names are
-/// the ones cuda.h maps the plain names to).
+/// The driver entry points hetc calls, as X(name, type), resolved by name
+/// (the _v2 names are the ones cuda.h maps the plain names to).
+#define HETRT_CUDA_ENTRY_POINTS(X) \
+  X(cuInit, CUresult (*)(unsigned)) \
+  X(cuDriverGetVersion, CUresult (*)(int *)) \
+  X(cuDeviceGetCount, CUresult (*)(int *)) \
+  X(cuDeviceGet, CUresult (*)(CUdevice *, int)) \
+  X(cuDeviceGetName, CUresult (*)(char *, int, CUdevice)) \
+  X(cuDeviceTotalMem_v2, CUresult (*)(size_t *, CUdevice)) \
+  X(cuDeviceGetAttribute, CUresult (*)(int *, int, CUdevice)) \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice)) \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext)) \
+  X(cuMemGetInfo_v2, CUresult (*)(size_t *, size_t *)) \
+  X(cuMemAlloc_v2, CUresult (*)(DevicePointer *, size_t)) \
+  X(cuMemFree_v2, CUresult (*)(DevicePointer)) \
+  X(cuMemHostAlloc, CUresult (*)(void **, size_t, unsigned)) \
+  X(cuMemFreeHost, CUresult (*)(void *)) \
+  X(cuMemHostGetDevicePointer_v2, CUresult (*)(DevicePointer *, void *, unsigned)) \
+  X(cuStreamCreate, CUresult (*)(void **, unsigned)) \
+  X(cuStreamDestroy_v2, CUresult (*)(void *)) \
+  X(cuStreamSynchronize, CUresult (*)(void *)) \
+  X(cuMemcpyAsync, CUresult (*)(DevicePointer, DevicePointer, size_t, void *)) \
+  X(cuMemcpyHtoDAsync_v2, CUresult (*)(DevicePointer, const void *, size_t, void *)) \
+  X(cuMemcpyDtoHAsync_v2, CUresult (*)(void *, DevicePointer, size_t, void *)) \
+  X(cuMemsetD8Async, CUresult (*)(DevicePointer, unsigned char, size_t, void *)) \
+  X(cuMemsetD16Async, CUresult (*)(DevicePointer, unsigned short, size_t, void *)) \
+  X(cuMemsetD32Async, CUresult (*)(DevicePointer, unsigned, size_t, void *)) \
+  X(cuModuleLoadData, CUresult (*)(void **, const void *)) \
+  X(cuModuleUnload, CUresult (*)(void *)) \
+  X(cuModuleGetFunction, CUresult (*)(void **, void *, const char *)) \
+  X(cuLaunchKernel, CUresult (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **, void **)) \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char **)) \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char **))
+
 struct Api {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDriverGetVersion)(int *);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
-  CUresult (*cuMemAlloc_v2)(DevicePointer *, size_t);
-  CUresult (*cuMemFree_v2)(DevicePointer);
-  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
-  CUresult (*cuMemFreeHost)(void *);
-  CUresult (*cuMemHostGetDevicePointer_v2)(DevicePointer *, void *, unsigned);
-  CUresult (*cuStreamCreate)(void **, unsigned);
-  CUresult (*cuStreamDestroy_v2)(void *);
-  CUresult (*cuStreamSynchronize)(void *);
-  CUresult (*cuMemcpyAsync)(DevicePointer, DevicePointer, size_t, void *);
-  CUresult (*cuMemcpyHtoDAsync_v2)(DevicePointer, const void *, size_t, void *);
-  CUresult (*cuMemcpyDtoHAsync_v2)(void *, DevicePointer, size_t, void *);
-  CUresult (*cuMemsetD8Async)(DevicePointer, unsigned char, size_t, void *);
-  CUresult (*cuMemsetD16Async)(DevicePointer, unsigned short, size_t, void *);
-  CUresult (*cuMemsetD32Async)(DevicePointer, unsigned, size_t, void *);
-  CUresult (*cuModuleLoadData)(void **, const void *);
-  CUresult (*cuModuleUnload)(void *);
-  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
-  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, void *, void **,
-                             void **);
-  CUresult (*cuGetErrorName)(CUresult, const char **);
-  CUresult (*cuGetErrorString)(CUresult, const char **);
+#define HETRT_CUDA_FIELD(name, ...) gpu::EntryPoint<__VA_ARGS__> name = nullptr;
+  HETRT_CUDA_ENTRY_POINTS(HETRT_CUDA_FIELD)
+#undef HETRT_CUDA_FIELD
 };
 
 class CudaDriver final : public gpu::GpuDriver {
@@ -182,49 +185,15 @@ private:
 
   /// Every entry point, or `why` naming the first that is missing.
   bool resolve(std::string &why) {
-    bool complete = true;
-    auto bind = [&](auto &entry, const char *name) {
-      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
-          dlsym(library_, name));
-      if (!entry && complete) {
-        why = std::string("cuda: the driver has no ") + name +
-              " (update the NVIDIA driver)";
-        complete = false;
-      }
-    };
-#define HETRT_CUDA_BIND(name) bind(api_.name, #name)
-    HETRT_CUDA_BIND(cuInit);
-    HETRT_CUDA_BIND(cuDriverGetVersion);
-    HETRT_CUDA_BIND(cuDeviceGetCount);
-    HETRT_CUDA_BIND(cuDeviceGet);
-    HETRT_CUDA_BIND(cuDeviceGetName);
-    HETRT_CUDA_BIND(cuDeviceTotalMem_v2);
-    HETRT_CUDA_BIND(cuDeviceGetAttribute);
-    HETRT_CUDA_BIND(cuDevicePrimaryCtxRetain);
-    HETRT_CUDA_BIND(cuCtxSetCurrent);
-    HETRT_CUDA_BIND(cuMemGetInfo_v2);
-    HETRT_CUDA_BIND(cuMemAlloc_v2);
-    HETRT_CUDA_BIND(cuMemFree_v2);
-    HETRT_CUDA_BIND(cuMemHostAlloc);
-    HETRT_CUDA_BIND(cuMemFreeHost);
-    HETRT_CUDA_BIND(cuMemHostGetDevicePointer_v2);
-    HETRT_CUDA_BIND(cuStreamCreate);
-    HETRT_CUDA_BIND(cuStreamDestroy_v2);
-    HETRT_CUDA_BIND(cuStreamSynchronize);
-    HETRT_CUDA_BIND(cuMemcpyAsync);
-    HETRT_CUDA_BIND(cuMemcpyHtoDAsync_v2);
-    HETRT_CUDA_BIND(cuMemcpyDtoHAsync_v2);
-    HETRT_CUDA_BIND(cuMemsetD8Async);
-    HETRT_CUDA_BIND(cuMemsetD16Async);
-    HETRT_CUDA_BIND(cuMemsetD32Async);
-    HETRT_CUDA_BIND(cuModuleLoadData);
-    HETRT_CUDA_BIND(cuModuleUnload);
-    HETRT_CUDA_BIND(cuModuleGetFunction);
-    HETRT_CUDA_BIND(cuLaunchKernel);
-    HETRT_CUDA_BIND(cuGetErrorName);
-    HETRT_CUDA_BIND(cuGetErrorString);
+    const char *missing = nullptr;
+#define HETRT_CUDA_BIND(name, ...)                                            \
+  gpu::bindEntryPoint(library_, api_.name, #name, missing);
+    HETRT_CUDA_ENTRY_POINTS(HETRT_CUDA_BIND)
 #undef HETRT_CUDA_BIND
-    return complete;
+    if (missing)
+      why = std::string("cuda: the driver has no ") + missing +
+            " (update the NVIDIA driver)";
+    return !missing;
   }
 
   /// Initializes the driver and retains each GPU's primary context.
@@ -304,7 +273,7 @@ private:
   }
 
   void *library_;
-  Api api_ = {};
+  Api api_;
   std::string version_;
   std::vector<gpu::GpuProperties> devices_;
   std::vector<CUcontext> contexts_;

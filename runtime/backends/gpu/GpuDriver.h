@@ -7,6 +7,8 @@
 #ifndef HETRT_BACKENDS_GPU_GPUDRIVER_H
 #define HETRT_BACKENDS_GPU_GPUDRIVER_H
 
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,6 +76,20 @@ public:
                              const uint32_t block[3], void **arguments,
                              Stream stream) = 0;
 };
+
+/// `T` itself: names a function pointer type spelled inside a macro, where
+/// `type name` would not parse.
+template <typename T> using EntryPoint = T;
+
+/// Binds `entry` to the symbol `name` of a driver library opened with
+/// dlopen; keeps the first name the library lacks in `missing`.
+template <typename Entry>
+void bindEntryPoint(void *library, Entry &entry, const char *name,
+                    const char *&missing) {
+  entry = reinterpret_cast<Entry>(dlsym(library, name));
+  if (!entry && !missing)
+    missing = name;
+}
 
 } // namespace hetrt::gpu
 

@@ -17,35 +17,39 @@ namespace {
 
 using gpu::DevicePointer;
 
-/// HIP's entry points, resolved by name with the header's types.
+/// HIP's entry points, as X(name, type), resolved by name with the header's
+/// types (hipMalloc and hipHostMalloc are overloaded in C++, with templates
+/// beside them: the C functions' types are spelled).
+#define HETRT_HIP_ENTRY_POINTS(X) \
+  X(hipInit, decltype(&::hipInit)) \
+  X(hipRuntimeGetVersion, decltype(&::hipRuntimeGetVersion)) \
+  X(hipGetDeviceCount, decltype(&::hipGetDeviceCount)) \
+  X(hipGetDeviceProperties, decltype(&::hipGetDeviceProperties)) \
+  X(hipSetDevice, decltype(&::hipSetDevice)) \
+  X(hipMemGetInfo, decltype(&::hipMemGetInfo)) \
+  X(hipMalloc, hipError_t (*)(void **, size_t)) \
+  X(hipFree, decltype(&::hipFree)) \
+  X(hipHostMalloc, hipError_t (*)(void **, size_t, unsigned int)) \
+  X(hipHostFree, decltype(&::hipHostFree)) \
+  X(hipHostGetDevicePointer, decltype(&::hipHostGetDevicePointer)) \
+  X(hipStreamCreateWithFlags, decltype(&::hipStreamCreateWithFlags)) \
+  X(hipStreamDestroy, decltype(&::hipStreamDestroy)) \
+  X(hipStreamSynchronize, decltype(&::hipStreamSynchronize)) \
+  X(hipMemcpyAsync, decltype(&::hipMemcpyAsync)) \
+  X(hipMemsetD8Async, decltype(&::hipMemsetD8Async)) \
+  X(hipMemsetD16Async, decltype(&::hipMemsetD16Async)) \
+  X(hipMemsetD32Async, decltype(&::hipMemsetD32Async)) \
+  X(hipModuleLoadData, decltype(&::hipModuleLoadData)) \
+  X(hipModuleUnload, decltype(&::hipModuleUnload)) \
+  X(hipModuleGetFunction, decltype(&::hipModuleGetFunction)) \
+  X(hipModuleLaunchKernel, decltype(&::hipModuleLaunchKernel)) \
+  X(hipGetErrorName, decltype(&::hipGetErrorName)) \
+  X(hipGetErrorString, decltype(&::hipGetErrorString))
+
 struct Api {
-#define HETRT_HIP_ENTRY(name) decltype(&::name) name = nullptr;
-  HETRT_HIP_ENTRY(hipInit)
-  HETRT_HIP_ENTRY(hipRuntimeGetVersion)
-  HETRT_HIP_ENTRY(hipGetDeviceCount)
-  HETRT_HIP_ENTRY(hipGetDeviceProperties)
-  HETRT_HIP_ENTRY(hipSetDevice)
-  HETRT_HIP_ENTRY(hipMemGetInfo)
-  // Overloaded in C++ (templates beside them): the C functions' types.
-  hipError_t (*hipMalloc)(void **, size_t) = nullptr;
-  HETRT_HIP_ENTRY(hipFree)
-  hipError_t (*hipHostMalloc)(void **, size_t, unsigned int) = nullptr;
-  HETRT_HIP_ENTRY(hipHostFree)
-  HETRT_HIP_ENTRY(hipHostGetDevicePointer)
-  HETRT_HIP_ENTRY(hipStreamCreateWithFlags)
-  HETRT_HIP_ENTRY(hipStreamDestroy)
-  HETRT_HIP_ENTRY(hipStreamSynchronize)
-  HETRT_HIP_ENTRY(hipMemcpyAsync)
-  HETRT_HIP_ENTRY(hipMemsetD8Async)
-  HETRT_HIP_ENTRY(hipMemsetD16Async)
-  HETRT_HIP_ENTRY(hipMemsetD32Async)
-  HETRT_HIP_ENTRY(hipModuleLoadData)
-  HETRT_HIP_ENTRY(hipModuleUnload)
-  HETRT_HIP_ENTRY(hipModuleGetFunction)
-  HETRT_HIP_ENTRY(hipModuleLaunchKernel)
-  HETRT_HIP_ENTRY(hipGetErrorName)
-  HETRT_HIP_ENTRY(hipGetErrorString)
-#undef HETRT_HIP_ENTRY
+#define HETRT_HIP_FIELD(name, ...) gpu::EntryPoint<__VA_ARGS__> name = nullptr;
+  HETRT_HIP_ENTRY_POINTS(HETRT_HIP_FIELD)
+#undef HETRT_HIP_FIELD
 };
 
 void *asPointer(DevicePointer pointer) {
@@ -197,44 +201,17 @@ public:
 private:
   explicit HipDriver(void *library) : library_(library) {}
 
+  /// Every entry point, or `why` naming the first that is missing.
   bool resolve(std::string &why) {
-    bool complete = true;
-    auto bind = [&](auto &entry, const char *name) {
-      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
-          dlsym(library_, name));
-      if (!entry && complete) {
-        why = std::string("hip: the HIP runtime has no ") + name +
-              " (install HIP 5 or later)";
-        complete = false;
-      }
-    };
-#define HETRT_HIP_BIND(name) bind(api_.name, #name)
-    HETRT_HIP_BIND(hipInit);
-    HETRT_HIP_BIND(hipRuntimeGetVersion);
-    HETRT_HIP_BIND(hipGetDeviceCount);
-    HETRT_HIP_BIND(hipGetDeviceProperties);
-    HETRT_HIP_BIND(hipSetDevice);
-    HETRT_HIP_BIND(hipMemGetInfo);
-    HETRT_HIP_BIND(hipMalloc);
-    HETRT_HIP_BIND(hipFree);
-    HETRT_HIP_BIND(hipHostMalloc);
-    HETRT_HIP_BIND(hipHostFree);
-    HETRT_HIP_BIND(hipHostGetDevicePointer);
-    HETRT_HIP_BIND(hipStreamCreateWithFlags);
-    HETRT_HIP_BIND(hipStreamDestroy);
-    HETRT_HIP_BIND(hipStreamSynchronize);
-    HETRT_HIP_BIND(hipMemcpyAsync);
-    HETRT_HIP_BIND(hipMemsetD8Async);
-    HETRT_HIP_BIND(hipMemsetD16Async);
-    HETRT_HIP_BIND(hipMemsetD32Async);
-    HETRT_HIP_BIND(hipModuleLoadData);
-    HETRT_HIP_BIND(hipModuleUnload);
-    HETRT_HIP_BIND(hipModuleGetFunction);
-    HETRT_HIP_BIND(hipModuleLaunchKernel);
-    HETRT_HIP_BIND(hipGetErrorName);
-    HETRT_HIP_BIND(hipGetErrorString);
+    const char *missing = nullptr;
+#define HETRT_HIP_BIND(name, ...)                                             \
+  gpu::bindEntryPoint(library_, api_.name, #name, missing);
+    HETRT_HIP_ENTRY_POINTS(HETRT_HIP_BIND)
 #undef HETRT_HIP_BIND
-    return complete;
+    if (missing)
+      why = std::string("hip: the HIP runtime has no ") + missing +
+            " (install HIP 5 or later)";
+    return !missing;
   }
 
   bool start(std::string &why) {
