@@ -16,10 +16,12 @@ namespace hetc::target {
 
 /// The kernel library with its subgroup and native helpers in place (the
 /// LLVM GPU targets reduce across a warp or wavefront in registers, load
-/// 16 and 128 bits at once and convert f16 in hardware); null with `error`
-/// when it does not build.
+/// 16 and 128 bits at once and convert f16 in hardware), and the helpers of
+/// `target` ("nvptx", "amdgpu": its matrix units); null with `error` when
+/// it does not build.
 mlir::OwningOpRef<mlir::ModuleOp>
-subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error);
+subgroupKernelLibrary(mlir::MLIRContext *context, llvm::StringRef target,
+                      std::string &error);
 
 /// Runs hetc-gpu-prepare-kernels over `module` for `subgroupSize` lanes;
 /// false with `error` (the diagnostics name the kernel) on failure.

@@ -236,7 +236,7 @@ bool compileKernelLibrary(MLIRContext *context, int codeObject,
                           std::vector<Executable> &executables,
                           std::string &error,
                           const AssembledCallback &assembled) {
-  OwningOpRef<ModuleOp> library = subgroupKernelLibrary(context, error);
+  OwningOpRef<ModuleOp> library = subgroupKernelLibrary(context, "amdgpu", error);
   if (!library)
     return false;
   if (!compileGpuModule(*library, codeObject, executables, error, assembled)) {

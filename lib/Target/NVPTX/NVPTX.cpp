@@ -6,6 +6,7 @@
 #include "passes/target/gpu/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -58,6 +59,9 @@ void addNvvmLowering(OpPassManager &pm, llvm::StringRef chip) {
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<mlir::gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());
+  // Tensor-core products (nvgpu.mma.sync) first: their fragments become
+  // the LLVM structs the NVVM intrinsics take.
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
@@ -220,7 +224,7 @@ bool compileKernelLibrary(MLIRContext *context, llvm::StringRef toolkit,
                           std::vector<Executable> &executables,
                           std::string &error,
                           const AssembledCallback &assembled) {
-  OwningOpRef<ModuleOp> library = subgroupKernelLibrary(context, error);
+  OwningOpRef<ModuleOp> library = subgroupKernelLibrary(context, "nvptx", error);
   if (!library)
     return false;
   if (!compileGpuModule(*library, toolkit, executables, error, assembled)) {

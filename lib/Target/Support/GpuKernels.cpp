@@ -14,7 +14,8 @@
 namespace hetc::target {
 
 mlir::OwningOpRef<mlir::ModuleOp>
-subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error) {
+subgroupKernelLibrary(mlir::MLIRContext *context, llvm::StringRef target,
+                      std::string &error) {
   mlir::OwningOpRef<mlir::ModuleOp> library =
       spirv::parseKernelLibrary(context);
   if (!library) {
@@ -25,8 +26,11 @@ subgroupKernelLibrary(mlir::MLIRContext *context, std::string &error) {
   hetc::spirv::HetcSpirvSpecializeKernelsPassOptions variant;
   variant.variant = "subgroup";
   specialize.addPass(hetc::spirv::createHetcSpirvSpecializeKernelsPass(variant));
-  // Wide loads and hardware f16 conversion, which SPIR-V's baseline lacks.
-  specialize.addPass(hetc::gpu::createHetcGpuNativeHelpersPass());
+  // Wide loads, hardware f16 conversion and matrix units, which SPIR-V's
+  // baseline lacks.
+  hetc::gpu::HetcGpuNativeHelpersPassOptions native;
+  native.target = target.str();
+  specialize.addPass(hetc::gpu::createHetcGpuNativeHelpersPass(native));
   if (mlir::failed(specialize.run(*library))) {
     error = "the kernel library's subgroup variant does not build";
     return nullptr;

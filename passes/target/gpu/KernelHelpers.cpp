@@ -2,7 +2,9 @@
 // target (see Passes.h).
 #include "passes/target/gpu/Passes.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/Inliner.h"
 #include "mlir/Transforms/InliningUtils.h"
@@ -20,6 +22,14 @@ struct KernelInliner : InlinerInterface {
                        IRMapping &mapping) const override {
     return isa<gpu::GPUFuncOp>(dest->getParentOp()) ||
            InlinerInterface::isLegalToInline(dest, src, wouldBeCloned, mapping);
+  }
+  /// The matrix-unit ops of NVIDIA's and AMD's dialects compute on values
+  /// alone, so they inline like arith ops (their dialects declare no
+  /// inliner interface).
+  bool isLegalToInline(Operation *op, Region *dest, bool wouldBeCloned,
+                       IRMapping &mapping) const override {
+    return isa<nvgpu::NVGPUDialect, amdgpu::AMDGPUDialect>(op->getDialect()) ||
+           InlinerInterface::isLegalToInline(op, dest, wouldBeCloned, mapping);
   }
 };
 

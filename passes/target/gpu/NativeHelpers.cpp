@@ -11,11 +11,27 @@ namespace hetc::gpu {
 
 namespace {
 
+/// The targets with helper forms of their own.
+constexpr llvm::StringLiteral kTargets[] = {"nvptx", "amdgpu"};
+
 struct NativeHelpersPass
     : hetc::gpu::impl::HetcGpuNativeHelpersPassBase<NativeHelpersPass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    if (!target.empty() && !llvm::is_contained(kTargets, target)) {
+      getOperation().emitError()
+          << "hetc-gpu-native-helpers: unknown target \"" << target
+          << "\"; use nvptx or amdgpu, or no target for the _native forms "
+             "alone";
+      return signalPassFailure();
+    }
     bool failed = false;
     getOperation().walk([&](mlir::gpu::GPUModuleOp kernels) {
+      if (!target.empty())
+        for (llvm::StringRef other : kTargets)
+          failed |= mlir::failed(hetc::gpu::chooseHelperForms(
+              kernels, ("_" + other).str(), /*useSuffixed=*/other == target));
       failed |= mlir::failed(
           hetc::gpu::chooseHelperForms(kernels, "_native", /*useSuffixed=*/true));
     });

@@ -60,8 +60,15 @@ def HetcGpuNativeHelpersPass
     tests check on every Vulkan device. The SPIR-V target never runs this
     pass, and its conversion drops the `_native` helpers with the others.
 
-    A `_native` helper without its `@X`, one called by name, or one of
-    another type than `@X` is an error.
+    A helper may also have a form for one target, `@X_nvptx` or
+    `@X_amdgpu` (NVIDIA's tensor cores, AMD's matrix cores): with
+    `target=nvptx` the `_nvptx` forms replace their `@X` and the `_amdgpu`
+    forms are dropped, and the other way round; then the `_native` forms
+    replace what is left. Without a target, only the `_native` forms are
+    chosen and target forms stay as they are, uncalled.
+
+    A form without its `@X`, one called by name, or one of another type
+    than `@X` is an error.
 
     ```mlir
     func.func private @load_u16(%b: memref<?xi8>, %at: index) -> i32 {...}
@@ -73,6 +80,11 @@ def HetcGpuNativeHelpersPass
       %v = vector.load %b[%at] {alignment = 2} : memref<?xi8>, vector<2xi8>
     ```
   }];
+  let options = [
+    Option<"target", "target", "std::string", "\"\"",
+           "The LLVM GPU target (nvptx or amdgpu) whose own helper forms "
+           "replace the portable ones">,
+  ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 

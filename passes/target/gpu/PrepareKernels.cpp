@@ -75,6 +75,12 @@ LogicalResult promoteWorkgroupAllocations(gpu::GPUFuncOp kernel) {
       allocations.push_back(allocation);
   });
   for (memref::AllocOp allocation : allocations) {
+    // A buffer only a helper's portable form used (the native form inlined
+    // in its place needs none) takes no workgroup memory.
+    if (allocation->use_empty()) {
+      allocation.erase();
+      continue;
+    }
     MemRefType type = allocation.getType();
     if (!type.hasStaticShape() || !type.getLayout().isIdentity())
       return allocation.emitError()

@@ -432,20 +432,28 @@ private:
               std::vector<ProgramValue> params = {
                   rows, ProgramValue::fixed(weightType.getDimSize(1)),
                   ProgramValue::fixed(outputs), ProgramValue::fixed(0)};
-              // A step's many rows (a prefill) go through 16x16 tiles of
-              // the output staged in workgroup memory.
+              // A step's many rows (a prefill) go through tiles of the
+              // output staged in workgroup memory: 64x64 on NVIDIA's
+              // tensor cores for the 16-bit and block formats (f16
+              // products, f32 sums), else 16x16 on any GPU.
               if (type.isDynamicDim(0)) {
+                int64_t inner = weightType.getDimSize(1);
+                bool tensorCores = program_.devices[device_].target == "nvptx" &&
+                                   *format != "f32" && inner % 32 == 0;
+                int64_t tile = tensorCores ? 64 : 16;
                 ProgramValue rowTiles = rows;
-                rowTiles.divisor = 16;
-                std::string kernel = "matmul_tiled_f32";
+                rowTiles.divisor = tile;
+                std::string kernel = tensorCores ? "matmul_mma_bytes"
+                                                 : "matmul_tiled_f32";
                 if (*format != "f32") {
-                  kernel = "matmul_tiled_bytes";
+                  if (!tensorCores)
+                    kernel = "matmul_tiled_bytes";
                   params.push_back(
                       ProgramValue::fixed(byteFormatCode(*format)));
                 }
                 dispatch(kernel, {buf(matmul.getInput()), *w, out}, params,
-                         {ProgramValue::fixed((outputs + 15) / 16), rowTiles,
-                          ProgramValue::fixed(1)});
+                         {ProgramValue::fixed((outputs + tile - 1) / tile),
+                          rowTiles, ProgramValue::fixed(1)});
                 return success();
               }
               std::string kernel = matmulKernel(*format, params);

@@ -81,12 +81,40 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A workgroup buffer nothing reads once the helpers are inlined (a portable
+// form's scratch, which the native form replacing it does not need) takes
+// no shared memory.
+// CHECK-LABEL: gpu.func @scratch_unused
+// CHECK-SAME:    (%{{.*}}: memref<?xf32>) kernel
+// CHECK-NOT:     memref.alloc
+// CHECK:         gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    func.func private @emulated(%scratch: memref<64xf32, 3>, %v: f32) -> f32 {
+      return %v : f32
+    }
+    gpu.func @scratch_unused(%x: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %scratch = memref.alloc() : memref<64xf32, 3>
+      %v = memref.load %x[%c0] : memref<?xf32>
+      %w = func.call @emulated(%scratch, %v) : (memref<64xf32, 3>, f32) -> f32
+      memref.store %w, %x[%c0] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // Workgroup memory is sized when the kernel is compiled.
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @dynamic(%x: memref<?xf32>, %n: index) kernel {
       // expected-error @+1 {{workgroup memory must have a static shape and the identity layout to become a workgroup attribution; got 'memref<?xf32, 3>'}}
       %shared = memref.alloc(%n) : memref<?xf32, 3>
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %shared[%c0] : memref<?xf32, 3>
       gpu.return
     }
   }
