@@ -5,6 +5,7 @@
 #include "hetc/Target/GpuKernels.h"
 #include "passes/target/gpu/Passes.h"
 
+#include "mlir/Conversion/AMDGPUToROCDL/AMDGPUToROCDL.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -50,6 +51,10 @@ void addRocdlLowering(OpPassManager &pm, llvm::StringRef chip,
   pm.addPass(createGpuROCDLAttachTarget(attach));
   OpPassManager &kernels = pm.nest<mlir::gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());
+  // Matrix-core products (amdgpu.mfma) become ROCDL intrinsics for `chip`.
+  ConvertAMDGPUToROCDLPassOptions matrixCores;
+  matrixCores.chipset = chip.str();
+  kernels.addPass(createConvertAMDGPUToROCDLPass(matrixCores));
   ConvertGpuOpsToROCDLOpsOptions convert;
   convert.chipset = chip.str();
   convert.runtime = mlir::gpu::amd::Runtime::HIP;

@@ -18,6 +18,17 @@ struct NativeHelpersPass
     : hetc::gpu::impl::HetcGpuNativeHelpersPassBase<NativeHelpersPass> {
   using Base::Base;
 
+  /// Kernels written for another target's matrix units: they would run
+  /// their portable (emulated) products here.
+  void dropOtherTargetsKernels(mlir::gpu::GPUModuleOp kernels) {
+    for (auto kernel : llvm::make_early_inc_range(
+             kernels.getBody()->getOps<mlir::gpu::GPUFuncOp>()))
+      if (auto units =
+              kernel->getAttrOfType<mlir::StringAttr>("hetc.matrix_units"))
+        if (units.getValue() != target)
+          kernel.erase();
+  }
+
   void runOnOperation() override {
     if (!target.empty() && !llvm::is_contained(kTargets, target)) {
       getOperation().emitError()
@@ -28,6 +39,8 @@ struct NativeHelpersPass
     }
     bool failed = false;
     getOperation().walk([&](mlir::gpu::GPUModuleOp kernels) {
+      if (!target.empty())
+        dropOtherTargetsKernels(kernels);
       if (!target.empty())
         for (llvm::StringRef other : kTargets)
           failed |= mlir::failed(hetc::gpu::chooseHelperForms(

@@ -65,7 +65,10 @@ def HetcGpuNativeHelpersPass
     `target=nvptx` the `_nvptx` forms replace their `@X` and the `_amdgpu`
     forms are dropped, and the other way round; then the `_native` forms
     replace what is left. Without a target, only the `_native` forms are
-    chosen and target forms stay as they are, uncalled.
+    chosen and target forms stay as they are, uncalled. A kernel written
+    for one target's matrix units (`hetc.matrix_units = "nvptx"`) is
+    dropped when the pass chooses the other target: there it would run its
+    helpers' portable forms, which emulate the units.
 
     A form without its `@X`, one called by name, or one of another type
     than `@X` is an error.

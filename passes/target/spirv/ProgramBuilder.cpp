@@ -298,6 +298,14 @@ private:
             ProgramValue::fixed((outputs + kAxis - 1) / kAxis)};
   }
 
+  /// The prefill product on `target`'s matrix units, or "" where the
+  /// library has none.
+  static std::string matrixUnitKernel(const std::string &target) {
+    return target == "nvptx"    ? "matmul_mma_bytes"
+           : target == "amdgpu" ? "matmul_mfma_bytes"
+                                : "";
+  }
+
   static std::string matmulKernel(const std::string &format,
                                   std::vector<ProgramValue> &params) {
     if (format == "q4_k" || format == "q6_k") {
@@ -433,20 +441,21 @@ private:
                   rows, ProgramValue::fixed(weightType.getDimSize(1)),
                   ProgramValue::fixed(outputs), ProgramValue::fixed(0)};
               // A step's many rows (a prefill) go through tiles of the
-              // output staged in workgroup memory: 64x64 on NVIDIA's
-              // tensor cores for the 16-bit and block formats (f16
+              // output staged in workgroup memory: 64x64 on NVIDIA's and
+              // AMD's matrix units for the 16-bit and block formats (f16
               // products, f32 sums), else 16x16 on any GPU.
               if (type.isDynamicDim(0)) {
-                int64_t inner = weightType.getDimSize(1);
-                bool tensorCores = program_.devices[device_].target == "nvptx" &&
-                                   *format != "f32" && inner % 32 == 0;
-                int64_t tile = tensorCores ? 64 : 16;
+                std::string matrixKernel =
+                    matrixUnitKernel(program_.devices[device_].target);
+                bool matrixUnits = !matrixKernel.empty() && *format != "f32" &&
+                                   weightType.getDimSize(1) % 32 == 0;
+                int64_t tile = matrixUnits ? 64 : 16;
                 ProgramValue rowTiles = rows;
                 rowTiles.divisor = tile;
-                std::string kernel = tensorCores ? "matmul_mma_bytes"
-                                                 : "matmul_tiled_f32";
+                std::string kernel =
+                    matrixUnits ? matrixKernel : "matmul_tiled_f32";
                 if (*format != "f32") {
-                  if (!tensorCores)
+                  if (!matrixUnits)
                     kernel = "matmul_tiled_bytes";
                   params.push_back(
                       ProgramValue::fixed(byteFormatCode(*format)));

@@ -53,6 +53,7 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
                                                   {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
                                                   {"matmul_k_quant", 4},
+                                                  {"matmul_mfma_bytes", 4},
                                                   {"matmul_mma_bytes", 4},
                                                   {"matmul_q4_0", 4},
                                                   {"matmul_q8_0", 4},
@@ -792,12 +793,13 @@ std::vector<float> roundedToHalf(const std::vector<float> &values) {
   return rounded;
 }
 
-// The tensor-core product with its 16x8x16 fragments emulated through
-// workgroup memory (@mma_16x8x16's portable form, the mma.sync layout's
-// definition): x and w are rounded to f16 as they are staged, so the
-// reference rounds them too, and the sums are f32. Tiles of 64x64 left
-// ragged on both sides, rows read from past the start of x, and every
-// byte format (f16 through its 128-bit path, the others dequantized).
+// The matrix-unit products, NVIDIA's (16x8x16 fragments of 32 lanes) and
+// AMD's (16x16x16 of 64 lanes), with their products emulated through
+// workgroup memory (the helpers' portable forms, each layout's definition):
+// x and w are rounded to f16 as they are staged, so the reference rounds
+// them too, and the sums are f32. Tiles of 64x64 left ragged on both sides,
+// rows read from past the start of x, and every byte format (f16 through
+// its 128-bit path, the others dequantized).
 TEST(SpirvKernels, MatrixUnitMatmulsMatchTheCpuOnHalfRoundedInputs) {
   using hetrt::format::BlockFormat;
   constexpr int n = 70, k = 256, m = 75, skipped = 1;
@@ -811,22 +813,23 @@ TEST(SpirvKernels, MatrixUnitMatmulsMatchTheCpuOnHalfRoundedInputs) {
                                     {BlockFormat::Q6_K, 5},
                                     {BlockFormat::Q8_0, 6}}) {
     const int code = formatCode;
-    SCOPED_TRACE("format " + std::to_string(code));
     EncodedWeights w = encodeWeights(format, original, m, k);
     std::vector<double> expected, scale;
     referenceMatmul(roundedToHalf(rows), roundedToHalf(w.decoded), n, k, m,
                     expected, scale);
-    onEveryDevice([&](KernelRunner &runner) {
-      auto bx = runner.upload(x), bw = runner.upload(w.bytes);
-      auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-      auto params =
-          runner.upload(std::vector<int32_t>{n, k, m, skipped, code});
-      expectClose(runner.run("matmul_mma_bytes",
-                             {(m + 63) / 64, (n + 63) / 64, 1},
-                             {bx.get(), bw.get(), by.get(), params.get()},
-                             n * m),
-                  expected, scale, 1e-5, "matmul_mma_bytes");
-    });
+    for (const char *kernel : {"matmul_mma_bytes", "matmul_mfma_bytes"}) {
+      SCOPED_TRACE(std::string(kernel) + " format " + std::to_string(code));
+      onEveryDevice([&](KernelRunner &runner) {
+        auto bx = runner.upload(x), bw = runner.upload(w.bytes);
+        auto by = runner.upload(std::vector<float>(n * m, 0.0f));
+        auto params =
+            runner.upload(std::vector<int32_t>{n, k, m, skipped, code});
+        expectClose(runner.run(kernel, {(m + 63) / 64, (n + 63) / 64, 1},
+                               {bx.get(), bw.get(), by.get(), params.get()},
+                               n * m),
+                    expected, scale, 1e-5, kernel);
+      });
+    }
   }
 }
 

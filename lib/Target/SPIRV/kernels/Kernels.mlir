@@ -20,9 +20,11 @@
 //   16- and 128-bit loads and hardware f16 conversion, which the Vulkan
 //   baseline lacks (hetc-gpu-native-helpers swaps them in; SPIR-V never
 //   sees them). The kernels around them are the ones the SPIR-V tests check.
-//   A helper named X_nvptx is X on one target's own units (NVIDIA's tensor
-//   cores); its portable form defines what it computes, so the SPIR-V tests
-//   check the kernels that call it too.
+//   A helper named X_nvptx or X_amdgpu is X on one target's own units
+//   (NVIDIA's tensor cores, AMD's matrix cores); its portable form defines
+//   what it computes, so the SPIR-V tests check the kernels that call it
+//   too. A kernel built for one target's units says so
+//   (hetc.matrix_units), and the other LLVM GPU target leaves it out.
 //
 // Memory space 3 is workgroup memory (Vulkan's Workgroup storage class).
 module attributes {gpu.container_module} {
@@ -343,7 +345,8 @@ module attributes {gpu.container_module} {
     // of 32); grid: (ceil(M / 64), ceil(N / 64), 1).
     gpu.func @matmul_mma_bytes(%x: memref<?xf32>, %w: memref<?xi8>,
                                %y: memref<?xf32>, %params: memref<?xi32>) kernel
-        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>} {
+        attributes {hetc.matrix_units = "nvptx",
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -355,8 +358,6 @@ module attributes {gpu.container_module} {
       %c24 = arith.constant 24 : index
       %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
-      %zero_word = arith.constant 0 : i32
-      %f16_format = arith.constant 1 : i32
       %zero = arith.constant dense<0.0> : vector<4xf32>
       // Tile rows of 16 words padded to 20, so a fragment's 32 lanes read
       // 32 different banks.
@@ -375,7 +376,6 @@ module attributes {gpu.container_module} {
       %k_size = arith.index_cast %k_i32 : i32 to index
       %m_size = arith.index_cast %m_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
-      %is_f16 = arith.cmpi eq, %format, %f16_format : i32
       %m0 = arith.muli %bx, %c64 : index
       %n0 = arith.muli %by, %c64 : index
       // Staging: thread t fills words 8h..8h+7 (k 16h..16h+15 of the slice)
@@ -393,9 +393,6 @@ module attributes {gpu.container_module} {
       %x_base = arith.addi %x_row_start, %half_k : index
       %w_m = arith.addi %m0, %stage_row : index
       %w_ok = arith.cmpi ult, %w_m, %m_size : index
-      %w_row_start = arith.muli %w_m, %k_size : index
-      %w_first = arith.addi %w_row_start, %half_k : index
-      %w_base = arith.muli %w_first, %c2 : index
       // Fragments: warp (wn, wm), lane (g, q) = (lane / 4, lane % 4).
       %warp = arith.divui %t, %c32 : index
       %lane = arith.remui %t, %c32 : index
@@ -414,58 +411,10 @@ module attributes {gpu.container_module} {
                     %d10 = %zero, %d11 = %zero, %d12 = %zero, %d13 = %zero)
           -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>,
               vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
-        scf.if %x_ok {
-          %x_at = arith.addi %x_base, %k0 : index
-          scf.for %i = %c0 to %c4 step %c1 {
-            %i4 = arith.muli %i, %c4 : index
-            %from = arith.addi %x_at, %i4 : index
-            %v = func.call @load_f32x4(%x, %from) : (memref<?xf32>, index) -> vector<4xf32>
-            %v0 = vector.extract %v[0] : f32 from vector<4xf32>
-            %v1 = vector.extract %v[1] : f32 from vector<4xf32>
-            %v2 = vector.extract %v[2] : f32 from vector<4xf32>
-            %v3 = vector.extract %v[3] : f32 from vector<4xf32>
-            %lo = func.call @pack_f16x2(%v0, %v1) : (f32, f32) -> i32
-            %hi = func.call @pack_f16x2(%v2, %v3) : (f32, f32) -> i32
-            %i2 = arith.muli %i, %c2 : index
-            %to = arith.addi %stage_at, %i2 : index
-            %to1 = arith.addi %to, %c1 : index
-            memref.store %lo, %xs[%to] : memref<1280xi32, 3>
-            memref.store %hi, %xs[%to1] : memref<1280xi32, 3>
-          }
-        } else {
-          func.call @fill_words8(%xs, %stage_at, %zero_word) : (memref<1280xi32, 3>, index, i32) -> ()
-        }
-        %w_f16 = arith.andi %w_ok, %is_f16 : i1
-        scf.if %w_f16 {
-          // f16 weights are the staged words already: 32 bytes, two
-          // 128-bit loads.
-          %k0_bytes = arith.muli %k0, %c2 : index
-          %w_at = arith.addi %w_base, %k0_bytes : index
-          scf.for %i = %c0 to %c2 step %c1 {
-            %i16 = arith.muli %i, %c16 : index
-            %from = arith.addi %w_at, %i16 : index
-            %words = func.call @load_u32x4(%w, %from) : (memref<?xi8>, index) -> vector<4xi32>
-            %i4 = arith.muli %i, %c4 : index
-            %to = arith.addi %stage_at, %i4 : index
-            func.call @store_u32x4(%ws, %to, %words) : (memref<1280xi32, 3>, index, vector<4xi32>) -> ()
-          }
-        } else {
-          scf.if %w_ok {
-            %k_at = arith.addi %k0, %half_k : index
-            scf.for %i = %c0 to %c8 step %c1 {
-              %i2 = arith.muli %i, %c2 : index
-              %k = arith.addi %k_at, %i2 : index
-              %k1 = arith.addi %k, %c1 : index
-              %e0 = func.call @weight_element(%w, %w_m, %k, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
-              %e1 = func.call @weight_element(%w, %w_m, %k1, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
-              %pair = func.call @pack_f16x2(%e0, %e1) : (f32, f32) -> i32
-              %to = arith.addi %stage_at, %i : index
-              memref.store %pair, %ws[%to] : memref<1280xi32, 3>
-            }
-          } else {
-            func.call @fill_words8(%ws, %stage_at, %zero_word) : (memref<1280xi32, 3>, index, i32) -> ()
-          }
-        }
+        %x_at = arith.addi %x_base, %k0 : index
+        func.call @stage_x_words(%x, %xs, %x_ok, %x_at, %stage_at, %c8) : (memref<?xf32>, memref<1280xi32, 3>, i1, index, index, index) -> ()
+        %k_at = arith.addi %k0, %half_k : index
+        func.call @stage_w_words(%w, %ws, %w_ok, %w_m, %k_at, %k_size, %format, %stage_at, %c8) : (memref<?xi8>, memref<1280xi32, 3>, i1, index, index, index, i32, index, index) -> ()
         gpu.barrier
         %step:8 = scf.for %kw = %c0 to %c16 step %c8
             iter_args(%e00 = %d00, %e01 = %d01, %e02 = %d02, %e03 = %d03,
@@ -509,6 +458,103 @@ module attributes {gpu.container_module} {
       func.call @store_mma_tile(%y, %acc#5, %y_n1, %y_m1, %g, %q, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index, index) -> ()
       func.call @store_mma_tile(%y, %acc#6, %y_n1, %y_m2, %g, %q, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index, index) -> ()
       func.call @store_mma_tile(%y, %acc#7, %y_n1, %y_m3, %g, %q, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index, index) -> ()
+      gpu.return
+    }
+
+    // @matmul_mma_bytes on AMD's matrix cores (CDNA's MFMA through
+    // @mfma_16x16x16): each workgroup of 256 threads, four wavefronts of
+    // 64, computes a 64x64 tile of y from the same f16 staging; wavefront
+    // (wn, wm) owns tokens 32wn.. and outputs 32wm.., four 16x16 products
+    // per 16 k.
+    // params: [N, K, M, x_row, format as @matmul_tiled_bytes] (K a multiple
+    // of 32); grid: (ceil(M / 64), ceil(N / 64), 1).
+    gpu.func @matmul_mfma_bytes(%x: memref<?xf32>, %w: memref<?xi8>,
+                                %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {hetc.matrix_units = "amdgpu",
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c20 = arith.constant 20 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant dense<0.0> : vector<4xf32>
+      %xs = memref.alloc() : memref<1280xi32, 3>
+      %ws = memref.alloc() : memref<1280xi32, 3>
+      %scratch = memref.alloc() : memref<1024xi32, 3>
+      %t = gpu.thread_id x
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %n_i32 = memref.load %params[%c0] : memref<?xi32>
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %n_size = arith.index_cast %n_i32 : i32 to index
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %m0 = arith.muli %bx, %c64 : index
+      %n0 = arith.muli %by, %c64 : index
+      // Staging: thread t fills words 4p..4p+3 (k 8p..8p+7 of the slice) of
+      // row t/4 of both tiles, p = t % 4.
+      %stage_row = arith.divui %t, %c4 : index
+      %part = arith.remui %t, %c4 : index
+      %stage_row_at = arith.muli %stage_row, %c20 : index
+      %part_words = arith.muli %part, %c4 : index
+      %stage_at = arith.addi %stage_row_at, %part_words : index
+      %part_k = arith.muli %part, %c8 : index
+      %x_n = arith.addi %n0, %stage_row : index
+      %x_ok = arith.cmpi ult, %x_n, %n_size : index
+      %x_source_row = arith.addi %x_n, %x_row : index
+      %x_row_start = arith.muli %x_source_row, %k_size : index
+      %x_base = arith.addi %x_row_start, %part_k : index
+      %w_m = arith.addi %m0, %stage_row : index
+      %w_ok = arith.cmpi ult, %w_m, %m_size : index
+      %wave = arith.divui %t, %c64 : index
+      %lane = arith.remui %t, %c64 : index
+      %wn = arith.divui %wave, %c2 : index
+      %wm = arith.remui %wave, %c2 : index
+      %a_row0 = arith.muli %wn, %c32 : index
+      %a_row1 = arith.addi %a_row0, %c16 : index
+      %b_row0 = arith.muli %wm, %c32 : index
+      %b_row1 = arith.addi %b_row0, %c16 : index
+      %acc:4 = scf.for %k0 = %c0 to %k_size step %c32
+          iter_args(%d00 = %zero, %d01 = %zero, %d10 = %zero, %d11 = %zero)
+          -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+        %x_at = arith.addi %x_base, %k0 : index
+        func.call @stage_x_words(%x, %xs, %x_ok, %x_at, %stage_at, %c4) : (memref<?xf32>, memref<1280xi32, 3>, i1, index, index, index) -> ()
+        %k_at = arith.addi %k0, %part_k : index
+        func.call @stage_w_words(%w, %ws, %w_ok, %w_m, %k_at, %k_size, %format, %stage_at, %c4) : (memref<?xi8>, memref<1280xi32, 3>, i1, index, index, index, i32, index, index) -> ()
+        gpu.barrier
+        %step:4 = scf.for %kw = %c0 to %c16 step %c8
+            iter_args(%e00 = %d00, %e01 = %d01, %e10 = %d10, %e11 = %d11)
+            -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+          %a0 = func.call @mfma_fragment(%xs, %a_row0, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
+          %a1 = func.call @mfma_fragment(%xs, %a_row1, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
+          %b0 = func.call @mfma_fragment(%ws, %b_row0, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
+          %b1 = func.call @mfma_fragment(%ws, %b_row1, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
+          %f00 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a0, %b0, %e00) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
+          %f01 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a0, %b1, %e01) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
+          %f10 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a1, %b0, %e10) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
+          %f11 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a1, %b1, %e11) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
+          scf.yield %f00, %f01, %f10, %f11 : vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>
+        }
+        gpu.barrier
+        scf.yield %step#0, %step#1, %step#2, %step#3 : vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>
+      }
+      %y_n0 = arith.addi %n0, %a_row0 : index
+      %y_n1 = arith.addi %n0, %a_row1 : index
+      %y_m0 = arith.addi %m0, %b_row0 : index
+      %y_m1 = arith.addi %m0, %b_row1 : index
+      func.call @store_mfma_tile(%y, %acc#0, %y_n0, %y_m0, %lane, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index) -> ()
+      func.call @store_mfma_tile(%y, %acc#1, %y_n0, %y_m1, %lane, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index) -> ()
+      func.call @store_mfma_tile(%y, %acc#2, %y_n1, %y_m0, %lane, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index) -> ()
+      func.call @store_mfma_tile(%y, %acc#3, %y_n1, %y_m1, %lane, %n_size, %m_size) : (memref<?xf32>, vector<4xf32>, index, index, index, index, index) -> ()
       gpu.return
     }
 
@@ -2052,6 +2098,158 @@ module attributes {gpu.container_module} {
       return %d : vector<4xf32>
     }
 
+    // AMD's 16x16x16 products (@matmul_mfma_bytes): CDNA's
+    // v_mfma_f32_16x16x16f16 layout over a wavefront of 64 lanes, in
+    // words of two f16 (the lower k in the low half):
+    // - A (16 rows by 16 k): lane l holds row l % 16, words 2(l / 16) and
+    //   2(l / 16) + 1 (k 4(l / 16)..+3);
+    // - B (16 k by 16 columns): lane l holds column l % 16, the same words;
+    // - C and D (f32): lane l holds column l % 16, rows 4(l / 16)..+3.
+
+    // A's (or B's) fragment from a staged tile whose rows are A's rows (B's
+    // columns) row0..+15, at words kw..kw+7.
+    func.func private @mfma_fragment(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %lane: index) -> vector<2xi32> {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c16 = arith.constant 16 : index
+      %c20 = arith.constant 20 : index
+      %lane_row = arith.remui %lane, %c16 : index
+      %group = arith.divui %lane, %c16 : index
+      %row = arith.addi %row0, %lane_row : index
+      %row_at = arith.muli %row, %c20 : index
+      %group2 = arith.muli %group, %c2 : index
+      %word = arith.addi %kw, %group2 : index
+      %at0 = arith.addi %row_at, %word : index
+      %at1 = arith.addi %at0, %c1 : index
+      %v0 = memref.load %tile[%at0] : memref<1280xi32, 3>
+      %v1 = memref.load %tile[%at1] : memref<1280xi32, 3>
+      %v = vector.from_elements %v0, %v1 : vector<2xi32>
+      return %v : vector<2xi32>
+    }
+
+    // D = A * B + C over one wavefront's fragments, the layout's definition
+    // (as @mma_16x8x16): the lanes put their fragments in the wavefront's
+    // 256 words of `scratch`, then each sums its four elements of D. Only
+    // tests run it; AMD GPUs run @mfma_16x16x16_amdgpu.
+    func.func private @mfma_16x16x16(%scratch: memref<1024xi32, 3>, %wave: index, %lane: index, %a: vector<2xi32>, %b: vector<2xi32>, %c: vector<4xf32>) -> vector<4xf32> {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
+      %base = arith.muli %wave, %c256 : index
+      %lane2 = arith.muli %lane, %c2 : index
+      %a_at = arith.addi %base, %lane2 : index
+      %a1_at = arith.addi %a_at, %c1 : index
+      %b_at = arith.addi %a_at, %c128 : index
+      %b1_at = arith.addi %b_at, %c1 : index
+      %a0 = vector.extract %a[0] : i32 from vector<2xi32>
+      %a1 = vector.extract %a[1] : i32 from vector<2xi32>
+      %b0 = vector.extract %b[0] : i32 from vector<2xi32>
+      %b1 = vector.extract %b[1] : i32 from vector<2xi32>
+      memref.store %a0, %scratch[%a_at] : memref<1024xi32, 3>
+      memref.store %a1, %scratch[%a1_at] : memref<1024xi32, 3>
+      memref.store %b0, %scratch[%b_at] : memref<1024xi32, 3>
+      memref.store %b1, %scratch[%b1_at] : memref<1024xi32, 3>
+      gpu.barrier
+      %col = arith.remui %lane, %c16 : index
+      %group = arith.divui %lane, %c16 : index
+      %row0 = arith.muli %group, %c4 : index
+      %row1 = arith.addi %row0, %c1 : index
+      %row2 = arith.addi %row0, %c2 : index
+      %row3 = arith.addi %row0, %c3 : index
+      %s0 = func.call @mfma_reference_dot(%scratch, %base, %row0, %col) : (memref<1024xi32, 3>, index, index, index) -> f32
+      %s1 = func.call @mfma_reference_dot(%scratch, %base, %row1, %col) : (memref<1024xi32, 3>, index, index, index) -> f32
+      %s2 = func.call @mfma_reference_dot(%scratch, %base, %row2, %col) : (memref<1024xi32, 3>, index, index, index) -> f32
+      %s3 = func.call @mfma_reference_dot(%scratch, %base, %row3, %col) : (memref<1024xi32, 3>, index, index, index) -> f32
+      gpu.barrier
+      %s = vector.from_elements %s0, %s1, %s2, %s3 : vector<4xf32>
+      %d = arith.addf %c, %s : vector<4xf32>
+      return %d : vector<4xf32>
+    }
+
+    // sum over k of A[row, k] * B[k, col], from the fragments a wavefront
+    // put at `base` of `scratch` (A's 2 words per lane, then B's).
+    func.func private @mfma_reference_dot(%scratch: memref<1024xi32, 3>, %base: index, %row: index, %col: index) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c128 = arith.constant 128 : index
+      %sixteen = arith.constant 16 : i32
+      %low_half = arith.constant 65535 : i32
+      %zero = arith.constant 0.0 : f32
+      %b_base = arith.addi %base, %c128 : index
+      %sum = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> f32 {
+        // Element k is in lane row (or col) + 16 (k / 4), word (k % 4) / 2.
+        %group = arith.divui %k, %c4 : index
+        %group16 = arith.muli %group, %c16 : index
+        %in_group = arith.remui %k, %c4 : index
+        %word = arith.divui %in_group, %c2 : index
+        %which = arith.remui %k, %c2 : index
+        %a_lane = arith.addi %row, %group16 : index
+        %b_lane = arith.addi %col, %group16 : index
+        %a_lane2 = arith.muli %a_lane, %c2 : index
+        %b_lane2 = arith.muli %b_lane, %c2 : index
+        %a_off = arith.addi %a_lane2, %word : index
+        %b_off = arith.addi %b_lane2, %word : index
+        %a_at = arith.addi %base, %a_off : index
+        %b_at = arith.addi %b_base, %b_off : index
+        %a_word = memref.load %scratch[%a_at] : memref<1024xi32, 3>
+        %b_word = memref.load %scratch[%b_at] : memref<1024xi32, 3>
+        %which_i32 = arith.index_cast %which : index to i32
+        %shift = arith.muli %which_i32, %sixteen : i32
+        %a_shifted = arith.shrui %a_word, %shift : i32
+        %b_shifted = arith.shrui %b_word, %shift : i32
+        %a_bits = arith.andi %a_shifted, %low_half : i32
+        %b_bits = arith.andi %b_shifted, %low_half : i32
+        %av = func.call @f16_bits_to_f32(%a_bits) : (i32) -> f32
+        %bv = func.call @f16_bits_to_f32(%b_bits) : (i32) -> f32
+        %next = math.fma %av, %bv, %acc : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // @mfma_16x16x16 on CDNA's matrix cores: one v_mfma_f32_16x16x16f16.
+    func.func private @mfma_16x16x16_amdgpu(%scratch: memref<1024xi32, 3>, %wave: index, %lane: index, %a: vector<2xi32>, %b: vector<2xi32>, %c: vector<4xf32>) -> vector<4xf32> {
+      %a_halves = vector.bitcast %a : vector<2xi32> to vector<4xf16>
+      %b_halves = vector.bitcast %b : vector<2xi32> to vector<4xf16>
+      %d = amdgpu.mfma 16x16x16 %a_halves * %b_halves + %c blgp = none
+          : vector<4xf16>, vector<4xf16>, vector<4xf32>
+      return %d : vector<4xf32>
+    }
+
+    // Writes a wavefront's 16x16 tile of D (f32) to y[row0.., col0..]
+    // where inside [N, M].
+    func.func private @store_mfma_tile(%y: memref<?xf32>, %d: vector<4xf32>, %row0: index, %col0: index, %lane: index, %n_size: index, %m_size: index) {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %lane_col = arith.remui %lane, %c16 : index
+      %group = arith.divui %lane, %c16 : index
+      %col = arith.addi %col0, %lane_col : index
+      %group4 = arith.muli %group, %c4 : index
+      %row_a = arith.addi %row0, %group4 : index
+      %row_b = arith.addi %row_a, %c1 : index
+      %row_c = arith.addi %row_a, %c2 : index
+      %row_d = arith.addi %row_a, %c3 : index
+      %d0 = vector.extract %d[0] : f32 from vector<4xf32>
+      %d1 = vector.extract %d[1] : f32 from vector<4xf32>
+      %d2 = vector.extract %d[2] : f32 from vector<4xf32>
+      %d3 = vector.extract %d[3] : f32 from vector<4xf32>
+      func.call @store_inside(%y, %d0, %row_a, %col, %n_size, %m_size) : (memref<?xf32>, f32, index, index, index, index) -> ()
+      func.call @store_inside(%y, %d1, %row_b, %col, %n_size, %m_size) : (memref<?xf32>, f32, index, index, index, index) -> ()
+      func.call @store_inside(%y, %d2, %row_c, %col, %n_size, %m_size) : (memref<?xf32>, f32, index, index, index, index) -> ()
+      func.call @store_inside(%y, %d3, %row_d, %col, %n_size, %m_size) : (memref<?xf32>, f32, index, index, index, index) -> ()
+      return
+    }
+
     // Writes a warp's 16x8 tile of D (f32) to y[row0.., col0..] where
     // inside [N, M].
     func.func private @store_mma_tile(%y: memref<?xf32>, %d: vector<4xf32>, %row0: index, %col0: index, %g: index, %q: index, %n_size: index, %m_size: index) {
@@ -2087,14 +2285,91 @@ module attributes {gpu.container_module} {
       return
     }
 
-    // value in words at..at+7 of a staged tile.
-    func.func private @fill_words8(%tile: memref<1280xi32, 3>, %at: index, %value: i32) {
+    // Words to..to+words-1 of a staged tile: x[from..from+2*words-1] (a row
+    // of x, `from` a multiple of 4, `words` even) as f16 pairs, or zeros
+    // where the row is past N (!ok).
+    func.func private @stage_x_words(%x: memref<?xf32>, %tile: memref<1280xi32, 3>, %ok: i1, %from: index, %to: index, %words: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c8 = arith.constant 8 : index
-      scf.for %i = %c0 to %c8 step %c1 {
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      scf.if %ok {
+        %quads = arith.divui %words, %c2 : index
+        scf.for %i = %c0 to %quads step %c1 {
+          %i4 = arith.muli %i, %c4 : index
+          %at = arith.addi %from, %i4 : index
+          %v = func.call @load_f32x4(%x, %at) : (memref<?xf32>, index) -> vector<4xf32>
+          %v0 = vector.extract %v[0] : f32 from vector<4xf32>
+          %v1 = vector.extract %v[1] : f32 from vector<4xf32>
+          %v2 = vector.extract %v[2] : f32 from vector<4xf32>
+          %v3 = vector.extract %v[3] : f32 from vector<4xf32>
+          %lo = func.call @pack_f16x2(%v0, %v1) : (f32, f32) -> i32
+          %hi = func.call @pack_f16x2(%v2, %v3) : (f32, f32) -> i32
+          %i2 = arith.muli %i, %c2 : index
+          %slot = arith.addi %to, %i2 : index
+          %slot1 = arith.addi %slot, %c1 : index
+          memref.store %lo, %tile[%slot] : memref<1280xi32, 3>
+          memref.store %hi, %tile[%slot1] : memref<1280xi32, 3>
+        }
+      } else {
+        func.call @fill_words(%tile, %to, %words) : (memref<1280xi32, 3>, index, index) -> ()
+      }
+      return
+    }
+
+    // Words to..to+words-1 of a staged tile: w[row, k_first..k_first +
+    // 2*words-1] as f16 pairs, or zeros where the row is past M (!ok). f16
+    // rows are copied 128 bits at a time (`words` a multiple of 4, k_first
+    // of 8); other formats dequantized (@weight_element) and rounded.
+    func.func private @stage_w_words(%w: memref<?xi8>, %tile: memref<1280xi32, 3>, %ok: i1, %row: index, %k_first: index, %k_size: index, %format: i32, %to: index, %words: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %f16 = arith.constant 1 : i32
+      %is_f16 = arith.cmpi eq, %format, %f16 : i32
+      %copy = arith.andi %ok, %is_f16 : i1
+      scf.if %copy {
+        %row_start = arith.muli %row, %k_size : index
+        %first = arith.addi %row_start, %k_first : index
+        %from = arith.muli %first, %c2 : index
+        %quads = arith.divui %words, %c4 : index
+        scf.for %i = %c0 to %quads step %c1 {
+          %i16 = arith.muli %i, %c16 : index
+          %at = arith.addi %from, %i16 : index
+          %quad = func.call @load_u32x4(%w, %at) : (memref<?xi8>, index) -> vector<4xi32>
+          %i4 = arith.muli %i, %c4 : index
+          %slot = arith.addi %to, %i4 : index
+          func.call @store_u32x4(%tile, %slot, %quad) : (memref<1280xi32, 3>, index, vector<4xi32>) -> ()
+        }
+      } else {
+        scf.if %ok {
+          scf.for %i = %c0 to %words step %c1 {
+            %i2 = arith.muli %i, %c2 : index
+            %k = arith.addi %k_first, %i2 : index
+            %k1 = arith.addi %k, %c1 : index
+            %e0 = func.call @weight_element(%w, %row, %k, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
+            %e1 = func.call @weight_element(%w, %row, %k1, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
+            %pair = func.call @pack_f16x2(%e0, %e1) : (f32, f32) -> i32
+            %slot = arith.addi %to, %i : index
+            memref.store %pair, %tile[%slot] : memref<1280xi32, 3>
+          }
+        } else {
+          func.call @fill_words(%tile, %to, %words) : (memref<1280xi32, 3>, index, index) -> ()
+        }
+      }
+      return
+    }
+
+    // Zeros in words at..at+count-1 of a staged tile.
+    func.func private @fill_words(%tile: memref<1280xi32, 3>, %at: index, %count: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0 : i32
+      scf.for %i = %c0 to %count step %c1 {
         %to = arith.addi %at, %i : index
-        memref.store %value, %tile[%to] : memref<1280xi32, 3>
+        memref.store %zero, %tile[%to] : memref<1280xi32, 3>
       }
       return
     }
