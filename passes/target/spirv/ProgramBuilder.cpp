@@ -11,6 +11,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -249,6 +250,10 @@ private:
       return op->emitOpError()
              << "reads a weight that is not an llm.get_weight";
     int buffer = buf(value);
+    // A fused step reads the weight of an op after it (add_rms_norm_f32
+    // the norm's): its llm.get_weight, later in program order, comes first.
+    if (buffer < 0 && get && !planned_ && succeeded(lower(*get)))
+      buffer = buf(value);
     if (buffer < 0)
       return op->emitOpError() << "reads a weight that has no buffer on "
                                << program_.devices[device_].name;
@@ -357,6 +362,8 @@ private:
     if (isa<arith::ConstantOp, tensor::DimOp, func::ReturnOp>(op))
       return success();
     if (auto get = dyn_cast<llm::GetWeightOp>(op)) {
+      if (bufferOf_.count(get.getResult()))
+        return success();
       FailureOr<int64_t> bytes = weightBytes(get);
       if (failed(bytes))
         return failure();
@@ -404,6 +411,9 @@ private:
               return success();
             })
             .Case([&](llm::RMSNormOp norm) -> LogicalResult {
+              // Dispatched with the residual add it reads.
+              if (fusedNorms_.contains(norm))
+                return success();
               if (norm.getUnitOffset())
                 return op.emitOpError()
                        << "with unit_offset has no SPIR-V kernel yet";
@@ -471,7 +481,9 @@ private:
                        params, {columns, rows, slices});
               return success();
             })
-            .Case([&](llm::AddOp add) {
+            .Case([&](llm::AddOp add) -> LogicalResult {
+              if (llm::RMSNormOp norm = normOfSum(add))
+                return lowerAddRmsNorm(add, norm);
               elementwise("add_f32", add.getLhs(), add.getRhs(),
                           add.getResult());
               return success();
@@ -935,6 +947,42 @@ private:
     return success();
   }
 
+  /// The RMSNorm of `add`'s sum that can run in the add's dispatch
+  /// (add_rms_norm_f32): one of rows, without an offset, later in the same
+  /// block; else null.
+  llm::RMSNormOp normOfSum(llm::AddOp add) {
+    auto type = cast<RankedTensorType>(add.getType());
+    if (type.getRank() != 2)
+      return nullptr;
+    for (Operation *user : add.getResult().getUsers()) {
+      auto norm = dyn_cast<llm::RMSNormOp>(user);
+      if (norm && norm.getInput() == add.getResult() &&
+          !norm.getUnitOffset() && norm->getBlock() == add->getBlock() &&
+          norm.getType() == add.getType())
+        return norm;
+    }
+    return nullptr;
+  }
+
+  /// A residual add and the RMSNorm of its sum as one dispatch, which
+  /// writes both: later layers read the sum too.
+  LogicalResult lowerAddRmsNorm(llm::AddOp add, llm::RMSNormOp norm) {
+    FailureOr<int> w = weight(norm.getOperation(), norm.getWeight());
+    if (failed(w))
+      return failure();
+    auto type = cast<RankedTensorType>(add.getType());
+    int sum = activation(add.getResult());
+    int normed = activation(norm.getResult());
+    dispatch("add_rms_norm_f32",
+             {buf(add.getLhs()), buf(add.getRhs()), *w, sum, normed},
+             {ProgramValue::fixed(type.getDimSize(1)),
+              ProgramValue::fixed(
+                  floatBits(norm.getEpsilon().convertToFloat()))},
+             {rowsOf(type), ProgramValue::fixed(1), ProgramValue::fixed(1)});
+    fusedNorms_.insert(norm);
+    return success();
+  }
+
   LogicalResult lowerRope(llm::RoPEOp rope) {
     Operation *op = rope.getOperation();
     if (rope.getScaling() && *rope.getScaling() != llm::RopeScaling::linear)
@@ -1045,6 +1093,8 @@ private:
     int mode;
   };
   llvm::DenseMap<Value, RotatedKeys> rotatedKeys_;
+  /// RMSNorms dispatched with the residual add before them.
+  llvm::DenseSet<Operation *> fusedNorms_;
 };
 
 std::string describeValue(const ProgramValue &value) {

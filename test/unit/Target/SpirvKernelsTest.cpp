@@ -43,6 +43,7 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
   for (const SpirvKernel &kernel : compiled.kernels)
     bindings[kernel.entryPoint] = kernel.bindings;
   EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
+                                                  {"add_rms_norm_f32", 6},
                                                   {"attention_combine_f32", 3},
                                                   {"attention_f32", 5},
                                                   {"get_rows_bytes", 4},
@@ -231,6 +232,43 @@ TEST_P(RmsNorm, MatchesTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Columns, RmsNorm, ::testing::Values(200, 24));
+
+// The residual add fused with the RMSNorm of its sum writes the sum as
+// add_f32 does and the normalized rows as rms_norm_f32 does on that sum,
+// bit for bit: the fusion changes no token.
+TEST_P(RmsNorm, FusedWithItsResidualAddMatchesTheTwoKernels) {
+  constexpr int rows = 3;
+  const int cols = GetParam();
+  constexpr float eps = 1e-5f;
+  std::vector<float> a = randomValues(rows * cols, 3),
+                     b = randomValues(rows * cols, 4),
+                     w = randomValues(cols, 5);
+  onEveryDevice([&](KernelRunner &runner) {
+    auto ba = runner.upload(a), bb = runner.upload(b), bw = runner.upload(w);
+    auto bs = runner.upload(std::vector<float>(rows * cols, 0.0f));
+    auto by = runner.upload(std::vector<float>(rows * cols, 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{cols, floatBits(eps)});
+    std::vector<hetrt::hal::Buffer *> fused = {ba.get(), bb.get(), bw.get(),
+                                               bs.get(), by.get(),
+                                               params.get()};
+    std::vector<float> sums =
+        runner.run("add_rms_norm_f32", {rows, 1, 1}, fused, rows * cols, 3);
+    std::vector<float> normed =
+        runner.run("add_rms_norm_f32", {rows, 1, 1}, fused, rows * cols, 4);
+    auto count = runner.upload(std::vector<int32_t>{rows * cols});
+    auto separateSums = runner.upload(std::vector<float>(rows * cols, 0.0f));
+    const uint32_t groups = (rows * cols + 255) / 256;
+    EXPECT_EQ(sums, runner.run("add_f32", {groups, 1, 1},
+                               {ba.get(), bb.get(), separateSums.get(),
+                                count.get()},
+                               rows * cols));
+    auto separateNormed = runner.upload(std::vector<float>(rows * cols, 0.0f));
+    EXPECT_EQ(normed, runner.run("rms_norm_f32", {rows, 1, 1},
+                                 {separateSums.get(), bw.get(),
+                                  separateNormed.get(), params.get()},
+                                 rows * cols));
+  });
+}
 
 TEST(SpirvKernels, ElementwiseKernelsMatchTheCpu) {
   constexpr int count = 1000;

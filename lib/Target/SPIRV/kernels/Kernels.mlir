@@ -69,6 +69,53 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // A residual add and the RMSNorm that reads it, in one pass:
+    // s[r, :] = a[r, :] + b[r, :] (the residual stream, which later layers
+    // read too), y[r, :] = @rms_norm_f32 of s. Each thread normalizes the
+    // sums it wrote, so s is never read by another thread; the sums and
+    // their reduction are @add_f32's and @rms_norm_f32's, in their order.
+    // params: [cols, eps as f32 bits]; grid: (rows, 1, 1).
+    gpu.func @add_rms_norm_f32(%a: memref<?xf32>, %b: memref<?xf32>,
+                               %w: memref<?xf32>, %s: memref<?xf32>,
+                               %y: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %row = gpu.block_id x
+      %tid = gpu.thread_id x
+      %cols_i32 = memref.load %params[%c0] : memref<?xi32>
+      %eps_bits = memref.load %params[%c1] : memref<?xi32>
+      %eps = arith.bitcast %eps_bits : i32 to f32
+      %cols = arith.index_cast %cols_i32 : i32 to index
+      %base = arith.muli %row, %cols : index
+      %sum = scf.for %i = %tid to %cols step %c64 iter_args(%acc = %zero) -> f32 {
+        %p = arith.addi %base, %i : index
+        %u = memref.load %a[%p] : memref<?xf32>
+        %v = memref.load %b[%p] : memref<?xf32>
+        %total = arith.addf %u, %v : f32
+        memref.store %total, %s[%p] : memref<?xf32>
+        %sq = arith.mulf %total, %total : f32
+        %next = arith.addf %acc, %sq : f32
+        scf.yield %next : f32
+      }
+      %squares = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
+      %cols_f = arith.uitofp %cols_i32 : i32 to f32
+      %mean = arith.divf %squares, %cols_f : f32
+      %shifted = arith.addf %mean, %eps : f32
+      %scale = math.rsqrt %shifted : f32
+      scf.for %i = %tid to %cols step %c64 {
+        %p = arith.addi %base, %i : index
+        %v = memref.load %s[%p] : memref<?xf32>
+        %wv = memref.load %w[%i] : memref<?xf32>
+        %normed = arith.mulf %v, %scale : f32
+        %out = arith.mulf %normed, %wv : f32
+        memref.store %out, %y[%p] : memref<?xf32>
+      }
+      gpu.return
+    }
+
     // y = a + b over `count` elements. params: [count]; grid: (ceil(count / 256), 1, 1).
     gpu.func @add_f32(%a: memref<?xf32>, %b: memref<?xf32>, %y: memref<?xf32>,
                       %params: memref<?xi32>) kernel
