@@ -289,6 +289,7 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       return false;
     prepared.params.back() = params;
   }
+  prepared.writtenParams.resize(program.steps.size());
   prepared_.push_back(std::move(prepared));
   return true;
 }
@@ -341,6 +342,10 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     hal::Error ignored;
     (void)finishAll(ignored);
     staging_.clear();
+    // A write the failed run queued may not have happened.
+    for (Prepared &entry : prepared_)
+      for (std::vector<int32_t> &written : entry.writtenParams)
+        written.clear();
     return false;
   };
   std::vector<int32_t> positions(count);
@@ -475,10 +480,16 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     std::string pushConstants;
     if (library) {
       std::vector<int32_t> params(values.begin(), values.end());
-      if (!params.empty() &&
-          !queue.write(stage(params.data(), params.size() * 4),
-                       *prepared.params[s], 0, params.size() * 4, error))
-        return abandon();
+      // Most of a decode step's dispatches (its products, norms and adds)
+      // take the same parameters every step: their buffers keep them, and
+      // only those that follow the position are written again.
+      if (!params.empty() && params != prepared.writtenParams[s]) {
+        if (!queue.write(stage(params.data(), params.size() * 4),
+                         *prepared.params[s], 0, params.size() * 4, error))
+          return abandon();
+        prepared.writtenParams[s] = std::move(params);
+        ++device.stats.parameterWrites;
+      }
       bindings.push_back(prepared.params[s].get());
     } else {
       // CPU segment code takes the sizes of its dynamic dimensions.

@@ -47,6 +47,9 @@ public:
     /// DeviceCode::description of the code it runs.
     std::string code;
     uint64_t dispatches = 0;
+    /// Parameter buffers written: a dispatch whose parameters are those of
+    /// its step's last run (a decode step's products) writes none.
+    uint64_t parameterWrites = 0;
     /// Bytes of activations copied into and out of the device's memory.
     uint64_t bytesIn = 0;
     uint64_t bytesOut = 0;
@@ -98,6 +101,9 @@ private:
     /// One parameter buffer per SPIR-V dispatch step (null for other steps),
     /// and the kernel index of each dispatch.
     std::vector<std::shared_ptr<hal::Buffer>> params;
+    /// What each parameter buffer holds once its queue has run the writes
+    /// made so far (empty: not known).
+    std::vector<std::vector<int32_t>> writtenParams;
     std::vector<int> kernels;
     /// Per transfer step between devices, the value its target's copy
     /// event reaches once this run's copy is done (for its Wait step).

@@ -110,6 +110,24 @@ void expectReferenceTokens(const std::string &model) {
         generated.push_back(greedy());
       }
       EXPECT_EQ(generated, expected);
+      // Once it has run, a decode step writes only the parameters that
+      // follow the position (the attention's key count); the buffers of
+      // the others keep theirs.
+      uint64_t before = runner->stats()[0].parameterWrites;
+      ASSERT_TRUE(runner->run(1, &generated.back(), 1, position,
+                              logits.data(), halError))
+          << halError.message;
+      size_t dispatches = 0, followPosition = 0;
+      for (const hetc::abi::ProgramStep &step : programs.decode.steps) {
+        if (step.kind != hetc::abi::StepKind::Dispatch)
+          continue;
+        ++dispatches;
+        followPosition += std::any_of(
+            step.params.begin(), step.params.end(),
+            [](const hetc::abi::ProgramValue &v) { return v.perKey != 0; });
+      }
+      EXPECT_EQ(runner->stats()[0].parameterWrites - before, followPosition);
+      EXPECT_LT(followPosition * 8, dispatches);
     }
   });
 }
