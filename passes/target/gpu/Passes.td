@@ -19,8 +19,11 @@ def HetcGpuPrepareKernelsPass
       kernel. Recursion, or a helper without a body, is an error.
     - Each statically shaped `memref.alloc` in workgroup memory (memory
       space 3) becomes a workgroup attribution of its kernel, which the
-      LLVM targets place in shared memory / LDS. One with a dynamic shape
-      is an error: workgroup memory is sized when the kernel is compiled.
+      LLVM targets place in shared memory / LDS, aligned to 16 bytes so
+      128-bit accesses and ldmatrix are legal. One with a dynamic shape
+      is an error: workgroup memory is sized when the kernel is compiled;
+      one nothing reads once the helpers are inlined (a portable form's
+      scratch) is dropped.
     - A kernel's workgroup size (its `spirv.entry_point_abi`) becomes its
       `known_block_size`, which the targets turn into launch bounds
       (`nvvm.reqntid`, `amdgpu-flat-work-group-size`), so the register
@@ -35,7 +38,8 @@ def HetcGpuPrepareKernelsPass
         #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %partial = memref.alloc() : memref<64xf32, 3>
     // becomes
-    gpu.func @k(...) workgroup(%partial : memref<64xf32, 3>) kernel
+    gpu.func @k(...) workgroup(%partial : memref<64xf32, 3> {llvm.align = 16})
+        kernel
         attributes {known_block_size = array<i32: 64, 1, 1>, ...} {
     ```
   }];

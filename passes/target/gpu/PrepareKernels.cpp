@@ -3,6 +3,7 @@
 #include "passes/target/gpu/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/PatternMatch.h"
@@ -66,6 +67,9 @@ bool inWorkgroupMemory(MemRefType type) {
   return gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type);
 }
 
+/// Bytes every workgroup buffer is aligned to.
+constexpr int64_t kWorkgroupAlignment = 16;
+
 /// Moves the kernel's statically shaped workgroup allocations into
 /// workgroup attributions.
 LogicalResult promoteWorkgroupAllocations(gpu::GPUFuncOp kernel) {
@@ -89,6 +93,13 @@ LogicalResult promoteWorkgroupAllocations(gpu::GPUFuncOp kernel) {
              << type;
     BlockArgument buffer =
         kernel.addWorkgroupAttribution(type, allocation.getLoc());
+    // 16-byte alignment, so 128-bit accesses (vectorized stores, ldmatrix)
+    // are legal wherever the offsets are multiples of 16 bytes.
+    kernel.setWorkgroupAttributionAttr(
+        kernel.getNumWorkgroupAttributions() - 1,
+        LLVM::LLVMDialect::getAlignAttrName(),
+        IntegerAttr::get(IntegerType::get(kernel.getContext(), 64),
+                         kWorkgroupAlignment));
     for (Operation *user :
          llvm::make_early_inc_range(allocation->getUsers()))
       if (isa<memref::DeallocOp>(user))

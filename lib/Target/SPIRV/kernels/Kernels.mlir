@@ -1989,6 +1989,57 @@ module attributes {gpu.container_module} {
       return %b : vector<2xi32>
     }
 
+    // @mma_a_fragment in one ldmatrix.x4: lane l gives the address of row
+    // l % 16 at word kw + 4 (l / 16), and matrix i lands in register i as
+    // the layout above wants (rows 16 bytes apart and 16-byte aligned: 80
+    // bytes a row, kw a multiple of 4 words).
+    func.func private @mma_a_fragment_nvptx(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<4xi32> {
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c20 = arith.constant 20 : index
+      %g4 = arith.muli %g, %c4 : index
+      %lane = arith.addi %g4, %q : index
+      %lane_row = arith.remui %lane, %c16 : index
+      %half = arith.divui %lane, %c16 : index
+      %row = arith.addi %row0, %lane_row : index
+      %row_at = arith.muli %row, %c20 : index
+      %half4 = arith.muli %half, %c4 : index
+      %word = arith.addi %kw, %half4 : index
+      %at = arith.addi %row_at, %word : index
+      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 4 : i32, transpose = false} : memref<1280xi32, 3> -> vector<4x1xi32>
+      %m0 = vector.extract %m[0, 0] : i32 from vector<4x1xi32>
+      %m1 = vector.extract %m[1, 0] : i32 from vector<4x1xi32>
+      %m2 = vector.extract %m[2, 0] : i32 from vector<4x1xi32>
+      %m3 = vector.extract %m[3, 0] : i32 from vector<4x1xi32>
+      %a = vector.from_elements %m0, %m1, %m2, %m3 : vector<4xi32>
+      return %a : vector<4xi32>
+    }
+
+    // @mma_b_fragment in one ldmatrix.x2: lanes 0-15 give the addresses of
+    // rows l % 8 at word kw + 4 ((l / 8) % 2) (the other lanes' are not
+    // read, but stay inside the tile).
+    func.func private @mma_b_fragment_nvptx(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<2xi32> {
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %c20 = arith.constant 20 : index
+      %g4 = arith.muli %g, %c4 : index
+      %lane = arith.addi %g4, %q : index
+      %lane_row = arith.remui %lane, %c8 : index
+      %eighth = arith.divui %lane, %c8 : index
+      %half = arith.remui %eighth, %c2 : index
+      %row = arith.addi %row0, %lane_row : index
+      %row_at = arith.muli %row, %c20 : index
+      %half4 = arith.muli %half, %c4 : index
+      %word = arith.addi %kw, %half4 : index
+      %at = arith.addi %row_at, %word : index
+      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 2 : i32, transpose = false} : memref<1280xi32, 3> -> vector<2x1xi32>
+      %m0 = vector.extract %m[0, 0] : i32 from vector<2x1xi32>
+      %m1 = vector.extract %m[1, 0] : i32 from vector<2x1xi32>
+      %b = vector.from_elements %m0, %m1 : vector<2xi32>
+      return %b : vector<2xi32>
+    }
+
     // D = A * B + C over one warp's fragments. This portable form is the
     // layout's definition: the warp's lanes put their fragments in its
     // 192 words of `scratch`, and each lane sums its four elements of D from

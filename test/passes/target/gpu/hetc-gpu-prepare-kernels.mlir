@@ -8,7 +8,7 @@
 
 // CHECK-LABEL: gpu.module @kernels
 // CHECK-NOT:     func.func @block_sum
-// CHECK:         gpu.func @normalize(%{{.*}}: memref<?xf32>) workgroup(%[[PARTIAL:.*]] : memref<2xf32, 3>) kernel
+// CHECK:         gpu.func @normalize(%{{.*}}: memref<?xf32>) workgroup(%[[PARTIAL:.*]] : memref<2xf32, 3> {llvm.align = 16 : i64}) kernel
 // CHECK-SAME:      known_block_size = array<i32: 64, 1, 1>
 // The butterfly over 32 lanes: xor shuffles at distances 1 to 16.
 // CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32
