@@ -435,7 +435,15 @@ private:
                         ProgramValue::fixed(1)});
               return success();
             })
-            .Case([&](llm::MatmulOp matmul) {
+            .Case([&](llm::MatmulOp matmul) -> LogicalResult {
+              if (llm::GLUOp glu = gatedPair(matmul)) {
+                // The pair's first product waits for its second, which
+                // dispatches both with the gate.
+                if (order_.lookup(matmul) <
+                    order_.lookup(otherProduct(glu, matmul)))
+                  return success();
+                return lowerGatedProducts(glu);
+              }
               FailureOr<int> w = weight(&op, matmul.getWeight());
               FailureOr<std::string> format =
                   weightFormat(&op, matmul.getWeight());
@@ -489,6 +497,8 @@ private:
               return success();
             })
             .Case([&](llm::GLUOp glu) -> LogicalResult {
+              if (fusedGlus_.contains(glu))
+                return success();
               if (glu.getActivation() != llm::GatedActivation::silu)
                 return op.emitOpError()
                        << "with a " << llm::stringifyGatedActivation(
@@ -947,6 +957,68 @@ private:
     return success();
   }
 
+  /// The SwiGLU that `matmul`'s product feeds, where a decode step can
+  /// compute it with both its products in one dispatch (matmul_glu_*): the
+  /// gate and the up product each read only by the GLU, of one row block
+  /// of the same input, with weights of one shape and format, in the same
+  /// block. Else null.
+  llm::GLUOp gatedPair(llm::MatmulOp matmul) {
+    if (!matmul.getResult().hasOneUse())
+      return nullptr;
+    auto glu = dyn_cast<llm::GLUOp>(*matmul.getResult().user_begin());
+    if (!glu || glu.getActivation() != llm::GatedActivation::silu ||
+        glu.getGate() == glu.getUp())
+      return nullptr;
+    auto gate = glu.getGate().getDefiningOp<llm::MatmulOp>();
+    auto up = glu.getUp().getDefiningOp<llm::MatmulOp>();
+    if (!gate || !up || !gate.getResult().hasOneUse() ||
+        !up.getResult().hasOneUse() || gate.getInput() != up.getInput() ||
+        gate->getBlock() != glu->getBlock() ||
+        up->getBlock() != glu->getBlock())
+      return nullptr;
+    auto type = cast<RankedTensorType>(gate.getType());
+    if (type.getRank() != 2 || type.isDynamicDim(0))
+      return nullptr;
+    if (gate.getWeight().getType() != up.getWeight().getType())
+      return nullptr;
+    return glu;
+  }
+
+  /// The other product of `glu`'s pair than `matmul`.
+  static Operation *otherProduct(llm::GLUOp glu, llm::MatmulOp matmul) {
+    Operation *gate = glu.getGate().getDefiningOp();
+    return gate == matmul.getOperation() ? glu.getUp().getDefiningOp() : gate;
+  }
+
+  /// A decode step's gate and up products and their SwiGLU as one dispatch,
+  /// at the later product (the input is still live there).
+  LogicalResult lowerGatedProducts(llm::GLUOp glu) {
+    auto gate = glu.getGate().getDefiningOp<llm::MatmulOp>();
+    auto up = glu.getUp().getDefiningOp<llm::MatmulOp>();
+    FailureOr<int> gateWeight = weight(gate, gate.getWeight());
+    FailureOr<int> upWeight = weight(up, up.getWeight());
+    FailureOr<std::string> format = weightFormat(gate, gate.getWeight());
+    if (failed(gateWeight) || failed(upWeight) || failed(format))
+      return failure();
+    auto type = cast<RankedTensorType>(gate.getType());
+    auto weightType = cast<RankedTensorType>(gate.getWeight().getType());
+    int64_t outputs = weightType.getDimSize(0);
+    std::vector<ProgramValue> params = {
+        rowsOf(type), ProgramValue::fixed(weightType.getDimSize(1)),
+        ProgramValue::fixed(outputs), ProgramValue::fixed(0)};
+    std::string kernel = "matmul_glu_f32";
+    if (*format != "f32") {
+      kernel = "matmul_glu_bytes";
+      params.push_back(ProgramValue::fixed(byteFormatCode(*format)));
+    }
+    int out = activation(glu.getResult());
+    auto [columns, slices] = outputGrid(outputs);
+    dispatch(kernel, {buf(gate.getInput()), *gateWeight, *upWeight, out},
+             params, {columns, rowsOf(type), slices});
+    fusedGlus_.insert(glu);
+    return success();
+  }
+
   /// The RMSNorm of `add`'s sum that can run in the add's dispatch
   /// (add_rms_norm_f32): one of rows, without an offset, later in the same
   /// block; else null.
@@ -1095,6 +1167,8 @@ private:
   llvm::DenseMap<Value, RotatedKeys> rotatedKeys_;
   /// RMSNorms dispatched with the residual add before them.
   llvm::DenseSet<Operation *> fusedNorms_;
+  /// SwiGLUs dispatched with their gate and up products.
+  llvm::DenseSet<Operation *> fusedGlus_;
 };
 
 std::string describeValue(const ProgramValue &value) {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace {
@@ -53,6 +54,8 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
                                                   {"matmul_bf16", 4},
                                                   {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
+                                                  {"matmul_glu_bytes", 5},
+                                                  {"matmul_glu_f32", 5},
                                                   {"matmul_k_quant", 4},
                                                   {"matmul_mfma_bytes", 4},
                                                   {"matmul_mma_bytes", 4},
@@ -773,6 +776,71 @@ TEST(SpirvKernels, HalfWordMatmulsMatchTheCpuForEveryRowLength) {
                     expected, scale, 1e-5, name);
       });
     }
+}
+
+// The gated feed-forward's decode step in one dispatch gives what its two
+// products and silu_mul_f32 give, bit for bit, for f32 weights and every
+// byte format (the fusion changes no token).
+TEST(SpirvKernels, FusedGatedProductsMatchTheProductsThenSiluMul) {
+  using hetrt::format::BlockFormat;
+  constexpr int n = 1, k = 512, m = 13;
+  std::vector<float> x = randomValues(n * k, 51), gate = randomValues(m * k, 52),
+                     up = randomValues(m * k, 53);
+  struct Case {
+    const char *product;
+    std::optional<BlockFormat> format;
+    int code;
+  };
+  for (Case c : {Case{"matmul_f32", std::nullopt, 0},
+                 Case{"matmul_f16", BlockFormat::F16, 1},
+                 Case{"matmul_bf16", BlockFormat::BF16, 2},
+                 Case{"matmul_q4_0", BlockFormat::Q4_0, 3},
+                 Case{"matmul_k_quant", BlockFormat::Q4_K, 4},
+                 Case{"matmul_k_quant", BlockFormat::Q6_K, 5},
+                 Case{"matmul_q8_0", BlockFormat::Q8_0, 6}}) {
+    SCOPED_TRACE(std::string(c.product) + " " + std::to_string(c.code));
+    std::vector<uint8_t> gateBytes, upBytes;
+    if (c.format) {
+      gateBytes = encodeWeights(*c.format, gate, m, k).bytes;
+      upBytes = encodeWeights(*c.format, up, m, k).bytes;
+    } else {
+      gateBytes.resize(gate.size() * 4);
+      std::memcpy(gateBytes.data(), gate.data(), gateBytes.size());
+      upBytes.resize(up.size() * 4);
+      std::memcpy(upBytes.data(), up.data(), upBytes.size());
+    }
+    std::vector<int32_t> productParams = {n, k, m, 0};
+    if (c.code == 4 || c.code == 5)
+      productParams.push_back(c.code);
+    std::vector<int32_t> fusedParams = {n, k, m, 0};
+    if (c.format)
+      fusedParams.push_back(c.code);
+    const char *fused = c.format ? "matmul_glu_bytes" : "matmul_glu_f32";
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x), bg = runner.upload(gateBytes),
+           bu = runner.upload(upBytes);
+      auto gateOut = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto upOut = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto y = runner.upload(std::vector<float>(n * m, 0.0f));
+      auto products = runner.upload(productParams);
+      auto fusedParamBuffer = runner.upload(fusedParams);
+      auto count = runner.upload(std::vector<int32_t>{n * m});
+      runner.run(c.product, {m, n, 1},
+                 {bx.get(), bg.get(), gateOut.get(), products.get()}, n * m);
+      runner.run(c.product, {m, n, 1},
+                 {bx.get(), bu.get(), upOut.get(), products.get()}, n * m);
+      std::vector<float> separate =
+          runner.run("silu_mul_f32", {1, 1, 1},
+                     {gateOut.get(), upOut.get(), y.get(), count.get()}, n * m);
+      auto fusedOut = runner.upload(std::vector<float>(n * m, 0.0f));
+      std::vector<float> together =
+          runner.run(fused, {m, n, 1},
+                     {bx.get(), bg.get(), bu.get(), fusedOut.get(),
+                      fusedParamBuffer.get()},
+                     n * m, 3);
+      EXPECT_EQ(together, separate);
+    });
+  }
 }
 
 // A vocabulary of 128256 rows is more workgroups than one grid axis takes:

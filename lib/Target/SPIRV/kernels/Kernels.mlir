@@ -145,7 +145,6 @@ module attributes {gpu.container_module} {
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>} {
       %c0 = arith.constant 0 : index
       %c256 = arith.constant 256 : index
-      %one = arith.constant 1.0 : f32
       %group = gpu.block_id x
       %tid = gpu.thread_id x
       %count_i32 = memref.load %params[%c0] : memref<?xi32>
@@ -156,11 +155,7 @@ module attributes {gpu.container_module} {
       scf.if %inside {
         %g = memref.load %gate[%i] : memref<?xf32>
         %u = memref.load %up[%i] : memref<?xf32>
-        %negated = arith.negf %g : f32
-        %e = math.exp %negated : f32
-        %denominator = arith.addf %one, %e : f32
-        %silu = arith.divf %g, %denominator : f32
-        %out = arith.mulf %silu, %u : f32
+        %out = func.call @silu_times(%g, %u) : (f32, f32) -> f32
         memref.store %out, %y[%i] : memref<?xf32>
       }
       gpu.return
@@ -175,39 +170,20 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_f32(%x: memref<?xf32>, %w: memref<?xf32>,
                          %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
-      %c64 = arith.constant 64 : index
-      %zero = arith.constant 0.0 : f32
+      %c3 = arith.constant 3 : index
       %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
-      %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
-      %c3 = arith.constant 3 : index
       %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
-      %w_base = arith.muli %m, %k_size : index
-      %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
-        %xi = arith.addi %x_base, %k : index
-        %wi = arith.addi %w_base, %k : index
-        %xv = memref.load %x[%xi] : memref<?xf32>
-        %wv = memref.load %w[%wi] : memref<?xf32>
-        %next = math.fma %xv, %wv, %acc : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
+      %sum = func.call @row_partial_f32(%x, %x_base, %w, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+
+      func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       gpu.return
     }
 
@@ -605,6 +581,58 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // A gated feed-forward's two decode products and its SwiGLU in one
+    // dispatch: y[n, m] = silu(x[n] · w_gate[m]) * (x[n] · w_up[m]), each
+    // product as @matmul_f32 computes it and the gate as @silu_mul_f32
+    // does, so the result is theirs bit for bit.
+    // params: [N, K, M, x_row]; grid: as @matmul_f32's.
+    gpu.func @matmul_glu_f32(%x: memref<?xf32>, %w_gate: memref<?xf32>,
+                             %w_up: memref<?xf32>, %y: memref<?xf32>,
+                             %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %gate = func.call @row_partial_f32(%x, %x_base, %w_gate, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+      %up = func.call @row_partial_f32(%x, %x_base, %w_up, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+      func.call @store_glu(%y, %params, %gate, %up, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, f32, index, index, index) -> ()
+      gpu.return
+    }
+
+    // @matmul_glu_f32 with both weights in one byte format.
+    // params: [N, K, M, x_row, format as @matmul_tiled_bytes]; grid: as the
+    // decode products'.
+    gpu.func @matmul_glu_bytes(%x: memref<?xf32>, %w_gate: memref<?xi8>,
+                               %w_up: memref<?xi8>, %y: memref<?xf32>,
+                               %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %m = func.call @output_row(%params) : (memref<?xi32>) -> index
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_i32 = memref.load %params[%c1] : memref<?xi32>
+      %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
+      %x_row = arith.index_cast %x_row_i32 : i32 to index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      %gate = func.call @row_partial_bytes(%x, %x_base, %w_gate, %m, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+      %up = func.call @row_partial_bytes(%x, %x_base, %w_up, %m, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+      func.call @store_glu(%y, %params, %gate, %up, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, f32, index, index, index) -> ()
+      gpu.return
+    }
+
     // As @matmul_f32 with w in Q8_0: blocks of 34 bytes, an f16 scale then
     // 32 signed bytes, value = scale * byte. Each thread takes whole blocks
     // of the row, so the scale is widened once per 32 products.
@@ -612,47 +640,20 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_q8_0(%x: memref<?xf32>, %w: memref<?xi8>,
                           %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
-      %c32 = arith.constant 32 : index
-      %c34 = arith.constant 34 : index
-      %c64 = arith.constant 64 : index
-      %zero = arith.constant 0.0 : f32
+      %c3 = arith.constant 3 : index
       %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
-      %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
-      %blocks = arith.divui %k_size, %c32 : index
-      %c3 = arith.constant 3 : index
       %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
+      %k_size = arith.index_cast %k_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
-      %row_blocks = arith.muli %m, %blocks : index
-      %w_base = arith.muli %row_blocks, %c34 : index
-      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
-        %block_offset = arith.muli %b, %c34 : index
-        %at = arith.addi %w_base, %block_offset : index
-        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
-        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
-        %quants = arith.addi %at, %c2 : index
-        %x_block = arith.muli %b, %c32 : index
-        %x_at = arith.addi %x_base, %x_block : index
-        %dot = func.call @q8_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
-        %next = math.fma %scale, %dot, %acc : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
+      %sum = func.call @row_partial_q8_0(%x, %x_base, %w, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xi8>, index, index, index) -> f32
+
+      func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       gpu.return
     }
 
@@ -1142,57 +1143,19 @@ module attributes {gpu.container_module} {
     func.func private @matmul_16bit(%x: memref<?xf32>, %w: memref<?xi8>,
                                     %y: memref<?xf32>, %params: memref<?xi32>,
                                     %bf16: i1) {
-      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
       %c3 = arith.constant 3 : index
-      %c8 = arith.constant 8 : index
-      %c64 = arith.constant 64 : index
-      %c512 = arith.constant 512 : index
-      %zero = arith.constant 0.0 : f32
       %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
       %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
       %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
-      %w_row = arith.muli %m, %k_size : index
-      %w_base = arith.muli %w_row, %c2 : index
-      %k_rem = arith.remui %k_size, %c8 : index
-      %aligned = arith.cmpi eq, %k_rem, %c0 : index
-      %k_wide = arith.select %aligned, %k_size, %c0 : index
-      %first8 = arith.muli %tid, %c8 : index
-      %wide_sum = scf.for %k = %first8 to %k_wide step %c512 iter_args(%acc = %zero) -> f32 {
-        %k_bytes = arith.muli %k, %c2 : index
-        %at = arith.addi %w_base, %k_bytes : index
-        %xi = arith.addi %x_base, %k : index
-        %part = func.call @dot_16bit_x8(%w, %at, %x, %xi, %bf16) : (memref<?xi8>, index, memref<?xf32>, index, i1) -> f32
-        %next = arith.addf %acc, %part : f32
-        scf.yield %next : f32
-      }
-      %first1 = arith.addi %k_wide, %tid : index
-      %sum = scf.for %k = %first1 to %k_size step %c64 iter_args(%acc = %wide_sum) -> f32 {
-        %k_bytes = arith.muli %k, %c2 : index
-        %at = arith.addi %w_base, %k_bytes : index
-        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
-        %wv = func.call @widen_16bit(%bits, %bf16) : (i32, i1) -> f32
-        %xi = arith.addi %x_base, %k : index
-        %xv = memref.load %x[%xi] : memref<?xf32>
-        %next = math.fma %xv, %wv, %acc : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
+      %sum = func.call @row_partial_16bit(%x, %x_base, %w, %m, %k_size, %tid, %bf16) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i1) -> f32
+      func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       return
     }
 
@@ -1262,48 +1225,20 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_q4_0(%x: memref<?xf32>, %w: memref<?xi8>,
                           %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
       %c3 = arith.constant 3 : index
-      %c16 = arith.constant 16 : index
-      %c18 = arith.constant 18 : index
-      %c32 = arith.constant 32 : index
-      %c64 = arith.constant 64 : index
-      %zero = arith.constant 0.0 : f32
       %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
       %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
       %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
-      %blocks = arith.divui %k_size, %c32 : index
-      %row_blocks = arith.muli %m, %blocks : index
-      %w_base = arith.muli %row_blocks, %c18 : index
-      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
-        %block_offset = arith.muli %b, %c18 : index
-        %at = arith.addi %w_base, %block_offset : index
-        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
-        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
-        %quants = arith.addi %at, %c2 : index
-        %x_block = arith.muli %b, %c32 : index
-        %x_at = arith.addi %x_base, %x_block : index
-        %dot = func.call @q4_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
-        %next = math.fma %scale, %dot, %acc : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
+      %sum = func.call @row_partial_q4_0(%x, %x_base, %w, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xi8>, index, index, index) -> f32
+
+      func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       gpu.return
     }
 
@@ -1392,6 +1327,228 @@ module attributes {gpu.container_module} {
         memref.store %value, %y[%to] : memref<?xf32>
       }
       gpu.return
+    }
+
+    // The decode products' shared steps. Each @row_partial_* is thread
+    // tid's share (of 64) of the dot product of row m of w with x[x_base..]
+    // over K; @store_row_sum adds the shares and writes y[n, m].
+
+    func.func private @row_partial_f32(%x: memref<?xf32>, %x_base: index, %w: memref<?xf32>, %m: index, %k_size: index, %tid: index) -> f32 {
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %w_base = arith.muli %m, %k_size : index
+      %sum = scf.for %k = %tid to %k_size step %c64 iter_args(%acc = %zero) -> f32 {
+        %xi = arith.addi %x_base, %k : index
+        %wi = arith.addi %w_base, %k : index
+        %xv = memref.load %x[%xi] : memref<?xf32>
+        %wv = memref.load %w[%wi] : memref<?xf32>
+        %next = math.fma %xv, %wv, %acc : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // f16 or bf16 rows: eight weights at a time (@dot_16bit_x8) when K is a
+    // multiple of 8, else one at a time.
+    func.func private @row_partial_16bit(%x: memref<?xf32>, %x_base: index, %w: memref<?xi8>, %m: index, %k_size: index, %tid: index, %bf16: i1) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c64 = arith.constant 64 : index
+      %c512 = arith.constant 512 : index
+      %zero = arith.constant 0.0 : f32
+      %w_row = arith.muli %m, %k_size : index
+      %w_base = arith.muli %w_row, %c2 : index
+      %k_rem = arith.remui %k_size, %c8 : index
+      %aligned = arith.cmpi eq, %k_rem, %c0 : index
+      %k_wide = arith.select %aligned, %k_size, %c0 : index
+      %first8 = arith.muli %tid, %c8 : index
+      %wide_sum = scf.for %k = %first8 to %k_wide step %c512 iter_args(%acc = %zero) -> f32 {
+        %k_bytes = arith.muli %k, %c2 : index
+        %at = arith.addi %w_base, %k_bytes : index
+        %xi = arith.addi %x_base, %k : index
+        %part = func.call @dot_16bit_x8(%w, %at, %x, %xi, %bf16) : (memref<?xi8>, index, memref<?xf32>, index, i1) -> f32
+        %next = arith.addf %acc, %part : f32
+        scf.yield %next : f32
+      }
+      %first1 = arith.addi %k_wide, %tid : index
+      %sum = scf.for %k = %first1 to %k_size step %c64 iter_args(%acc = %wide_sum) -> f32 {
+        %k_bytes = arith.muli %k, %c2 : index
+        %at = arith.addi %w_base, %k_bytes : index
+        %bits = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %wv = func.call @widen_16bit(%bits, %bf16) : (i32, i1) -> f32
+        %xi = arith.addi %x_base, %k : index
+        %xv = memref.load %x[%xi] : memref<?xf32>
+        %next = math.fma %xv, %wv, %acc : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // Q8_0 rows: each thread takes whole blocks, the scale widened once per
+    // 32 products.
+    func.func private @row_partial_q8_0(%x: memref<?xf32>, %x_base: index, %w: memref<?xi8>, %m: index, %k_size: index, %tid: index) -> f32 {
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %c34 = arith.constant 34 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %blocks = arith.divui %k_size, %c32 : index
+      %row_blocks = arith.muli %m, %blocks : index
+      %w_base = arith.muli %row_blocks, %c34 : index
+      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
+        %block_offset = arith.muli %b, %c34 : index
+        %at = arith.addi %w_base, %block_offset : index
+        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %quants = arith.addi %at, %c2 : index
+        %x_block = arith.muli %b, %c32 : index
+        %x_at = arith.addi %x_base, %x_block : index
+        %dot = func.call @q8_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
+        %next = math.fma %scale, %dot, %acc : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // Q4_0 rows, whole blocks per thread as Q8_0.
+    func.func private @row_partial_q4_0(%x: memref<?xf32>, %x_base: index, %w: memref<?xi8>, %m: index, %k_size: index, %tid: index) -> f32 {
+      %c2 = arith.constant 2 : index
+      %c18 = arith.constant 18 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %blocks = arith.divui %k_size, %c32 : index
+      %row_blocks = arith.muli %m, %blocks : index
+      %w_base = arith.muli %row_blocks, %c18 : index
+      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
+        %block_offset = arith.muli %b, %c18 : index
+        %at = arith.addi %w_base, %block_offset : index
+        %half = func.call @load_u16(%w, %at) : (memref<?xi8>, index) -> i32
+        %scale = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %quants = arith.addi %at, %c2 : index
+        %x_block = arith.muli %b, %c32 : index
+        %x_at = arith.addi %x_base, %x_block : index
+        %dot = func.call @q4_0_block_dot(%w, %quants, %x, %x_at) : (memref<?xi8>, index, memref<?xf32>, index) -> f32
+        %next = math.fma %scale, %dot, %acc : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // Q4_K or Q6_K rows: superblocks of 256 (144 or 210 bytes) per thread.
+    func.func private @row_partial_k_quant(%x: memref<?xf32>, %x_base: index, %w: memref<?xi8>, %m: index, %k_size: index, %tid: index, %is_q4_k: i1) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %c144 = arith.constant 144 : index
+      %c210 = arith.constant 210 : index
+      %c256 = arith.constant 256 : index
+      %zero = arith.constant 0.0 : f32
+      %block_bytes = arith.select %is_q4_k, %c144, %c210 : index
+      %blocks = arith.divui %k_size, %c256 : index
+      %row_blocks = arith.muli %m, %blocks : index
+      %w_base = arith.muli %row_blocks, %block_bytes : index
+      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
+        %block_offset = arith.muli %b, %block_bytes : index
+        %at = arith.addi %w_base, %block_offset : index
+        %x_block = arith.muli %b, %c256 : index
+        %x_at = arith.addi %x_base, %x_block : index
+        %dot = scf.for %e = %c0 to %c256 step %c1 iter_args(%inner = %zero) -> f32 {
+          %wv = func.call @k_quant_element(%w, %at, %e, %is_q4_k) : (memref<?xi8>, index, index, i1) -> f32
+          %xi = arith.addi %x_at, %e : index
+          %xv = memref.load %x[%xi] : memref<?xf32>
+          %next = math.fma %wv, %xv, %inner : f32
+          scf.yield %next : f32
+        }
+        %next = arith.addf %acc, %dot : f32
+        scf.yield %next : f32
+      }
+      return %sum : f32
+    }
+
+    // The share of a row in any byte format (the code of
+    // @matmul_tiled_bytes), each format as its own kernel computes it.
+    func.func private @row_partial_bytes(%x: memref<?xf32>, %x_base: index, %w: memref<?xi8>, %m: index, %k_size: index, %tid: index, %format: i32) -> f32 {
+      %f16 = arith.constant 1 : i32
+      %bf16 = arith.constant 2 : i32
+      %q4_0 = arith.constant 3 : i32
+      %q4_k = arith.constant 4 : i32
+      %q6_k = arith.constant 5 : i32
+      %is_f16 = arith.cmpi eq, %format, %f16 : i32
+      %is_bf16 = arith.cmpi eq, %format, %bf16 : i32
+      %is_half = arith.ori %is_f16, %is_bf16 : i1
+      %is_q4_0 = arith.cmpi eq, %format, %q4_0 : i32
+      %is_q4_k = arith.cmpi eq, %format, %q4_k : i32
+      %is_q6_k = arith.cmpi eq, %format, %q6_k : i32
+      %is_k = arith.ori %is_q4_k, %is_q6_k : i1
+      %sum = scf.if %is_half -> f32 {
+        %v = func.call @row_partial_16bit(%x, %x_base, %w, %m, %k_size, %tid, %is_bf16) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i1) -> f32
+        scf.yield %v : f32
+      } else {
+        %rest = scf.if %is_q4_0 -> f32 {
+          %v = func.call @row_partial_q4_0(%x, %x_base, %w, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xi8>, index, index, index) -> f32
+          scf.yield %v : f32
+        } else {
+          %blocks = scf.if %is_k -> f32 {
+            %v = func.call @row_partial_k_quant(%x, %x_base, %w, %m, %k_size, %tid, %is_q4_k) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i1) -> f32
+            scf.yield %v : f32
+          } else {
+            %v = func.call @row_partial_q8_0(%x, %x_base, %w, %m, %k_size, %tid) : (memref<?xf32>, index, memref<?xi8>, index, index, index) -> f32
+            scf.yield %v : f32
+          }
+          scf.yield %blocks : f32
+        }
+        scf.yield %rest : f32
+      }
+      return %sum : f32
+    }
+
+    // y[n * M + m] = the workgroup's sum of its threads' shares (params[2]
+    // is M), written by thread 0.
+    func.func private @store_row_sum(%y: memref<?xf32>, %params: memref<?xi32>, %share: f32, %n: index, %m: index, %tid: index) {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %total = func.call @workgroup_sum(%share, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %total, %y[%yi] : memref<?xf32>
+      }
+      return
+    }
+
+    // silu(gate) * up, as @silu_mul_f32 computes it.
+    func.func private @silu_times(%gate: f32, %up: f32) -> f32 {
+      %one = arith.constant 1.0 : f32
+      %negated = arith.negf %gate : f32
+      %e = math.exp %negated : f32
+      %denominator = arith.addf %one, %e : f32
+      %silu = arith.divf %gate, %denominator : f32
+      %out = arith.mulf %silu, %up : f32
+      return %out : f32
+    }
+
+    // y[n * M + m] = silu(gate) * up from the threads' shares of both rows,
+    // written by thread 0.
+    func.func private @store_glu(%y: memref<?xf32>, %params: memref<?xi32>, %gate_share: f32, %up_share: f32, %n: index, %m: index, %tid: index) {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %m_i32 = memref.load %params[%c2] : memref<?xi32>
+      %m_size = arith.index_cast %m_i32 : i32 to index
+      %gate = func.call @workgroup_sum(%gate_share, %tid) : (f32, index) -> f32
+      %up = func.call @workgroup_sum(%up_share, %tid) : (f32, index) -> f32
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %out = func.call @silu_times(%gate, %up) : (f32, f32) -> f32
+        %row = arith.muli %n, %m_size : index
+        %yi = arith.addi %row, %m : index
+        memref.store %out, %y[%yi] : memref<?xf32>
+      }
+      return
     }
 
     // The little-endian 16 bits at byte `at` of `bytes`, zero-extended.
@@ -1541,56 +1698,22 @@ module attributes {gpu.container_module} {
     gpu.func @matmul_k_quant(%x: memref<?xf32>, %w: memref<?xi8>,
                              %y: memref<?xf32>, %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
-      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
       %c3 = arith.constant 3 : index
-      %c4 = arith.constant 4 : index
-      %c64 = arith.constant 64 : index
-      %c144 = arith.constant 144 : index
-      %c210 = arith.constant 210 : index
-      %c256 = arith.constant 256 : index
-      %c4_i32 = arith.constant 4 : i32
-      %zero = arith.constant 0.0 : f32
       %m = func.call @output_row(%params) : (memref<?xi32>) -> index
       %n = gpu.block_id y
       %tid = gpu.thread_id x
       %k_i32 = memref.load %params[%c1] : memref<?xi32>
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
       %x_row_i32 = memref.load %params[%c3] : memref<?xi32>
-      %format = memref.load %params[%c4] : memref<?xi32>
-      %is_q4_k = arith.cmpi eq, %format, %c4_i32 : i32
-      %block_bytes = arith.select %is_q4_k, %c144, %c210 : index
       %k_size = arith.index_cast %k_i32 : i32 to index
-      %m_size = arith.index_cast %m_i32 : i32 to index
       %x_row = arith.index_cast %x_row_i32 : i32 to index
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
-      %blocks = arith.divui %k_size, %c256 : index
-      %row_blocks = arith.muli %m, %blocks : index
-      %w_base = arith.muli %row_blocks, %block_bytes : index
-      %sum = scf.for %b = %tid to %blocks step %c64 iter_args(%acc = %zero) -> f32 {
-        %block_offset = arith.muli %b, %block_bytes : index
-        %at = arith.addi %w_base, %block_offset : index
-        %x_block = arith.muli %b, %c256 : index
-        %x_at = arith.addi %x_base, %x_block : index
-        %dot = scf.for %e = %c0 to %c256 step %c1 iter_args(%inner = %zero) -> f32 {
-          %wv = func.call @k_quant_element(%w, %at, %e, %is_q4_k) : (memref<?xi8>, index, index, i1) -> f32
-          %xi = arith.addi %x_at, %e : index
-          %xv = memref.load %x[%xi] : memref<?xf32>
-          %next = math.fma %wv, %xv, %inner : f32
-          scf.yield %next : f32
-        }
-        %next = arith.addf %acc, %dot : f32
-        scf.yield %next : f32
-      }
-      %total = func.call @workgroup_sum(%sum, %tid) : (f32, index) -> f32
-      %first = arith.cmpi eq, %tid, %c0 : index
-      scf.if %first {
-        %row = arith.muli %n, %m_size : index
-        %yi = arith.addi %row, %m : index
-        memref.store %total, %y[%yi] : memref<?xf32>
-      }
+      %c4 = arith.constant 4 : index
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %sum = func.call @row_partial_bytes(%x, %x_base, %w, %m, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+
+      func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       gpu.return
     }
 
