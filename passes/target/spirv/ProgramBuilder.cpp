@@ -444,6 +444,12 @@ private:
                   return success();
                 return lowerGatedProducts(glu);
               }
+              SmallVector<llm::MatmulOp, 3> triple = productTriple(matmul);
+              if (!triple.empty()) {
+                if (matmul != triple.back())
+                  return success();
+                return lowerProductTriple(triple);
+              }
               FailureOr<int> w = weight(&op, matmul.getWeight());
               FailureOr<std::string> format =
                   weightFormat(&op, matmul.getWeight());
@@ -1016,6 +1022,86 @@ private:
     dispatch(kernel, {buf(gate.getInput()), *gateWeight, *upWeight, out},
              params, {columns, rowsOf(type), slices});
     fusedGlus_.insert(glu);
+    return success();
+  }
+
+  /// On NVIDIA and AMD GPUs, the three decode products of one input that
+  /// one dispatch computes (matmul3_*: a layer's query, key and value
+  /// projections), in program order, where `matmul` is one of them: the
+  /// input's only readers that are products outside a gated pair, with
+  /// weights of one format, in the same block, and no reader of their
+  /// results before the last. Else empty. (Eight buffers are more than
+  /// the smallest Vulkan devices bind.)
+  SmallVector<llm::MatmulOp, 3> productTriple(llm::MatmulOp matmul) {
+    const std::string &target = program_.devices[device_].target;
+    if (target != "nvptx" && target != "amdgpu")
+      return {};
+    auto decodeProduct = [&](llm::MatmulOp product) {
+      auto type = cast<RankedTensorType>(product.getType());
+      return type.getRank() == 2 && !type.isDynamicDim(0) &&
+             !gatedPair(product) && product->getBlock() == matmul->getBlock() &&
+             cast<RankedTensorType>(product.getWeight().getType())
+                     .getElementType() ==
+                 cast<RankedTensorType>(matmul.getWeight().getType())
+                     .getElementType();
+    };
+    SmallVector<llm::MatmulOp, 3> products;
+    for (Operation *user : matmul.getInput().getUsers()) {
+      auto product = dyn_cast<llm::MatmulOp>(user);
+      if (!product || product.getInput() != matmul.getInput())
+        continue;
+      if (!decodeProduct(product) || products.size() == 3)
+        return {};
+      if (!llvm::is_contained(products, product))
+        products.push_back(product);
+    }
+    if (products.size() != 3)
+      return {};
+    llvm::sort(products, [&](llm::MatmulOp a, llm::MatmulOp b) {
+      return order_.lookup(a) < order_.lookup(b);
+    });
+    int last = order_.lookup(products.back());
+    for (llm::MatmulOp product : products)
+      for (Operation *reader : product.getResult().getUsers())
+        if (order_.lookup(reader) <= last)
+          return {};
+    return products;
+  }
+
+  /// Three decode products of one input as one dispatch, at the last of
+  /// them (the input is still live there).
+  LogicalResult lowerProductTriple(SmallVector<llm::MatmulOp, 3> products) {
+    llm::MatmulOp first = products.front();
+    SmallVector<int32_t, 8> buffers = {buf(first.getInput())};
+    SmallVector<int64_t, 3> outputs;
+    for (llm::MatmulOp product : products) {
+      FailureOr<int> w = weight(product, product.getWeight());
+      if (failed(w))
+        return failure();
+      buffers.push_back(*w);
+      outputs.push_back(
+          cast<RankedTensorType>(product.getWeight().getType()).getDimSize(0));
+    }
+    FailureOr<std::string> format = weightFormat(first, first.getWeight());
+    if (failed(format))
+      return failure();
+    for (llm::MatmulOp product : products)
+      buffers.push_back(activation(product.getResult()));
+    auto type = cast<RankedTensorType>(first.getType());
+    auto weightType = cast<RankedTensorType>(first.getWeight().getType());
+    int64_t total = outputs[0] + outputs[1] + outputs[2];
+    std::vector<ProgramValue> params = {
+        rowsOf(type), ProgramValue::fixed(weightType.getDimSize(1)),
+        ProgramValue::fixed(total), ProgramValue::fixed(0),
+        ProgramValue::fixed(outputs[0]), ProgramValue::fixed(outputs[1])};
+    std::string kernel = "matmul3_f32";
+    if (*format != "f32") {
+      kernel = "matmul3_bytes";
+      params.push_back(ProgramValue::fixed(byteFormatCode(*format)));
+    }
+    auto [columns, slices] = outputGrid(total);
+    dispatch(kernel, std::vector<int32_t>(buffers.begin(), buffers.end()),
+             params, {columns, rowsOf(type), slices});
     return success();
   }
 

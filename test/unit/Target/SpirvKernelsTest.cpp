@@ -54,6 +54,8 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
                                                   {"matmul_bf16", 4},
                                                   {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
+                                                  {"matmul3_bytes", 8},
+                                                  {"matmul3_f32", 8},
                                                   {"matmul_glu_bytes", 5},
                                                   {"matmul_glu_f32", 5},
                                                   {"matmul_k_quant", 4},
@@ -839,6 +841,72 @@ TEST(SpirvKernels, FusedGatedProductsMatchTheProductsThenSiluMul) {
                       fusedParamBuffer.get()},
                      n * m, 3);
       EXPECT_EQ(together, separate);
+    });
+  }
+}
+
+// Three decode products of one input in one dispatch give what the three
+// product kernels give, bit for bit: rows of different lengths (a query
+// projection and smaller key and value ones), f32 and every byte format.
+TEST(SpirvKernels, ThreeProductsInOneDispatchMatchTheProductKernels) {
+  using hetrt::format::BlockFormat;
+  constexpr int n = 1, k = 512;
+  const int rows[3] = {12, 4, 5};
+  std::vector<float> x = randomValues(n * k, 61);
+  struct Case {
+    const char *product;
+    std::optional<BlockFormat> format;
+    int code;
+  };
+  for (Case c : {Case{"matmul_f32", std::nullopt, 0},
+                 Case{"matmul_f16", BlockFormat::F16, 1},
+                 Case{"matmul_q4_0", BlockFormat::Q4_0, 3},
+                 Case{"matmul_k_quant", BlockFormat::Q6_K, 5},
+                 Case{"matmul_q8_0", BlockFormat::Q8_0, 6}}) {
+    SCOPED_TRACE(std::string(c.product) + " " + std::to_string(c.code));
+    std::vector<std::vector<uint8_t>> weights;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> values = randomValues(rows[i] * k, 62 + i);
+      if (c.format) {
+        weights.push_back(encodeWeights(*c.format, values, rows[i], k).bytes);
+      } else {
+        weights.emplace_back(values.size() * 4);
+        std::memcpy(weights.back().data(), values.data(), values.size() * 4);
+      }
+    }
+    const int total = rows[0] + rows[1] + rows[2];
+    std::vector<int32_t> tripleParams = {n, k, total, 0, rows[0], rows[1]};
+    if (c.format)
+      tripleParams.push_back(c.code);
+    const char *triple = c.format ? "matmul3_bytes" : "matmul3_f32";
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bx = runner.upload(x);
+      std::shared_ptr<hetrt::hal::Buffer> bw[3], separate[3], together[3];
+      for (int i = 0; i < 3; ++i) {
+        bw[i] = runner.upload(weights[i]);
+        separate[i] = runner.upload(std::vector<float>(n * rows[i], 0.0f));
+        together[i] = runner.upload(std::vector<float>(n * rows[i], 0.0f));
+      }
+      auto params = runner.upload(tripleParams);
+      for (int i = 0; i < 3; ++i) {
+        std::vector<int32_t> productParams = {n, k, rows[i], 0};
+        if (c.code == 5)
+          productParams.push_back(c.code);
+        auto single = runner.upload(productParams);
+        const uint32_t outputs = rows[i];
+        std::vector<float> expected = runner.run(
+            c.product, {outputs, n, 1},
+            {bx.get(), bw[i].get(), separate[i].get(), single.get()},
+            n * rows[i]);
+        const uint32_t all = total;
+        std::vector<float> actual = runner.run(
+            triple, {all, n, 1},
+            {bx.get(), bw[0].get(), bw[1].get(), bw[2].get(),
+             together[0].get(), together[1].get(), together[2].get(),
+             params.get()},
+            n * rows[i], 4 + i);
+        EXPECT_EQ(actual, expected) << "output " << i;
+      }
     });
   }
 }

@@ -633,6 +633,94 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // Three decode products of one input in one dispatch (a layer's query,
+    // key and value projections): row r of the M0 + M1 + M2 outputs is row
+    // r of w0 into y0, else row r - M0 of w1 into y1, else row r - M0 - M1
+    // of w2 into y2, each as @matmul_f32 computes it. Eight buffers, more
+    // than the smallest Vulkan devices bind: NVIDIA and AMD programs use it.
+    // params: [N, K, M0 + M1 + M2, x_row, M0, M1]; grid: as @matmul_f32's
+    // over M0 + M1 + M2 rows.
+    gpu.func @matmul3_f32(%x: memref<?xf32>, %w0: memref<?xf32>,
+                          %w1: memref<?xf32>, %w2: memref<?xf32>,
+                          %y0: memref<?xf32>, %y1: memref<?xf32>,
+                          %y2: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %row = func.call @output_row(%params) : (memref<?xi32>) -> index
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_size = func.call @param_index(%params, %c1) : (memref<?xi32>, index) -> index
+      %x_base = func.call @decode_x_base(%params, %n) : (memref<?xi32>, index) -> index
+      %m_total = func.call @param_index(%params, %c2) : (memref<?xi32>, index) -> index
+      %m0 = func.call @param_index(%params, %c4) : (memref<?xi32>, index) -> index
+      %m1 = func.call @param_index(%params, %c5) : (memref<?xi32>, index) -> index
+      %m01 = arith.addi %m0, %m1 : index
+      %m2 = arith.subi %m_total, %m01 : index
+      %in0 = arith.cmpi ult, %row, %m0 : index
+      %in1 = arith.cmpi ult, %row, %m01 : index
+      scf.if %in0 {
+        %share = func.call @row_partial_f32(%x, %x_base, %w0, %row, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+        func.call @store_sum_at(%y0, %m0, %share, %n, %row, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+      } else {
+        scf.if %in1 {
+          %r = arith.subi %row, %m0 : index
+          %share = func.call @row_partial_f32(%x, %x_base, %w1, %r, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+          func.call @store_sum_at(%y1, %m1, %share, %n, %r, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+        } else {
+          %r = arith.subi %row, %m01 : index
+          %share = func.call @row_partial_f32(%x, %x_base, %w2, %r, %k_size, %tid) : (memref<?xf32>, index, memref<?xf32>, index, index, index) -> f32
+          func.call @store_sum_at(%y2, %m2, %share, %n, %r, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+        }
+      }
+      gpu.return
+    }
+
+    // @matmul3_f32 with the three weights in one byte format.
+    // params: [N, K, M0 + M1 + M2, x_row, M0, M1, format as
+    // @matmul_tiled_bytes]; grid: as @matmul3_f32's.
+    gpu.func @matmul3_bytes(%x: memref<?xf32>, %w0: memref<?xi8>,
+                            %w1: memref<?xi8>, %w2: memref<?xi8>,
+                            %y0: memref<?xf32>, %y1: memref<?xf32>,
+                            %y2: memref<?xf32>, %params: memref<?xi32>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %format = memref.load %params[%c6] : memref<?xi32>
+      %row = func.call @output_row(%params) : (memref<?xi32>) -> index
+      %n = gpu.block_id y
+      %tid = gpu.thread_id x
+      %k_size = func.call @param_index(%params, %c1) : (memref<?xi32>, index) -> index
+      %x_base = func.call @decode_x_base(%params, %n) : (memref<?xi32>, index) -> index
+      %m_total = func.call @param_index(%params, %c2) : (memref<?xi32>, index) -> index
+      %m0 = func.call @param_index(%params, %c4) : (memref<?xi32>, index) -> index
+      %m1 = func.call @param_index(%params, %c5) : (memref<?xi32>, index) -> index
+      %m01 = arith.addi %m0, %m1 : index
+      %m2 = arith.subi %m_total, %m01 : index
+      %in0 = arith.cmpi ult, %row, %m0 : index
+      %in1 = arith.cmpi ult, %row, %m01 : index
+      scf.if %in0 {
+        %share = func.call @row_partial_bytes(%x, %x_base, %w0, %row, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+        func.call @store_sum_at(%y0, %m0, %share, %n, %row, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+      } else {
+        scf.if %in1 {
+          %r = arith.subi %row, %m0 : index
+          %share = func.call @row_partial_bytes(%x, %x_base, %w1, %r, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+          func.call @store_sum_at(%y1, %m1, %share, %n, %r, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+        } else {
+          %r = arith.subi %row, %m01 : index
+          %share = func.call @row_partial_bytes(%x, %x_base, %w2, %r, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+          func.call @store_sum_at(%y2, %m2, %share, %n, %r, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+        }
+      }
+      gpu.return
+    }
+
     // As @matmul_f32 with w in Q8_0: blocks of 34 bytes, an f16 scale then
     // 32 signed bytes, value = scale * byte. Each thread takes whole blocks
     // of the row, so the scale is widened once per 32 products.
@@ -1507,10 +1595,35 @@ module attributes {gpu.container_module} {
     // y[n * M + m] = the workgroup's sum of its threads' shares (params[2]
     // is M), written by thread 0.
     func.func private @store_row_sum(%y: memref<?xf32>, %params: memref<?xi32>, %share: f32, %n: index, %m: index, %tid: index) {
-      %c0 = arith.constant 0 : index
       %c2 = arith.constant 2 : index
-      %m_i32 = memref.load %params[%c2] : memref<?xi32>
-      %m_size = arith.index_cast %m_i32 : i32 to index
+      %m_size = func.call @param_index(%params, %c2) : (memref<?xi32>, index) -> index
+      func.call @store_sum_at(%y, %m_size, %share, %n, %m, %tid) : (memref<?xf32>, index, f32, index, index, index) -> ()
+      return
+    }
+
+    // params[i] as an index.
+    func.func private @param_index(%params: memref<?xi32>, %i: index) -> index {
+      %value = memref.load %params[%i] : memref<?xi32>
+      %wide = arith.index_cast %value : i32 to index
+      return %wide : index
+    }
+
+    // Where row n of a decode product's x starts: (n + x_row) * K, from
+    // params [N, K, M, x_row, ...].
+    func.func private @decode_x_base(%params: memref<?xi32>, %n: index) -> index {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %k_size = func.call @param_index(%params, %c1) : (memref<?xi32>, index) -> index
+      %x_row = func.call @param_index(%params, %c3) : (memref<?xi32>, index) -> index
+      %x_n = arith.addi %n, %x_row : index
+      %x_base = arith.muli %x_n, %k_size : index
+      return %x_base : index
+    }
+
+    // y[n * m_size + m] = the workgroup's sum of its threads' shares,
+    // written by thread 0.
+    func.func private @store_sum_at(%y: memref<?xf32>, %m_size: index, %share: f32, %n: index, %m: index, %tid: index) {
+      %c0 = arith.constant 0 : index
       %total = func.call @workgroup_sum(%share, %tid) : (f32, index) -> f32
       %first = arith.cmpi eq, %tid, %c0 : index
       scf.if %first {
@@ -1520,6 +1633,7 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
 
     // silu(gate) * up, as @silu_mul_f32 computes it.
     func.func private @silu_times(%gate: f32, %up: f32) -> f32 {
