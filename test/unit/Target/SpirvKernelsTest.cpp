@@ -780,40 +780,50 @@ TEST(SpirvKernels, HalfWordMatmulsMatchTheCpuForEveryRowLength) {
     }
 }
 
+/// A decode product kernel and the weight format it reads (none: f32), with
+/// the format's code where a kernel takes one.
+struct DecodeProduct {
+  const char *kernel;
+  std::optional<hetrt::format::BlockFormat> format;
+  int code;
+
+  /// `values` (rows by k) as this product's kernel reads them.
+  std::vector<uint8_t> weights(const std::vector<float> &values, int rows,
+                               int k) const {
+    if (format)
+      return encodeWeights(*format, values, rows, k).bytes;
+    std::vector<uint8_t> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  /// The kernel's parameters for one product of `rows` outputs.
+  std::vector<int32_t> params(int n, int k, int rows) const {
+    std::vector<int32_t> values = {n, k, rows, 0};
+    if (code == 4 || code == 5)
+      values.push_back(code);
+    return values;
+  }
+};
+
+const DecodeProduct kDecodeProducts[] = {
+    {"matmul_f32", std::nullopt, 0},
+    {"matmul_f16", hetrt::format::BlockFormat::F16, 1},
+    {"matmul_bf16", hetrt::format::BlockFormat::BF16, 2},
+    {"matmul_q4_0", hetrt::format::BlockFormat::Q4_0, 3},
+    {"matmul_k_quant", hetrt::format::BlockFormat::Q4_K, 4},
+    {"matmul_k_quant", hetrt::format::BlockFormat::Q6_K, 5},
+    {"matmul_q8_0", hetrt::format::BlockFormat::Q8_0, 6}};
+
 // The gated feed-forward's decode step in one dispatch gives what its two
 // products and silu_mul_f32 give, bit for bit, for f32 weights and every
 // byte format (the fusion changes no token).
 TEST(SpirvKernels, FusedGatedProductsMatchTheProductsThenSiluMul) {
-  using hetrt::format::BlockFormat;
   constexpr int n = 1, k = 512, m = 13;
-  std::vector<float> x = randomValues(n * k, 51), gate = randomValues(m * k, 52),
-                     up = randomValues(m * k, 53);
-  struct Case {
-    const char *product;
-    std::optional<BlockFormat> format;
-    int code;
-  };
-  for (Case c : {Case{"matmul_f32", std::nullopt, 0},
-                 Case{"matmul_f16", BlockFormat::F16, 1},
-                 Case{"matmul_bf16", BlockFormat::BF16, 2},
-                 Case{"matmul_q4_0", BlockFormat::Q4_0, 3},
-                 Case{"matmul_k_quant", BlockFormat::Q4_K, 4},
-                 Case{"matmul_k_quant", BlockFormat::Q6_K, 5},
-                 Case{"matmul_q8_0", BlockFormat::Q8_0, 6}}) {
-    SCOPED_TRACE(std::string(c.product) + " " + std::to_string(c.code));
-    std::vector<uint8_t> gateBytes, upBytes;
-    if (c.format) {
-      gateBytes = encodeWeights(*c.format, gate, m, k).bytes;
-      upBytes = encodeWeights(*c.format, up, m, k).bytes;
-    } else {
-      gateBytes.resize(gate.size() * 4);
-      std::memcpy(gateBytes.data(), gate.data(), gateBytes.size());
-      upBytes.resize(up.size() * 4);
-      std::memcpy(upBytes.data(), up.data(), upBytes.size());
-    }
-    std::vector<int32_t> productParams = {n, k, m, 0};
-    if (c.code == 4 || c.code == 5)
-      productParams.push_back(c.code);
+  std::vector<float> x = randomValues(n * k, 51);
+  for (const DecodeProduct &c : kDecodeProducts) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + std::to_string(c.code));
+    std::vector<uint8_t> gateBytes = c.weights(randomValues(m * k, 52), m, k),
+                         upBytes = c.weights(randomValues(m * k, 53), m, k);
     std::vector<int32_t> fusedParams = {n, k, m, 0};
     if (c.format)
       fusedParams.push_back(c.code);
@@ -824,12 +834,12 @@ TEST(SpirvKernels, FusedGatedProductsMatchTheProductsThenSiluMul) {
       auto gateOut = runner.upload(std::vector<float>(n * m, 0.0f));
       auto upOut = runner.upload(std::vector<float>(n * m, 0.0f));
       auto y = runner.upload(std::vector<float>(n * m, 0.0f));
-      auto products = runner.upload(productParams);
+      auto products = runner.upload(c.params(n, k, m));
       auto fusedParamBuffer = runner.upload(fusedParams);
       auto count = runner.upload(std::vector<int32_t>{n * m});
-      runner.run(c.product, {m, n, 1},
+      runner.run(c.kernel, {m, n, 1},
                  {bx.get(), bg.get(), gateOut.get(), products.get()}, n * m);
-      runner.run(c.product, {m, n, 1},
+      runner.run(c.kernel, {m, n, 1},
                  {bx.get(), bu.get(), upOut.get(), products.get()}, n * m);
       std::vector<float> separate =
           runner.run("silu_mul_f32", {1, 1, 1},
@@ -849,31 +859,15 @@ TEST(SpirvKernels, FusedGatedProductsMatchTheProductsThenSiluMul) {
 // product kernels give, bit for bit: rows of different lengths (a query
 // projection and smaller key and value ones), f32 and every byte format.
 TEST(SpirvKernels, ThreeProductsInOneDispatchMatchTheProductKernels) {
-  using hetrt::format::BlockFormat;
   constexpr int n = 1, k = 512;
   const int rows[3] = {12, 4, 5};
   std::vector<float> x = randomValues(n * k, 61);
-  struct Case {
-    const char *product;
-    std::optional<BlockFormat> format;
-    int code;
-  };
-  for (Case c : {Case{"matmul_f32", std::nullopt, 0},
-                 Case{"matmul_f16", BlockFormat::F16, 1},
-                 Case{"matmul_q4_0", BlockFormat::Q4_0, 3},
-                 Case{"matmul_k_quant", BlockFormat::Q6_K, 5},
-                 Case{"matmul_q8_0", BlockFormat::Q8_0, 6}}) {
-    SCOPED_TRACE(std::string(c.product) + " " + std::to_string(c.code));
+  for (const DecodeProduct &c : kDecodeProducts) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + std::to_string(c.code));
     std::vector<std::vector<uint8_t>> weights;
-    for (int i = 0; i < 3; ++i) {
-      std::vector<float> values = randomValues(rows[i] * k, 62 + i);
-      if (c.format) {
-        weights.push_back(encodeWeights(*c.format, values, rows[i], k).bytes);
-      } else {
-        weights.emplace_back(values.size() * 4);
-        std::memcpy(weights.back().data(), values.data(), values.size() * 4);
-      }
-    }
+    for (int i = 0; i < 3; ++i)
+      weights.push_back(
+          c.weights(randomValues(rows[i] * k, 62 + i), rows[i], k));
     const int total = rows[0] + rows[1] + rows[2];
     std::vector<int32_t> tripleParams = {n, k, total, 0, rows[0], rows[1]};
     if (c.format)
@@ -889,16 +883,12 @@ TEST(SpirvKernels, ThreeProductsInOneDispatchMatchTheProductKernels) {
       }
       auto params = runner.upload(tripleParams);
       for (int i = 0; i < 3; ++i) {
-        std::vector<int32_t> productParams = {n, k, rows[i], 0};
-        if (c.code == 5)
-          productParams.push_back(c.code);
-        auto single = runner.upload(productParams);
-        const uint32_t outputs = rows[i];
+        auto single = runner.upload(c.params(n, k, rows[i]));
+        const uint32_t outputs = rows[i], all = total;
         std::vector<float> expected = runner.run(
-            c.product, {outputs, n, 1},
+            c.kernel, {outputs, n, 1},
             {bx.get(), bw[i].get(), separate[i].get(), single.get()},
             n * rows[i]);
-        const uint32_t all = total;
         std::vector<float> actual = runner.run(
             triple, {all, n, 1},
             {bx.get(), bw[0].get(), bw[1].get(), bw[2].get(),
