@@ -919,18 +919,20 @@ TEST(SpirvKernels, DecodeProductsPastOneGridAxisMatchTheCpu) {
   });
 }
 
+/// Every byte format the tiled and matrix-unit products read, with the
+/// code their parameters give it.
+const std::pair<hetrt::format::BlockFormat, int> kByteFormats[] = {
+    {hetrt::format::BlockFormat::F16, 1},  {hetrt::format::BlockFormat::BF16, 2},
+    {hetrt::format::BlockFormat::Q4_0, 3}, {hetrt::format::BlockFormat::Q4_K, 4},
+    {hetrt::format::BlockFormat::Q6_K, 5}, {hetrt::format::BlockFormat::Q8_0, 6}};
+
 TEST(SpirvKernels, TiledMatmulsOfEveryByteFormatMatchTheCpu) {
   using hetrt::format::BlockFormat;
   // Rows and outputs that fill no 16x16 tile; K = 512 holds whole blocks of
   // every format, the K-quants' 256 included.
   constexpr int n = 21, k = 512, m = 19;
   std::vector<float> x = randomValues(n * k, 17), original = randomValues(m * k, 18);
-  for (auto [format, formatCode] : {std::pair{BlockFormat::F16, 1},
-                              {BlockFormat::BF16, 2},
-                              {BlockFormat::Q4_0, 3},
-                              {BlockFormat::Q4_K, 4},
-                              {BlockFormat::Q6_K, 5},
-                              {BlockFormat::Q8_0, 6}}) {
+  for (auto [format, formatCode] : kByteFormats) {
     const int code = formatCode;
     SCOPED_TRACE("format " + std::to_string(code));
     EncodedWeights w = encodeWeights(format, original, m, k);
@@ -970,12 +972,7 @@ TEST(SpirvKernels, MatrixUnitMatmulsMatchTheCpuOnHalfRoundedInputs) {
   std::vector<float> x = randomValues((n + skipped) * k, 41),
                      original = randomValues(m * k, 42);
   std::vector<float> rows(x.begin() + skipped * k, x.end());
-  for (auto [format, formatCode] : {std::pair{BlockFormat::F16, 1},
-                                    {BlockFormat::BF16, 2},
-                                    {BlockFormat::Q4_0, 3},
-                                    {BlockFormat::Q4_K, 4},
-                                    {BlockFormat::Q6_K, 5},
-                                    {BlockFormat::Q8_0, 6}}) {
+  for (auto [format, formatCode] : kByteFormats) {
     const int code = formatCode;
     EncodedWeights w = encodeWeights(format, original, m, k);
     std::vector<double> expected, scale;
