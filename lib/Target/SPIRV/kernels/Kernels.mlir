@@ -1444,6 +1444,7 @@ module attributes {gpu.container_module} {
       %c8 = arith.constant 8 : index
       %c64 = arith.constant 64 : index
       %c512 = arith.constant 512 : index
+      %c1024 = arith.constant 1024 : index
       %zero = arith.constant 0.0 : f32
       %w_row = arith.muli %m, %k_size : index
       %w_base = arith.muli %w_row, %c2 : index
@@ -1451,12 +1452,25 @@ module attributes {gpu.container_module} {
       %aligned = arith.cmpi eq, %k_rem, %c0 : index
       %k_wide = arith.select %aligned, %k_size, %c0 : index
       %first8 = arith.muli %tid, %c8 : index
-      %wide_sum = scf.for %k = %first8 to %k_wide step %c512 iter_args(%acc = %zero) -> f32 {
+      // Two passes of 512 per iteration, both loads issued before either
+      // sum: twice the bytes in flight per thread. The second pass past the
+      // row reads the first pass's weights again and is not added, so the
+      // sums are the one-pass loop's, in its order.
+      %wide_sum = scf.for %k = %first8 to %k_wide step %c1024 iter_args(%acc = %zero) -> f32 {
+        %k_next = arith.addi %k, %c512 : index
+        %has_next = arith.cmpi ult, %k_next, %k_wide : index
+        %k_second = arith.select %has_next, %k_next, %k : index
         %k_bytes = arith.muli %k, %c2 : index
         %at = arith.addi %w_base, %k_bytes : index
         %xi = arith.addi %x_base, %k : index
+        %second_bytes = arith.muli %k_second, %c2 : index
+        %second_at = arith.addi %w_base, %second_bytes : index
+        %second_xi = arith.addi %x_base, %k_second : index
         %part = func.call @dot_16bit_x8(%w, %at, %x, %xi, %bf16) : (memref<?xi8>, index, memref<?xf32>, index, i1) -> f32
-        %next = arith.addf %acc, %part : f32
+        %second = func.call @dot_16bit_x8(%w, %second_at, %x, %second_xi, %bf16) : (memref<?xi8>, index, memref<?xf32>, index, i1) -> f32
+        %one = arith.addf %acc, %part : f32
+        %two = arith.addf %one, %second : f32
+        %next = arith.select %has_next, %two, %one : f32
         scf.yield %next : f32
       }
       %first1 = arith.addi %k_wide, %tid : index
