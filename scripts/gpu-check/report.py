@@ -6,7 +6,9 @@ roofline and prefill as a fraction of its dense f16 tensor-core peak.
 
 A decode step reads every weight once (the tied embedding is the output
 projection), so the model file's bytes over the step's time is the bandwidth
-it used. The peaks are the datasheets' (hardware/devices/*.json)."""
+it used. The peaks are the datasheets' (hardware/devices/*.json). The dispatches a
+step and the decode time each stands for tell a step bound by kernel launches
+(a few microseconds each) from one bound by memory."""
 import json
 import os
 import sys
@@ -30,6 +32,11 @@ def main(name, model, device):
         line += (f"; decode reads {bandwidth:.0f} GB/s = {bandwidth / peak[1]:.1%} of "
                  f"{peak[0]}'s {peak[1]} GB/s; prefill {flops:.1f} TFLOP/s = "
                  f"{flops / peak[2]:.1%} of its {peak[2]} f16 TFLOP/s")
+    steps = max(1, len(result["tokens"]))
+    dispatches = sum(d.get("dispatches", 0) for d in result["devices"]) / steps
+    if dispatches and decode > 0:
+        line += (f"; {dispatches:.0f} dispatches a step, "
+                 f"{1e6 / decode / dispatches:.1f} us of decode each")
     print(line + f" (devices: {used})")
     return 0
 
