@@ -364,6 +364,8 @@ module attributes {gpu.container_module} {
     // feeds its tensor cores); products and sums stay f32. Warp (wn, wm)
     // owns tokens 32wn.. and outputs 32wm.. of the tile: eight 16x8
     // products per 16 k, whose fragments it reads from the staged words.
+    // The tiles are double-buffered: each slice is staged while the one
+    // before it is multiplied, with one barrier a slice.
     // params: [N, K, M, x_row, format as @matmul_tiled_bytes] (K a multiple
     // of 32); grid: (ceil(M / 64), ceil(N / 64), 1).
     gpu.func @matmul_mma_bytes(%x: memref<?xf32>, %w: memref<?xi8>,
@@ -383,9 +385,9 @@ module attributes {gpu.container_module} {
       %c64 = arith.constant 64 : index
       %zero = arith.constant dense<0.0> : vector<4xf32>
       // Tile rows of 16 words padded to 20, so a fragment's 32 lanes read
-      // 32 different banks.
-      %xs = memref.alloc() : memref<1280xi32, 3>
-      %ws = memref.alloc() : memref<1280xi32, 3>
+      // 32 different banks; rows 64-127 are the second buffer.
+      %xs = memref.alloc() : memref<2560xi32, 3>
+      %ws = memref.alloc() : memref<2560xi32, 3>
       %scratch = memref.alloc() : memref<768xi32, 3>
       %t = gpu.thread_id x
       %bx = gpu.block_id x
@@ -429,27 +431,44 @@ module attributes {gpu.container_module} {
       %b_row1 = arith.addi %b_row0, %c8 : index
       %b_row2 = arith.addi %b_row0, %c16 : index
       %b_row3 = arith.addi %b_row0, %c24 : index
+      %has_first = arith.cmpi ult, %c0, %k_size : index
+      scf.if %has_first {
+        func.call @stage_slice(%x, %w, %xs, %ws, %x_ok, %w_ok, %x_base, %w_m, %c0, %half_k, %k_size, %format, %stage_at, %c0, %c8) : (memref<?xf32>, memref<?xi8>, memref<2560xi32, 3>, memref<2560xi32, 3>, i1, i1, index, index, index, index, index, i32, index, index, index) -> ()
+      }
+      gpu.barrier
       %acc:8 = scf.for %k0 = %c0 to %k_size step %c32
           iter_args(%d00 = %zero, %d01 = %zero, %d02 = %zero, %d03 = %zero,
                     %d10 = %zero, %d11 = %zero, %d12 = %zero, %d13 = %zero)
           -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>,
               vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
-        %x_at = arith.addi %x_base, %k0 : index
-        func.call @stage_x_words(%x, %xs, %x_ok, %x_at, %stage_at, %c8) : (memref<?xf32>, memref<1280xi32, 3>, i1, index, index, index) -> ()
-        %k_at = arith.addi %k0, %half_k : index
-        func.call @stage_w_words(%w, %ws, %w_ok, %w_m, %k_at, %k_size, %format, %stage_at, %c8) : (memref<?xi8>, memref<1280xi32, 3>, i1, index, index, index, i32, index, index) -> ()
-        gpu.barrier
+        // The next slice goes into the other buffer while this one is read;
+        // the barrier below ends both.
+        %slice = arith.divui %k0, %c32 : index
+        %buffer = arith.remui %slice, %c2 : index
+        %k_next = arith.addi %k0, %c32 : index
+        %has_next = arith.cmpi ult, %k_next, %k_size : index
+        scf.if %has_next {
+          %next_buffer = arith.subi %c1, %buffer : index
+          func.call @stage_slice(%x, %w, %xs, %ws, %x_ok, %w_ok, %x_base, %w_m, %k_next, %half_k, %k_size, %format, %stage_at, %next_buffer, %c8) : (memref<?xf32>, memref<?xi8>, memref<2560xi32, 3>, memref<2560xi32, 3>, i1, i1, index, index, index, index, index, i32, index, index, index) -> ()
+        }
+        %buffer_rows = arith.muli %buffer, %c64 : index
+        %a_row0_in = arith.addi %a_row0, %buffer_rows : index
+        %a_row1_in = arith.addi %a_row1, %buffer_rows : index
+        %b_row0_in = arith.addi %b_row0, %buffer_rows : index
+        %b_row1_in = arith.addi %b_row1, %buffer_rows : index
+        %b_row2_in = arith.addi %b_row2, %buffer_rows : index
+        %b_row3_in = arith.addi %b_row3, %buffer_rows : index
         %step:8 = scf.for %kw = %c0 to %c16 step %c8
             iter_args(%e00 = %d00, %e01 = %d01, %e02 = %d02, %e03 = %d03,
                       %e10 = %d10, %e11 = %d11, %e12 = %d12, %e13 = %d13)
             -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>,
                 vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
-          %a0 = func.call @mma_a_fragment(%xs, %a_row0, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<4xi32>
-          %a1 = func.call @mma_a_fragment(%xs, %a_row1, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<4xi32>
-          %b0 = func.call @mma_b_fragment(%ws, %b_row0, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<2xi32>
-          %b1 = func.call @mma_b_fragment(%ws, %b_row1, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<2xi32>
-          %b2 = func.call @mma_b_fragment(%ws, %b_row2, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<2xi32>
-          %b3 = func.call @mma_b_fragment(%ws, %b_row3, %kw, %g, %q) : (memref<1280xi32, 3>, index, index, index, index) -> vector<2xi32>
+          %a0 = func.call @mma_a_fragment(%xs, %a_row0_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<4xi32>
+          %a1 = func.call @mma_a_fragment(%xs, %a_row1_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<4xi32>
+          %b0 = func.call @mma_b_fragment(%ws, %b_row0_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<2xi32>
+          %b1 = func.call @mma_b_fragment(%ws, %b_row1_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<2xi32>
+          %b2 = func.call @mma_b_fragment(%ws, %b_row2_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<2xi32>
+          %b3 = func.call @mma_b_fragment(%ws, %b_row3_in, %kw, %g, %q) : (memref<2560xi32, 3>, index, index, index, index) -> vector<2xi32>
           %f00 = func.call @mma_16x8x16(%scratch, %warp, %lane, %a0, %b0, %e00) : (memref<768xi32, 3>, index, index, vector<4xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
           %f01 = func.call @mma_16x8x16(%scratch, %warp, %lane, %a0, %b1, %e01) : (memref<768xi32, 3>, index, index, vector<4xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
           %f02 = func.call @mma_16x8x16(%scratch, %warp, %lane, %a0, %b2, %e02) : (memref<768xi32, 3>, index, index, vector<4xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
@@ -506,8 +525,8 @@ module attributes {gpu.container_module} {
       %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant dense<0.0> : vector<4xf32>
-      %xs = memref.alloc() : memref<1280xi32, 3>
-      %ws = memref.alloc() : memref<1280xi32, 3>
+      %xs = memref.alloc() : memref<2560xi32, 3>
+      %ws = memref.alloc() : memref<2560xi32, 3>
       %scratch = memref.alloc() : memref<1024xi32, 3>
       %t = gpu.thread_id x
       %bx = gpu.block_id x
@@ -546,21 +565,36 @@ module attributes {gpu.container_module} {
       %a_row1 = arith.addi %a_row0, %c16 : index
       %b_row0 = arith.muli %wm, %c32 : index
       %b_row1 = arith.addi %b_row0, %c16 : index
+      %has_first = arith.cmpi ult, %c0, %k_size : index
+      scf.if %has_first {
+        func.call @stage_slice(%x, %w, %xs, %ws, %x_ok, %w_ok, %x_base, %w_m, %c0, %part_k, %k_size, %format, %stage_at, %c0, %c4) : (memref<?xf32>, memref<?xi8>, memref<2560xi32, 3>, memref<2560xi32, 3>, i1, i1, index, index, index, index, index, i32, index, index, index) -> ()
+      }
+      gpu.barrier
       %acc:4 = scf.for %k0 = %c0 to %k_size step %c32
           iter_args(%d00 = %zero, %d01 = %zero, %d10 = %zero, %d11 = %zero)
           -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
-        %x_at = arith.addi %x_base, %k0 : index
-        func.call @stage_x_words(%x, %xs, %x_ok, %x_at, %stage_at, %c4) : (memref<?xf32>, memref<1280xi32, 3>, i1, index, index, index) -> ()
-        %k_at = arith.addi %k0, %part_k : index
-        func.call @stage_w_words(%w, %ws, %w_ok, %w_m, %k_at, %k_size, %format, %stage_at, %c4) : (memref<?xi8>, memref<1280xi32, 3>, i1, index, index, index, i32, index, index) -> ()
-        gpu.barrier
+        // The next slice goes into the other buffer while this one is read;
+        // the barrier below ends both.
+        %slice = arith.divui %k0, %c32 : index
+        %buffer = arith.remui %slice, %c2 : index
+        %k_next = arith.addi %k0, %c32 : index
+        %has_next = arith.cmpi ult, %k_next, %k_size : index
+        scf.if %has_next {
+          %next_buffer = arith.subi %c1, %buffer : index
+          func.call @stage_slice(%x, %w, %xs, %ws, %x_ok, %w_ok, %x_base, %w_m, %k_next, %part_k, %k_size, %format, %stage_at, %next_buffer, %c4) : (memref<?xf32>, memref<?xi8>, memref<2560xi32, 3>, memref<2560xi32, 3>, i1, i1, index, index, index, index, index, i32, index, index, index) -> ()
+        }
+        %buffer_rows = arith.muli %buffer, %c64 : index
+        %a_row0_in = arith.addi %a_row0, %buffer_rows : index
+        %a_row1_in = arith.addi %a_row1, %buffer_rows : index
+        %b_row0_in = arith.addi %b_row0, %buffer_rows : index
+        %b_row1_in = arith.addi %b_row1, %buffer_rows : index
         %step:4 = scf.for %kw = %c0 to %c16 step %c8
             iter_args(%e00 = %d00, %e01 = %d01, %e10 = %d10, %e11 = %d11)
             -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
-          %a0 = func.call @mfma_fragment(%xs, %a_row0, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
-          %a1 = func.call @mfma_fragment(%xs, %a_row1, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
-          %b0 = func.call @mfma_fragment(%ws, %b_row0, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
-          %b1 = func.call @mfma_fragment(%ws, %b_row1, %kw, %lane) : (memref<1280xi32, 3>, index, index, index) -> vector<2xi32>
+          %a0 = func.call @mfma_fragment(%xs, %a_row0_in, %kw, %lane) : (memref<2560xi32, 3>, index, index, index) -> vector<2xi32>
+          %a1 = func.call @mfma_fragment(%xs, %a_row1_in, %kw, %lane) : (memref<2560xi32, 3>, index, index, index) -> vector<2xi32>
+          %b0 = func.call @mfma_fragment(%ws, %b_row0_in, %kw, %lane) : (memref<2560xi32, 3>, index, index, index) -> vector<2xi32>
+          %b1 = func.call @mfma_fragment(%ws, %b_row1_in, %kw, %lane) : (memref<2560xi32, 3>, index, index, index) -> vector<2xi32>
           %f00 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a0, %b0, %e00) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
           %f01 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a0, %b1, %e01) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
           %f10 = func.call @mfma_16x16x16(%scratch, %wave, %lane, %a1, %b0, %e10) : (memref<1024xi32, 3>, index, index, vector<2xi32>, vector<2xi32>, vector<4xf32>) -> vector<4xf32>
@@ -2205,7 +2239,7 @@ module attributes {gpu.container_module} {
 
     // A's fragment from a staged tile (rows of 20 words) at rows row0..+15
     // and words kw..kw+7.
-    func.func private @mma_a_fragment(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<4xi32> {
+    func.func private @mma_a_fragment(%tile: memref<2560xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<4xi32> {
       %c4 = arith.constant 4 : index
       %c160 = arith.constant 160 : index
       %c20 = arith.constant 20 : index
@@ -2216,17 +2250,17 @@ module attributes {gpu.container_module} {
       %at1 = arith.addi %at0, %c160 : index
       %at2 = arith.addi %at0, %c4 : index
       %at3 = arith.addi %at1, %c4 : index
-      %a0 = memref.load %tile[%at0] : memref<1280xi32, 3>
-      %a1 = memref.load %tile[%at1] : memref<1280xi32, 3>
-      %a2 = memref.load %tile[%at2] : memref<1280xi32, 3>
-      %a3 = memref.load %tile[%at3] : memref<1280xi32, 3>
+      %a0 = memref.load %tile[%at0] : memref<2560xi32, 3>
+      %a1 = memref.load %tile[%at1] : memref<2560xi32, 3>
+      %a2 = memref.load %tile[%at2] : memref<2560xi32, 3>
+      %a3 = memref.load %tile[%at3] : memref<2560xi32, 3>
       %a = vector.from_elements %a0, %a1, %a2, %a3 : vector<4xi32>
       return %a : vector<4xi32>
     }
 
     // B's fragment from a staged tile of w's rows (each row one column of
     // B) at rows row0..+7 and words kw..kw+7.
-    func.func private @mma_b_fragment(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<2xi32> {
+    func.func private @mma_b_fragment(%tile: memref<2560xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<2xi32> {
       %c4 = arith.constant 4 : index
       %c20 = arith.constant 20 : index
       %row = arith.addi %row0, %g : index
@@ -2234,8 +2268,8 @@ module attributes {gpu.container_module} {
       %word = arith.addi %kw, %q : index
       %at0 = arith.addi %row_at, %word : index
       %at1 = arith.addi %at0, %c4 : index
-      %b0 = memref.load %tile[%at0] : memref<1280xi32, 3>
-      %b1 = memref.load %tile[%at1] : memref<1280xi32, 3>
+      %b0 = memref.load %tile[%at0] : memref<2560xi32, 3>
+      %b1 = memref.load %tile[%at1] : memref<2560xi32, 3>
       %b = vector.from_elements %b0, %b1 : vector<2xi32>
       return %b : vector<2xi32>
     }
@@ -2244,7 +2278,7 @@ module attributes {gpu.container_module} {
     // l % 16 at word kw + 4 (l / 16), and matrix i lands in register i as
     // the layout above wants (rows 16 bytes apart and 16-byte aligned: 80
     // bytes a row, kw a multiple of 4 words).
-    func.func private @mma_a_fragment_nvptx(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<4xi32> {
+    func.func private @mma_a_fragment_nvptx(%tile: memref<2560xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<4xi32> {
       %c4 = arith.constant 4 : index
       %c16 = arith.constant 16 : index
       %c20 = arith.constant 20 : index
@@ -2257,7 +2291,7 @@ module attributes {gpu.container_module} {
       %half4 = arith.muli %half, %c4 : index
       %word = arith.addi %kw, %half4 : index
       %at = arith.addi %row_at, %word : index
-      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 4 : i32, transpose = false} : memref<1280xi32, 3> -> vector<4x1xi32>
+      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 4 : i32, transpose = false} : memref<2560xi32, 3> -> vector<4x1xi32>
       %m0 = vector.extract %m[0, 0] : i32 from vector<4x1xi32>
       %m1 = vector.extract %m[1, 0] : i32 from vector<4x1xi32>
       %m2 = vector.extract %m[2, 0] : i32 from vector<4x1xi32>
@@ -2269,7 +2303,7 @@ module attributes {gpu.container_module} {
     // @mma_b_fragment in one ldmatrix.x2: lanes 0-15 give the addresses of
     // rows l % 8 at word kw + 4 ((l / 8) % 2) (the other lanes' are not
     // read, but stay inside the tile).
-    func.func private @mma_b_fragment_nvptx(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<2xi32> {
+    func.func private @mma_b_fragment_nvptx(%tile: memref<2560xi32, 3>, %row0: index, %kw: index, %g: index, %q: index) -> vector<2xi32> {
       %c2 = arith.constant 2 : index
       %c4 = arith.constant 4 : index
       %c8 = arith.constant 8 : index
@@ -2284,7 +2318,7 @@ module attributes {gpu.container_module} {
       %half4 = arith.muli %half, %c4 : index
       %word = arith.addi %kw, %half4 : index
       %at = arith.addi %row_at, %word : index
-      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 2 : i32, transpose = false} : memref<1280xi32, 3> -> vector<2x1xi32>
+      %m = nvgpu.ldmatrix %tile[%at] {numTiles = 2 : i32, transpose = false} : memref<2560xi32, 3> -> vector<2x1xi32>
       %m0 = vector.extract %m[0, 0] : i32 from vector<2x1xi32>
       %m1 = vector.extract %m[1, 0] : i32 from vector<2x1xi32>
       %b = vector.from_elements %m0, %m1 : vector<2xi32>
@@ -2457,7 +2491,7 @@ module attributes {gpu.container_module} {
 
     // A's (or B's) fragment from a staged tile whose rows are A's rows (B's
     // columns) row0..+15, at words kw..kw+7.
-    func.func private @mfma_fragment(%tile: memref<1280xi32, 3>, %row0: index, %kw: index, %lane: index) -> vector<2xi32> {
+    func.func private @mfma_fragment(%tile: memref<2560xi32, 3>, %row0: index, %kw: index, %lane: index) -> vector<2xi32> {
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
       %c16 = arith.constant 16 : index
@@ -2470,8 +2504,8 @@ module attributes {gpu.container_module} {
       %word = arith.addi %kw, %group2 : index
       %at0 = arith.addi %row_at, %word : index
       %at1 = arith.addi %at0, %c1 : index
-      %v0 = memref.load %tile[%at0] : memref<1280xi32, 3>
-      %v1 = memref.load %tile[%at1] : memref<1280xi32, 3>
+      %v0 = memref.load %tile[%at0] : memref<2560xi32, 3>
+      %v1 = memref.load %tile[%at1] : memref<2560xi32, 3>
       %v = vector.from_elements %v0, %v1 : vector<2xi32>
       return %v : vector<2xi32>
     }
@@ -2634,10 +2668,23 @@ module attributes {gpu.container_module} {
       return
     }
 
+    // Slice k0..k0+31 of this thread's staging rows of x and w into buffer
+    // `buffer` (0 or 1: rows 0-63 or 64-127) of the double-buffered tiles.
+    func.func private @stage_slice(%x: memref<?xf32>, %w: memref<?xi8>, %xs: memref<2560xi32, 3>, %ws: memref<2560xi32, 3>, %x_ok: i1, %w_ok: i1, %x_base: index, %w_m: index, %k0: index, %part_k: index, %k_size: index, %format: i32, %stage_at: index, %buffer: index, %words: index) {
+      %c1280 = arith.constant 1280 : index
+      %buffer_at = arith.muli %buffer, %c1280 : index
+      %to = arith.addi %stage_at, %buffer_at : index
+      %x_at = arith.addi %x_base, %k0 : index
+      func.call @stage_x_words(%x, %xs, %x_ok, %x_at, %to, %words) : (memref<?xf32>, memref<2560xi32, 3>, i1, index, index, index) -> ()
+      %k_at = arith.addi %k0, %part_k : index
+      func.call @stage_w_words(%w, %ws, %w_ok, %w_m, %k_at, %k_size, %format, %to, %words) : (memref<?xi8>, memref<2560xi32, 3>, i1, index, index, index, i32, index, index) -> ()
+      return
+    }
+
     // Words to..to+words-1 of a staged tile: x[from..from+2*words-1] (a row
     // of x, `from` a multiple of 4, `words` even) as f16 pairs, or zeros
     // where the row is past N (!ok).
-    func.func private @stage_x_words(%x: memref<?xf32>, %tile: memref<1280xi32, 3>, %ok: i1, %from: index, %to: index, %words: index) {
+    func.func private @stage_x_words(%x: memref<?xf32>, %tile: memref<2560xi32, 3>, %ok: i1, %from: index, %to: index, %words: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -2657,11 +2704,11 @@ module attributes {gpu.container_module} {
           %i2 = arith.muli %i, %c2 : index
           %slot = arith.addi %to, %i2 : index
           %slot1 = arith.addi %slot, %c1 : index
-          memref.store %lo, %tile[%slot] : memref<1280xi32, 3>
-          memref.store %hi, %tile[%slot1] : memref<1280xi32, 3>
+          memref.store %lo, %tile[%slot] : memref<2560xi32, 3>
+          memref.store %hi, %tile[%slot1] : memref<2560xi32, 3>
         }
       } else {
-        func.call @fill_words(%tile, %to, %words) : (memref<1280xi32, 3>, index, index) -> ()
+        func.call @fill_words(%tile, %to, %words) : (memref<2560xi32, 3>, index, index) -> ()
       }
       return
     }
@@ -2670,7 +2717,7 @@ module attributes {gpu.container_module} {
     // 2*words-1] as f16 pairs, or zeros where the row is past M (!ok). f16
     // rows are copied 128 bits at a time (`words` a multiple of 4, k_first
     // of 8); other formats dequantized (@weight_element) and rounded.
-    func.func private @stage_w_words(%w: memref<?xi8>, %tile: memref<1280xi32, 3>, %ok: i1, %row: index, %k_first: index, %k_size: index, %format: i32, %to: index, %words: index) {
+    func.func private @stage_w_words(%w: memref<?xi8>, %tile: memref<2560xi32, 3>, %ok: i1, %row: index, %k_first: index, %k_size: index, %format: i32, %to: index, %words: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -2690,7 +2737,7 @@ module attributes {gpu.container_module} {
           %quad = func.call @load_u32x4(%w, %at) : (memref<?xi8>, index) -> vector<4xi32>
           %i4 = arith.muli %i, %c4 : index
           %slot = arith.addi %to, %i4 : index
-          func.call @store_u32x4(%tile, %slot, %quad) : (memref<1280xi32, 3>, index, vector<4xi32>) -> ()
+          func.call @store_u32x4(%tile, %slot, %quad) : (memref<2560xi32, 3>, index, vector<4xi32>) -> ()
         }
       } else {
         scf.if %ok {
@@ -2702,29 +2749,29 @@ module attributes {gpu.container_module} {
             %e1 = func.call @weight_element(%w, %row, %k1, %k_size, %format) : (memref<?xi8>, index, index, index, i32) -> f32
             %pair = func.call @pack_f16x2(%e0, %e1) : (f32, f32) -> i32
             %slot = arith.addi %to, %i : index
-            memref.store %pair, %tile[%slot] : memref<1280xi32, 3>
+            memref.store %pair, %tile[%slot] : memref<2560xi32, 3>
           }
         } else {
-          func.call @fill_words(%tile, %to, %words) : (memref<1280xi32, 3>, index, index) -> ()
+          func.call @fill_words(%tile, %to, %words) : (memref<2560xi32, 3>, index, index) -> ()
         }
       }
       return
     }
 
     // Zeros in words at..at+count-1 of a staged tile.
-    func.func private @fill_words(%tile: memref<1280xi32, 3>, %at: index, %count: index) {
+    func.func private @fill_words(%tile: memref<2560xi32, 3>, %at: index, %count: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %zero = arith.constant 0 : i32
       scf.for %i = %c0 to %count step %c1 {
         %to = arith.addi %at, %i : index
-        memref.store %zero, %tile[%to] : memref<1280xi32, 3>
+        memref.store %zero, %tile[%to] : memref<2560xi32, 3>
       }
       return
     }
 
     // words into a staged tile at at..at+3.
-    func.func private @store_u32x4(%tile: memref<1280xi32, 3>, %at: index, %words: vector<4xi32>) {
+    func.func private @store_u32x4(%tile: memref<2560xi32, 3>, %at: index, %words: vector<4xi32>) {
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
       %c3 = arith.constant 3 : index
@@ -2735,10 +2782,10 @@ module attributes {gpu.container_module} {
       %w1 = vector.extract %words[1] : i32 from vector<4xi32>
       %w2 = vector.extract %words[2] : i32 from vector<4xi32>
       %w3 = vector.extract %words[3] : i32 from vector<4xi32>
-      memref.store %w0, %tile[%at] : memref<1280xi32, 3>
-      memref.store %w1, %tile[%at1] : memref<1280xi32, 3>
-      memref.store %w2, %tile[%at2] : memref<1280xi32, 3>
-      memref.store %w3, %tile[%at3] : memref<1280xi32, 3>
+      memref.store %w0, %tile[%at] : memref<2560xi32, 3>
+      memref.store %w1, %tile[%at1] : memref<2560xi32, 3>
+      memref.store %w2, %tile[%at2] : memref<2560xi32, 3>
+      memref.store %w3, %tile[%at3] : memref<2560xi32, 3>
       return
     }
 
