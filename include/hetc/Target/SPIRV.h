@@ -63,13 +63,12 @@ bool compileToSpirv(mlir::ModuleOp module,
                     std::vector<SpirvExecutable> &executables,
                     std::string &error);
 
-/// The source of the kernel library (lib/Target/SPIRV/kernels/Kernels.mlir):
-/// the llm ops as gpu kernels, in the conventions its header describes.
-llvm::StringRef kernelLibrarySource();
-
 /// The kernel library parsed into `context` (which must have the gpu, arith,
-/// math, memref, scf and func dialects); null, with diagnostics emitted,
-/// when it does not parse.
+/// math, memref, scf, func, vector, nvgpu and amdgpu dialects): the llm ops as
+/// gpu kernels (lib/Target/SPIRV/kernels/Kernels.mlir, in the conventions its
+/// header describes) with the matrix-unit products of MatrixUnits.mlir merged
+/// into its gpu.module; null, with diagnostics emitted, when it does not parse
+/// or verify.
 mlir::OwningOpRef<mlir::ModuleOp> parseKernelLibrary(mlir::MLIRContext *context);
 
 /// The kernel library's variants, best first: "subgroup" (reductions in

@@ -3,22 +3,62 @@
 
 #include "passes/target/spirv/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace hetc::target::spirv {
 
-llvm::StringRef kernelLibrarySource() {
+namespace {
+
+llvm::StringRef kernelsSource() {
   static constexpr const char kSource[] =
 #include "KernelLibrary.inc"
       ;
   return llvm::StringRef(kSource, sizeof(kSource) - 1);
 }
 
+llvm::StringRef matrixUnitsSource() {
+  static constexpr const char kSource[] =
+#include "MatrixUnits.inc"
+      ;
+  return llvm::StringRef(kSource, sizeof(kSource) - 1);
+}
+
+/// The one gpu.module of a library file.
+mlir::gpu::GPUModuleOp kernelsOf(mlir::ModuleOp file) {
+  auto modules = file.getOps<mlir::gpu::GPUModuleOp>();
+  return modules.empty() ? nullptr : *modules.begin();
+}
+
+} // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp>
 parseKernelLibrary(mlir::MLIRContext *context) {
-  return mlir::parseSourceString<mlir::ModuleOp>(kernelLibrarySource(),
-                                                 context, "Kernels.mlir");
+  // MatrixUnits.mlir calls Kernels.mlir's helpers: each verifies only once
+  // the two are one gpu.module.
+  mlir::ParserConfig config(context, /*verifyAfterParse=*/false);
+  mlir::OwningOpRef<mlir::ModuleOp> library =
+      mlir::parseSourceString<mlir::ModuleOp>(kernelsSource(), config,
+                                              "Kernels.mlir");
+  mlir::OwningOpRef<mlir::ModuleOp> units =
+      mlir::parseSourceString<mlir::ModuleOp>(matrixUnitsSource(), config,
+                                              "MatrixUnits.mlir");
+  if (!library || !units)
+    return nullptr;
+  mlir::gpu::GPUModuleOp kernels = kernelsOf(*library);
+  mlir::gpu::GPUModuleOp more = kernelsOf(*units);
+  if (!kernels || !more) {
+    mlir::emitError(mlir::UnknownLoc::get(context))
+        << "the kernel library's files each hold one gpu.module";
+    return nullptr;
+  }
+  kernels.getBody()->getOperations().splice(
+      kernels.getBody()->end(), more.getBody()->getOperations());
+  if (mlir::failed(mlir::verify(*library)))
+    return nullptr;
+  return library;
 }
 
 llvm::ArrayRef<llvm::StringRef> kernelLibraryVariants() {
