@@ -28,18 +28,25 @@ std::optional<hetc::abi::Program> readProgram(const format::PackFile &pack,
                                  pack.path() + ": " + name, error);
 }
 
-/// The section of the pack a manifest's library entry names, or null with
-/// `error` saying the pack lacks it.
-const std::string_view *librarySection(const format::PackFile &pack,
-                                       const std::string &section,
-                                       const std::string &recompile,
-                                       std::string &error) {
+/// `out` as `device` running the library build in the pack's section
+/// `section` (a manifest's library entry), in `format`; false with `error`
+/// saying the pack lacks the section. `out.kernels` is left to the caller.
+bool libraryCode(const format::PackFile &pack, const std::string &section,
+                 const std::string &recompile, hal::Device &device,
+                 hal::ExecutableFormat format, std::string description,
+                 ProgramRunner::DeviceCode &out, std::string &error) {
   const std::string_view *binary = pack.section(section);
-  if (!binary)
+  if (!binary) {
     error = pack.path() + ": the manifest names section \"" + section +
             "\", which the pack does not hold (compile the model again with `" +
             recompile + "`)";
-  return binary;
+    return false;
+  }
+  out.device = &device;
+  out.format = format;
+  out.binary = std::string(*binary);
+  out.description = std::move(description);
+  return true;
 }
 
 /// The kernel library's code for `device`, from the pack's "spirv" part: the
@@ -63,14 +70,10 @@ bool spirvCode(const format::PackFile &pack, const format::SpirvCode &code,
     return false;
   }
   failure = Failure::InvalidInput;
-  const std::string_view *binary =
-      librarySection(pack, library->section, recompile, error);
-  if (!binary)
+  if (!libraryCode(pack, library->section, recompile, device,
+                   hal::ExecutableFormat::SpirV, "spirv " + library->variant,
+                   out, error))
     return false;
-  out.device = &device;
-  out.format = hal::ExecutableFormat::SpirV;
-  out.binary = std::string(*binary);
-  out.description = "spirv " + library->variant;
   for (const auto &[name, bindings] : code.kernels)
     out.kernels.push_back({name, bindings, 0});
   return true;
@@ -107,14 +110,11 @@ bool gpuCode(const format::PackFile &pack, const format::Manifest &manifest,
     return false;
   }
   failure = Failure::InvalidInput;
-  const std::string_view *binary =
-      librarySection(pack, library->section, recompile, error);
-  if (!binary)
+  if (!libraryCode(pack, library->section, recompile, device,
+                   hal::ExecutableFormat::GpuModule,
+                   target + " " + library->variant + " " + library->format, out,
+                   error))
     return false;
-  out.device = &device;
-  out.format = hal::ExecutableFormat::GpuModule;
-  out.binary = std::string(*binary);
-  out.description = target + " " + library->variant + " " + library->format;
   for (const format::GpuKernel &kernel : code->kernels) {
     hal::KernelSignature signature;
     signature.entryPoint = kernel.name;

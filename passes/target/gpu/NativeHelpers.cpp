@@ -39,12 +39,12 @@ struct NativeHelpersPass
     }
     bool failed = false;
     getOperation().walk([&](mlir::gpu::GPUModuleOp kernels) {
-      if (!target.empty())
+      if (!target.empty()) {
         dropOtherTargetsKernels(kernels);
-      if (!target.empty())
         for (llvm::StringRef other : kTargets)
           failed |= mlir::failed(hetc::gpu::chooseHelperForms(
               kernels, ("_" + other).str(), /*useSuffixed=*/other == target));
+      }
       failed |= mlir::failed(
           hetc::gpu::chooseHelperForms(kernels, "_native", /*useSuffixed=*/true));
     });

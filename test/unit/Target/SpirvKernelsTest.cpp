@@ -14,9 +14,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -317,25 +319,51 @@ void referenceMatmul(const std::vector<float> &x, const std::vector<float> &w,
       }
 }
 
+/// matmul_f32 over x (n by k) and w (m by k) of seeded random values, with
+/// the CPU's result to check it against.
+struct F32Product {
+  int n, k, m;
+  std::vector<float> x, w;
+  std::vector<double> expected, scale;
+
+  F32Product(int n, int k, int m, uint32_t seed)
+      : n(n), k(k), m(m), x(randomValues(n * k, seed)),
+        w(randomValues(m * k, seed + 1)) {
+    referenceMatmul(x, w, n, k, m, expected, scale);
+  }
+
+  /// Runs the product over `groups` and checks every output; leaves its
+  /// buffers in `buffers` (x, w, y) for more runs.
+  void check(KernelRunner &runner, std::array<uint32_t, 3> groups,
+             std::vector<std::shared_ptr<hetrt::hal::Buffer>> &buffers) const {
+    buffers = {runner.upload(x), runner.upload(w),
+               runner.upload(std::vector<float>(n * m, 0.0f))};
+    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
+    expectClose(runner.run("matmul_f32", groups,
+                           {buffers[0].get(), buffers[1].get(),
+                            buffers[2].get(), params.get()},
+                           n * m),
+                expected, scale, 1e-5, "matmul_f32");
+  }
+};
+
 TEST(SpirvKernels, MatmulF32MatchesTheCpu) {
   constexpr int n = 3, k = 200, m = 37;
-  std::vector<float> x = randomValues(n * k, 5), w = randomValues(m * k, 6);
-  std::vector<double> expected, scale;
-  referenceMatmul(x, w, n, k, m, expected, scale);
+  const F32Product product(n, k, m, 5);
   onEveryDevice([&](KernelRunner &runner) {
-    auto bx = runner.upload(x), bw = runner.upload(w);
-    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
-    expectClose(runner.run("matmul_f32", {m, n, 1},
-                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
-                expected, scale, 1e-5, "matmul_f32");
+    std::vector<std::shared_ptr<hetrt::hal::Buffer>> buffers;
+    product.check(runner, {m, n, 1}, buffers);
     // The last row alone, as the logits read it.
     auto lastRow = runner.upload(std::vector<int32_t>{1, k, m, n - 1});
     expectClose(runner.run("matmul_f32", {m, 1, 1},
-                           {bx.get(), bw.get(), by.get(), lastRow.get()}, m),
-                std::vector<double>(expected.end() - m, expected.end()),
-                std::vector<double>(scale.end() - m, scale.end()), 1e-5,
-                "matmul_f32 of the last row");
+                           {buffers[0].get(), buffers[1].get(),
+                            buffers[2].get(), lastRow.get()},
+                           m),
+                std::vector<double>(product.expected.end() - m,
+                                    product.expected.end()),
+                std::vector<double>(product.scale.end() - m,
+                                    product.scale.end()),
+                1e-5, "matmul_f32 of the last row");
   });
 }
 
@@ -905,17 +933,10 @@ TEST(SpirvKernels, ThreeProductsInOneDispatchMatchTheProductKernels) {
 // the rows go on along z, and the last slice's extra workgroups repeat the
 // last row (writing the same value).
 TEST(SpirvKernels, DecodeProductsPastOneGridAxisMatchTheCpu) {
-  constexpr int n = 1, k = 8, m = 70000;
-  std::vector<float> x = randomValues(n * k, 31), w = randomValues(m * k, 32);
-  std::vector<double> expected, scale;
-  referenceMatmul(x, w, n, k, m, expected, scale);
+  const F32Product product(1, 8, 70000, 31);
   onEveryDevice([&](KernelRunner &runner) {
-    auto bx = runner.upload(x), bw = runner.upload(w);
-    auto by = runner.upload(std::vector<float>(n * m, 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{n, k, m, 0});
-    expectClose(runner.run("matmul_f32", {65535, n, 2},
-                           {bx.get(), bw.get(), by.get(), params.get()}, n * m),
-                expected, scale, 1e-5, "matmul_f32");
+    std::vector<std::shared_ptr<hetrt::hal::Buffer>> buffers;
+    product.check(runner, {65535, 1, 2}, buffers);
   });
 }
 

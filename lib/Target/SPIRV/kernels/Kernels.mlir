@@ -1615,8 +1615,10 @@ module attributes {gpu.container_module} {
       %x_n = arith.addi %n, %x_row : index
       %x_base = arith.muli %x_n, %k_size : index
       %c4 = arith.constant 4 : index
+      %q4_k = arith.constant 4 : i32
       %format = memref.load %params[%c4] : memref<?xi32>
-      %sum = func.call @row_partial_bytes(%x, %x_base, %w, %m, %k_size, %tid, %format) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i32) -> f32
+      %is_q4_k = arith.cmpi eq, %format, %q4_k : i32
+      %sum = func.call @row_partial_k_quant(%x, %x_base, %w, %m, %k_size, %tid, %is_q4_k) : (memref<?xf32>, index, memref<?xi8>, index, index, index, i1) -> f32
 
       func.call @store_row_sum(%y, %params, %sum, %n, %m, %tid) : (memref<?xf32>, memref<?xi32>, f32, index, index, index) -> ()
       gpu.return
