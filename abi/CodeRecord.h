@@ -12,9 +12,11 @@ namespace hetrt::format {
 
 /// Version of the calling convention between generated code and the runtime:
 /// the entry arguments' order and descriptors (a KV cache is
-/// [2, kvHeads, capacity, headDim] since version 6), the runtime interface,
-/// the buffer-allocator table. Bumped on any change to one of them.
-inline constexpr int64_t kKernelAbiVersion = 6;
+/// [2, kvHeads, capacity, headDim] since version 6; a paged model's entry
+/// points take a block table before the caches since version 7), the
+/// runtime interface, the buffer-allocator table. Bumped on any change to
+/// one of them.
+inline constexpr int64_t kKernelAbiVersion = 7;
 
 /// The exported symbol of the record: an array of kCodeRecordLength int64
 /// values, indexed by CodeRecordField.
@@ -57,6 +59,11 @@ inline constexpr int64_t kMaxSegmentBindings = 256;
 /// The module attribute through which the compiler hands the model file's
 /// hash (16 hex digits) to the pass that writes the record.
 inline constexpr const char *kModelHashAttrName = "hetc.model_hash";
+/// The function attribute (an i64) of an entry point whose KV caches are
+/// pools of blocks of this many slots (het-page-kv-cache), and the argument
+/// attribute of its block table.
+inline constexpr const char *kKvBlockSizeAttrName = "hetc.kv_block_size";
+inline constexpr const char *kKvBlockTableAttrName = "hetc.kv_block_table";
 
 /// "HETCREC1" read as a little-endian int64: tells a record from other bytes.
 inline constexpr int64_t kCodeRecordMagic = 0x3143455243544548;
@@ -70,7 +77,8 @@ enum CodeRecordField : int {
   CodeRecordNumLayers,
   CodeRecordNumKvHeads,
   CodeRecordHeadDim,
-  /// Positions each KV cache holds.
+  /// Slots each KV cache holds: positions, or blocks times the block size
+  /// of a paged cache.
   CodeRecordContextLength,
   /// Bytes of one KV-cache element.
   CodeRecordKvElementBytes,
@@ -78,6 +86,9 @@ enum CodeRecordField : int {
   /// it was compiled with (the manifest's weights.xxh3), as an int64; code
   /// from another model's pack must not read this one's weights.
   CodeRecordModelHash,
+  /// Slots of a KV block: the entry points take a block table and each
+  /// cache is a pool of blocks. 0: a cache's slot is the position.
+  CodeRecordKvBlockSize,
   kCodeRecordLength,
 };
 

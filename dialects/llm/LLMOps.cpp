@@ -196,6 +196,28 @@ static LogicalResult verifyPositions(Operation *op, RankedTensorType positions,
   return verifyDim(op, "positions", positions, 0, tokensWhat, numTokens);
 }
 
+/// A paged cache's block table and block size: both or neither, the table
+/// 1-D, the size positive and a divisor of the pool's slots.
+static LogicalResult verifyPages(Operation *op, Value blocks,
+                                 std::optional<uint64_t> blockSize,
+                                 KVCacheType cache) {
+  if (!blocks && !blockSize)
+    return success();
+  if (!blocks || !blockSize)
+    return op->emitOpError()
+           << "expects a block table (pages) and block_size together";
+  if (failed(verifyRank(op, "blocks", cast<RankedTensorType>(blocks.getType()),
+                        1)))
+    return failure();
+  auto size = static_cast<int64_t>(*blockSize);
+  if (size <= 0 || cache.getCapacity() % size != 0)
+    return op->emitOpError()
+           << "expects block_size (" << size
+           << ") to be positive and divide the cache's capacity ("
+           << cache.getCapacity() << ")";
+  return success();
+}
+
 LogicalResult RoPEOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(verifyRank(*this, "input", input, 3))) // C1
@@ -255,8 +277,10 @@ LogicalResult KVAppendOp::verify() {
                              keys.getDimSize(0),
                              "the token count of keys"))) // C3
     return failure();
-  return verifySameType(*this, "result", getResult().getType(), "cache",
-                        cache); // C4
+  if (failed(verifySameType(*this, "result", getResult().getType(), "cache",
+                            cache))) // C4
+    return failure();
+  return verifyPages(*this, getBlocks(), getBlockSize(), cache); // C5
 }
 
 LogicalResult AttentionOp::verify() {
@@ -287,8 +311,10 @@ LogicalResult AttentionOp::verify() {
   if (auto softcap = getSoftcap())
     if (failed(verifyPositive(*this, "softcap", softcap->convertToDouble())))
       return failure();
-  return verifySameType(*this, "result", getResult().getType(), "query",
-                        query); // C7
+  if (failed(verifySameType(*this, "result", getResult().getType(), "query",
+                            query))) // C7
+    return failure();
+  return verifyPages(*this, getBlocks(), getBlockSize(), cache); // C8
 }
 
 //===----------------------------------------------------------------------===//

@@ -403,8 +403,15 @@ def LLM_KVAppendOp : LLM_PureOp<"kv_append"> {
     position `positions[t]` of the cache and returns the updated cache. With
     value semantics in the IR; the runtime updates the cache in place.
 
+    A paged cache (`pages %blocks block_size = B`, which `het-page-kv-cache`
+    adds) is a pool of blocks of `B` slots each: position `p` is stored in
+    slot `blocks[p / B] * B + p % B`, so a sequence's positions need not be
+    contiguous and blocks can be shared between sequences or moved between
+    memories by the runtime. Without `pages`, position `p` is slot `p`.
+
     ```mlir
     %c1 = llm.kv_append %k, %v into %c0 at %pos : (tensor<?x8x128xf32>, tensor<?x8x128xf32>, !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>, tensor<?xi32>) -> !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>
+    %c2 = llm.kv_append %k, %v into %c0 at %pos pages %blocks block_size = 64 : (tensor<?x8x128xf32>, tensor<?x8x128xf32>, !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>, tensor<?xi32>, tensor<?xi32>) -> !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>
     ```
 
     Verifier rules:
@@ -413,12 +420,17 @@ def LLM_KVAppendOp : LLM_PureOp<"kv_append"> {
       `kvHeads` and `headDim`.
     - C3: `positions` is 1-D with the token count of `keys`.
     - C4: the result type equals the cache type.
+    - C5: `blocks` and `block_size` come together; `blocks` is 1-D and
+      `block_size` positive and a divisor of the cache's capacity.
   }];
   let arguments = (ins LLM_FloatTensor:$keys, LLM_FloatTensor:$values,
-                       LLM_KVCacheType:$cache, LLM_IndexTensor:$positions);
+                       LLM_KVCacheType:$cache, LLM_IndexTensor:$positions,
+                       Optional<LLM_IndexTensor>:$blocks,
+                       OptionalAttr<I64Attr>:$block_size);
   let results = (outs LLM_KVCacheType:$result);
   let assemblyFormat = [{
-    $keys `,` $values `into` $cache `at` $positions attr-dict
+    $keys `,` $values `into` $cache `at` $positions
+    (`pages` $blocks^ `block_size` `=` $block_size)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -437,7 +449,9 @@ def LLM_AttentionOp : LLM_PureOp<"attention"> {
     With `causal`, positions `p > positions[t]` are masked; with `window = W`
     (Mistral's sliding window) also `p <= positions[t] - W`. `scale` defaults to
     `1/sqrt(head_dim)`. `softcap = c` applies `c·tanh(s/c)` to the scores
-    (Gemma 2).
+    (Gemma 2). With `pages %blocks block_size = B` the cache is paged and
+    position `p` is read from slot `blocks[p / B] * B + p % B` (see
+    `llm.kv_append`).
 
     ```mlir
     %o = llm.attention %q, %cache at %pos causal window = 4096 : (tensor<?x32x128xf32>, !llm.kv_cache<capacity = 32768, kvHeads = 8, headDim = 128, elementType = f16>, tensor<?xi32>) -> tensor<?x32x128xf32>
@@ -451,15 +465,22 @@ def LLM_AttentionOp : LLM_PureOp<"attention"> {
     - C5: `window`, when present, is positive.
     - C6: `scale` and `softcap`, when present, are positive.
     - C7: the result type equals the query type.
+    - C8: `blocks` and `block_size` come together; `blocks` is 1-D and
+      `block_size` positive and a divisor of the cache's capacity.
   }];
   let arguments = (ins LLM_FloatTensor:$query, LLM_KVCacheType:$cache,
-                       LLM_IndexTensor:$positions, UnitAttr:$causal,
+                       LLM_IndexTensor:$positions,
+                       Optional<LLM_IndexTensor>:$blocks,
+                       UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F32Attr>:$scale,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$block_size);
   let results = (outs LLM_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $cache `at` $positions (`causal` $causal^)? (`window` `=` $window^)?
+    $query `,` $cache `at` $positions
+    (`pages` $blocks^ `block_size` `=` $block_size)?
+    (`causal` $causal^)? (`window` `=` $window^)?
     (`scale` `=` $scale^)? (`softcap` `=` $softcap^)? attr-dict
     `:` functional-type(operands, results)
   }];

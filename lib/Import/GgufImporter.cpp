@@ -246,14 +246,16 @@ private:
                     positions);
     Value v3 = splitHeads(at("attn_v"), v, config.numKvHeads);
     newCache = llm::KVAppendOp::create(b, at("kv_append"), cache.getType(), k3,
-                                         v3, cache, positions);
+                                         v3, cache, positions,
+                                         /*blocks=*/Value(),
+                                         /*block_size=*/nullptr);
     IntegerAttr window =
         config.slidingWindow ? b.getI64IntegerAttr(*config.slidingWindow)
                              : IntegerAttr();
     Value attention = llm::AttentionOp::create(b, 
         at("attention"), q3.getType(), q3, newCache, positions,
-        /*causal=*/b.getUnitAttr(), window, /*scale=*/nullptr,
-        /*softcap=*/nullptr);
+        /*blocks=*/Value(), /*causal=*/b.getUnitAttr(), window,
+        /*scale=*/nullptr, /*softcap=*/nullptr, /*block_size=*/nullptr);
     Value merged = tensor::CollapseShapeOp::create(b, 
         at("attention"), activationType(qDim), attention,
         ArrayRef<ReassociationIndices>{{0}, {1, 2}});

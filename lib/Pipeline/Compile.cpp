@@ -259,6 +259,10 @@ bool packGpuLibrary(mlir::MLIRContext *context, const std::string &target,
 /// CPU-only host, on which the plan is one CPU segment per step.
 constexpr const char *kSingleCpuSystem = "cpu-only-host";
 
+/// Slots of a block of the CPU code's paged KV caches: a whole step of the
+/// tiled attention's keys, so each step reads one contiguous block.
+constexpr int64_t kKvBlockSize = 64;
+
 /// The one-device case of the plan: the model planned on a CPU-only system
 /// and outlined, its one segment per step inlined again for the CPU
 /// target's whole-model entry points.
@@ -268,6 +272,10 @@ void addSingleCpuPlan(mlir::OpPassManager &pm) {
   pm.addPass(het::createHetPartitionPass(partition));
   pm.addPass(het::createHetOutlinePass());
   pm.addPass(het::createHetInlineSegmentsPass());
+  // The runtime decides where each block of a sequence's cache lives.
+  het::HetPageKVCachePassOptions paging;
+  paging.blockSize = kKvBlockSize;
+  pm.addPass(het::createHetPageKVCachePass(paging));
 }
 
 } // namespace
@@ -393,6 +401,10 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
   manifest.kvElementType = kvElementType;
+  // het-page-kv-cache's default pool: one sequence of the whole context.
+  manifest.kvBlockSize = kKvBlockSize;
+  manifest.kvPoolBlocks =
+      (manifest.contextLength + kKvBlockSize - 1) / kKvBlockSize;
 
   hetrt::format::PackWriter pack;
   std::set<std::string> gpuTargets;

@@ -132,6 +132,49 @@ def HetInlineSegmentsPass : Pass<"het-inline-segments", "mlir::ModuleOp"> {
   }];
 }
 
+def HetPageKVCachePass : Pass<"het-page-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Pages the KV caches of the model's entry points in blocks "
+                "found through a block table";
+  let description = [{
+    Turns each entry function's KV caches into pools of blocks of
+    `block-size` slots and gives the function a block table: a
+    `tensor<?xi32>` argument, placed before its first cache and marked
+    `hetc.kv_block_table`, that maps a sequence's logical block `p /
+    block-size` to its block in the pools (the same block in every layer's
+    pool). Every `llm.kv_append` and `llm.attention` of the function reads
+    and writes through it (`pages %blocks block_size = B`), so the runtime
+    decides where each block of a sequence lives: blocks can be shared by
+    sequences with a common prefix, and moved between memories, without the
+    code changing. The function records the block size in
+    `hetc.kv_block_size`, which the code's record carries to the runtime.
+
+    Each pool holds `pool-blocks` blocks, or, with 0, enough blocks for the
+    cache's capacity (rounded up to whole blocks), so one sequence of the
+    full context still fits.
+
+    Before:
+    ```mlir
+    func.func @decode(%t: tensor<1xi32>, %pos: tensor<1xi32>, %c: !llm.kv_cache<capacity = 100, ...>) ...
+      %c1 = llm.kv_append %k, %v into %c at %pos : ...
+    ```
+    After (`block-size=64`):
+    ```mlir
+    func.func @decode(%t: tensor<1xi32>, %pos: tensor<1xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %c: !llm.kv_cache<capacity = 128, ...>) attributes {hetc.kv_block_size = 64 : i64} ...
+      %c1 = llm.kv_append %k, %v into %c at %pos pages %blocks block_size = 64 : ...
+    ```
+
+    Fails on a function whose caches are already paged, a block size that is
+    not positive, and a pool past the positions hetc addresses.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"64",
+           "Slots of a block (a multiple or a divisor of the 64 keys a step of the tiled attention takes)">,
+    Option<"poolBlocks", "pool-blocks", "int64_t", /*default=*/"0",
+           "Blocks of each layer's pool (0: the cache's capacity)">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def HetVerifyPartitionedPass
     : Pass<"het-verify-partitioned", "mlir::ModuleOp"> {
   let summary = "Checks that every llm op is placed and every cross-device use "

@@ -613,7 +613,7 @@ hetrt_status_t hetrt_model_kv_cache_info(const hetrt_model_t *model,
   const hetrt::format::Manifest &manifest = model->model->manifest();
   // Model::open checked that the product fits.
   std::optional<uint64_t> bytes = hetrt::core::kvCacheBytes(
-      manifest.numLayers, manifest.contextLength, manifest.numKvHeads,
+      manifest.numLayers, manifest.kvSlots(), manifest.numKvHeads,
       manifest.headDim, manifest.kvElementBytes());
   *out_info = {manifest.kvElementType.c_str(),
                static_cast<int32_t>(manifest.kvElementBytes()),

@@ -58,7 +58,7 @@ std::unique_ptr<Model> Model::load(const std::string &packPath,
   const format::Manifest &m = model->manifest_;
   // Sizes first, then the code's own record of them, and only then anything
   // that reads the weights: a manifest is untrusted until both agree.
-  if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
+  if (!checkKvCacheFits(m.numLayers, m.kvSlots(), m.numKvHeads, m.headDim,
                         m.kvElementBytes(), packPath,
                         "compile the model for a smaller context with "
                         "`hetc compile --context N`",

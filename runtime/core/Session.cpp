@@ -50,11 +50,14 @@ void Session::CacheDeleter::operator()(std::byte *data) const {
 
 Session::Session(const Model &model, int numThreads)
     : model_(model), pool_(numThreads),
-      runtimeInterface_(makeRuntimeInterface(pool_)) {
+      runtimeInterface_(makeRuntimeInterface(pool_)),
+      blocks_(static_cast<int32_t>(model.manifest().kvPoolBlocks)),
+      blockSize_(model.manifest().kvBlockSize) {
   const format::Manifest &m = model.manifest();
+  sequences_[kDefaultSequence] = KvSequence();
   // Session::create checked that this product fits.
   size_t cacheBytes = static_cast<size_t>(*kvCacheBytes(
-      1, m.contextLength, m.numKvHeads, m.headDim, m.kvElementBytes()));
+      1, m.kvSlots(), m.numKvHeads, m.headDim, m.kvElementBytes()));
   for (int64_t layer = 0; layer < m.numLayers; ++layer) {
     caches_.emplace_back(static_cast<std::byte *>(
         ::operator new[](cacheBytes, std::align_val_t(kCacheAlignment))));
@@ -78,11 +81,18 @@ std::unique_ptr<Session> Session::create(const Model &model,
   failure = Failure::InvalidInput;
   if (!checkThreadCount(numThreads, "the thread count", error))
     return nullptr;
+  // The manifest and the code's record agree (Model::load checked it).
+  if (m.kvBlockSize <= 0) {
+    error = "cannot create a session: the pack's code keeps one KV cache "
+            "slot per position instead of paging it; compile the model again "
+            "with `hetc compile`";
+    return nullptr;
+  }
   failure = Failure::OutOfMemory;
   // Checked again at creation: memory that was free when the model loaded
   // may be taken by now, and an allocation that fails half-way must not
   // abort the process.
-  if (!checkKvCacheFits(m.numLayers, m.contextLength, m.numKvHeads, m.headDim,
+  if (!checkKvCacheFits(m.numLayers, m.kvSlots(), m.numKvHeads, m.headDim,
                         m.kvElementBytes(), "cannot create a session",
                         "free memory, or compile the model for a smaller "
                         "context with `hetc compile --context N`",
@@ -93,7 +103,7 @@ std::unique_ptr<Session> Session::create(const Model &model,
         new Session(model, static_cast<int>(numThreads)));
   } catch (const std::bad_alloc &) {
     error = "cannot create a session: out of memory allocating its " +
-            formatBytes(*kvCacheBytes(m.numLayers, m.contextLength,
+            formatBytes(*kvCacheBytes(m.numLayers, m.kvSlots(),
                                       m.numKvHeads, m.headDim,
                                       m.kvElementBytes())) +
             " KV cache; free memory or compile for a smaller context";
@@ -106,14 +116,132 @@ std::unique_ptr<Session> Session::create(const Model &model,
   return nullptr;
 }
 
-bool Session::prefill(const std::vector<int32_t> &ids, std::string &error) {
+bool Session::prefill(SequenceId sequence, const std::vector<int32_t> &ids,
+                      std::string &error) {
   if (ids.empty()) {
     error = "prefill needs at least one token";
     return false;
   }
   pool_.setParallel(true);
-  return run(model_.code().prefill(), ids.data(),
+  return run(sequence, model_.code().prefill(), ids.data(),
              static_cast<int64_t>(ids.size()), error);
+}
+
+Session::SequenceId Session::createSequence() {
+  SequenceId id = nextSequence_++;
+  sequences_[id] = KvSequence();
+  return id;
+}
+
+bool Session::forkSequence(SequenceId from, int64_t tokens,
+                           SequenceId &forked, std::string &error) {
+  auto source = sequences_.find(from);
+  if (source == sequences_.end()) {
+    error = "cannot fork sequence " + std::to_string(from) +
+            ": there is no such sequence";
+    return false;
+  }
+  if (tokens < 0 || tokens > source->second.length) {
+    error = "cannot fork the first " + std::to_string(tokens) +
+            " positions of sequence " + std::to_string(from) + ": it holds " +
+            std::to_string(source->second.length);
+    return false;
+  }
+  KvSequence copy;
+  copy.length = tokens;
+  size_t shared = static_cast<size_t>((tokens + blockSize_ - 1) / blockSize_);
+  copy.table.assign(source->second.table.begin(),
+                    source->second.table.begin() + static_cast<long>(shared));
+  for (int32_t block : copy.table)
+    blocks_.retain(block);
+  forked = nextSequence_++;
+  sequences_[forked] = std::move(copy);
+  return true;
+}
+
+bool Session::removeSequence(SequenceId sequence, std::string &error) {
+  auto found = sequences_.find(sequence);
+  if (found == sequences_.end()) {
+    error = "cannot remove sequence " + std::to_string(sequence) +
+            ": there is no such sequence";
+    return false;
+  }
+  for (int32_t block : found->second.table)
+    blocks_.release(block);
+  sequences_.erase(found);
+  return true;
+}
+
+void Session::reset() {
+  std::string ignored;
+  if (hasSequence(kDefaultSequence))
+    removeSequence(kDefaultSequence, ignored);
+  sequences_[kDefaultSequence] = KvSequence();
+}
+
+int64_t Session::position(SequenceId sequence) const {
+  auto found = sequences_.find(sequence);
+  return found == sequences_.end() ? 0 : found->second.length;
+}
+
+KvUsage Session::kvUsage() const {
+  KvUsage usage;
+  usage.blockSize = blockSize_;
+  usage.blocks = blocks_.blocks();
+  usage.freeBlocks = blocks_.freeBlocks();
+  for (int32_t block = 0; block < blocks_.blocks(); ++block)
+    usage.sharedBlocks += blocks_.references(block) > 1;
+  usage.copiedBlocks = copiedBlocks_;
+  return usage;
+}
+
+void Session::copyBlock(int32_t from, int32_t to) {
+  const format::Manifest &m = model_.manifest();
+  size_t rowBytes = static_cast<size_t>(m.headDim * m.kvElementBytes());
+  size_t blockBytes = static_cast<size_t>(blockSize_) * rowBytes;
+  size_t slots = static_cast<size_t>(m.kvSlots());
+  // Each cache is [2, kvHeads, slots, headDim]: a block is one run of rows
+  // per (keys or values, head).
+  for (auto &cache : caches_)
+    for (size_t run = 0; run < 2 * static_cast<size_t>(m.numKvHeads); ++run) {
+      std::byte *base = cache.get() + run * slots * rowBytes;
+      std::memcpy(base + static_cast<size_t>(to) * blockBytes,
+                  base + static_cast<size_t>(from) * blockBytes, blockBytes);
+    }
+}
+
+bool Session::prepareBlocks(KvSequence &sequence, int64_t count,
+                            std::string &error) {
+  int64_t first = sequence.length / blockSize_;
+  int64_t last = (sequence.length + count - 1) / blockSize_;
+  int64_t needed = 0;
+  for (int64_t index = first; index <= last; ++index)
+    needed += index >= static_cast<int64_t>(sequence.table.size()) ||
+              blocks_.references(sequence.table[static_cast<size_t>(index)]) > 1;
+  if (needed > blocks_.freeBlocks()) {
+    error = "the KV pool is full: " + std::to_string(count) +
+            " more tokens need " + std::to_string(needed) + " blocks of " +
+            std::to_string(blockSize_) + " positions and " +
+            std::to_string(blocks_.freeBlocks()) + " of " +
+            std::to_string(blocks_.blocks()) +
+            " are free; remove sequences, or compile with a larger --context";
+    return false;
+  }
+  for (int64_t index = first; index <= last; ++index) {
+    if (index >= static_cast<int64_t>(sequence.table.size())) {
+      sequence.table.push_back(*blocks_.allocate());
+      continue;
+    }
+    int32_t &block = sequence.table[static_cast<size_t>(index)];
+    if (blocks_.references(block) == 1)
+      continue;
+    int32_t copy = *blocks_.allocate();
+    copyBlock(block, copy);
+    blocks_.release(block);
+    block = copy;
+    ++copiedBlocks_;
+  }
+  return true;
 }
 
 namespace {
@@ -123,13 +251,13 @@ constexpr int64_t kChoiceWindow = 256;
 constexpr int64_t kTimedSteps = 3;
 } // namespace
 
-bool Session::decode(int32_t id, std::string &error) {
+bool Session::decode(SequenceId sequence, int32_t id, std::string &error) {
   // A step of a tiny model is dozens of microsecond kernels, and on a busy
   // machine a worker may be descheduled: waking the other threads can then
   // cost more than they add. Which is faster is measured, not guessed, and
   // measured again every window, since the load of the machine changes.
   if (!choiceEnabled_ || pool_.numThreads() == 1)
-    return run(model_.code().decode(), &id, 1, error);
+    return run(sequence, model_.code().decode(), &id, 1, error);
   int64_t phase = choiceStep_ % kChoiceWindow;
   bool timedParallel = phase >= 1 && phase <= kTimedSteps;
   bool timedSerial = phase > kTimedSteps && phase <= 2 * kTimedSteps;
@@ -141,12 +269,12 @@ bool Session::decode(int32_t id, std::string &error) {
                     : phase <= kTimedSteps ? true
                                            : chosenParallel_);
   if (!timedParallel && !timedSerial) {
-    bool ok = run(model_.code().decode(), &id, 1, error);
+    bool ok = run(sequence, model_.code().decode(), &id, 1, error);
     choiceStep_ += ok;
     return ok;
   }
   auto start = std::chrono::steady_clock::now();
-  bool ok = run(model_.code().decode(), &id, 1, error);
+  bool ok = run(sequence, model_.code().decode(), &id, 1, error);
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
@@ -156,11 +284,19 @@ bool Session::decode(int32_t id, std::string &error) {
   return ok;
 }
 
-bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
-                  std::string &error) {
+bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
+                  int64_t count, std::string &error) {
   const format::Manifest &m = model_.manifest();
-  if (position_ + count > m.contextLength) {
-    error = "the context is full: " + std::to_string(position_) + " + " +
+  auto found = sequences_.find(id);
+  if (found == sequences_.end()) {
+    error = "there is no sequence " + std::to_string(id) +
+            " (it was removed, or never created)";
+    return false;
+  }
+  KvSequence &sequence = found->second;
+  int64_t start = sequence.length;
+  if (start + count > m.contextLength) {
+    error = "the context is full: " + std::to_string(start) + " + " +
             std::to_string(count) + " tokens exceed the context length " +
             std::to_string(m.contextLength) +
             " (compile with a larger --context)";
@@ -174,31 +310,36 @@ bool Session::run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
       return false;
     }
   }
+  if (!prepareBlocks(sequence, count, error))
+    return false;
   positions_.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
-    positions_[static_cast<size_t>(i)] = static_cast<int32_t>(position_ + i);
+    positions_[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
 
   const cpu::CpuWeights &weights = model_.cpuWeights();
   auto weightsDescriptor = describe<1>(
       weights.data(), {static_cast<int64_t>(weights.size())});
   auto tokensDescriptor = describe<1>(ids, {count});
   auto positionsDescriptor = describe<1>(positions_.data(), {count});
+  auto tableDescriptor = describe<1>(
+      sequence.table.data(), {static_cast<int64_t>(sequence.table.size())});
   std::vector<MemRefDescriptor<4>> cacheDescriptors;
   cacheDescriptors.reserve(caches_.size());
   for (auto &cache : caches_)
     cacheDescriptors.push_back(describe<4>(
-        cache.get(), {2, m.numKvHeads, m.contextLength, m.headDim}));
+        cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
   auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
 
   std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
-                                   &positionsDescriptor};
+                                   &positionsDescriptor, &tableDescriptor};
   for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
     arguments.push_back(&descriptor);
   arguments.push_back(&logitsDescriptor);
   // The runtime interface is passed as itself, not through a descriptor.
   arguments.push_back(&runtimeInterface_);
   entry(arguments.data());
-  position_ += count;
+  sequence.length += count;
+  lastPosition_ = sequence.length - 1;
   if (!format::allFinite(logits_.data(), m.vocabSize)) {
     error = describeNonFiniteLogits();
     return false;
@@ -211,7 +352,7 @@ std::string Session::describeNonFiniteLogits() const {
   for (float value : logits_)
     bad += !std::isfinite(value);
   std::string message = "the logits at position " +
-                        std::to_string(position_ - 1) + " are not finite (" +
+                        std::to_string(lastPosition_) + " are not finite (" +
                         std::to_string(bad) + " of " +
                         std::to_string(logits_.size()) +
                         " values are NaN or infinite): ";

@@ -1,21 +1,40 @@
-// One generation stream over a model: its KV cache, position and logits.
+// Generation over a model: its paged KV cache (a pool of blocks per layer),
+// the sequences whose positions are in it, and the logits of the last run.
 #ifndef HETRT_CORE_SESSION_H
 #define HETRT_CORE_SESSION_H
 
+#include "runtime/core/KvBlocks.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/ThreadPool.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace hetrt::core {
 
-/// Not thread-safe; a model may serve many sessions at once.
+/// How a session's KV pool is used.
+struct KvUsage {
+  int64_t blockSize = 0;
+  int64_t blocks = 0;
+  int64_t freeBlocks = 0;
+  /// Blocks more than one sequence holds.
+  int64_t sharedBlocks = 0;
+  /// Shared blocks copied because a sequence wrote to them.
+  int64_t copiedBlocks = 0;
+};
+
+/// Not thread-safe; a model may serve many sessions at once. A session
+/// starts with one empty sequence, kDefaultSequence, which the calls without
+/// a sequence use.
 class Session {
 public:
+  using SequenceId = int32_t;
+  static constexpr SequenceId kDefaultSequence = 0;
+
   /// Allocates the KV cache for the model's context length and starts
   /// `numThreads` threads (0: one per core) for the kernels. `model` must
   /// outlive the session. Returns null and sets `error` when the thread count
@@ -35,23 +54,51 @@ public:
   /// then), or when the logits come out non-finite (the tokens are in the
   /// cache then; the error names the first layer whose weights hold a NaN or
   /// an infinity).
-  bool prefill(const std::vector<int32_t> &ids, std::string &error);
+  bool prefill(const std::vector<int32_t> &ids, std::string &error) {
+    return prefill(kDefaultSequence, ids, error);
+  }
   /// Runs one token (generation); same failures as prefill.
-  bool decode(int32_t id, std::string &error);
+  bool decode(int32_t id, std::string &error) {
+    return decode(kDefaultSequence, id, error);
+  }
+  /// As above, on `sequence`; also fails, changing nothing, when the
+  /// sequence does not exist or the pool has no free block for its new
+  /// positions.
+  bool prefill(SequenceId sequence, const std::vector<int32_t> &ids,
+               std::string &error);
+  bool decode(SequenceId sequence, int32_t id, std::string &error);
+
+  /// A new, empty sequence.
+  SequenceId createSequence();
+  /// A new sequence holding the first `tokens` positions of `from`, sharing
+  /// their blocks (the first write to a shared block copies it). False
+  /// with `error` when `from` does not exist or holds fewer positions.
+  bool forkSequence(SequenceId from, int64_t tokens, SequenceId &forked,
+                    std::string &error);
+  /// Frees the sequence's blocks (those it alone holds). False with `error`
+  /// when it does not exist.
+  bool removeSequence(SequenceId sequence, std::string &error);
+  bool hasSequence(SequenceId sequence) const {
+    return sequences_.count(sequence) > 0;
+  }
+  /// Positions `sequence` holds (0 for one that does not exist).
+  int64_t position(SequenceId sequence) const;
+  KvUsage kvUsage() const;
 
   /// Logits of the last token run, `vocabSize()` values.
   const float *logits() const { return logits_.data(); }
   int64_t vocabSize() const { return model_.manifest().vocabSize; }
-  /// Tokens in the KV cache.
-  int64_t position() const { return position_; }
+  /// Positions of the default sequence.
+  int64_t position() const { return position(kDefaultSequence); }
   int64_t contextLength() const { return model_.manifest().contextLength; }
   /// Times every kernel dispatch into `profile` from now on (null stops
   /// timing); `profile` must outlive the session or the next call.
   void profileDispatches(DispatchProfile *profile) {
     runtimeInterface_ = makeRuntimeInterface(pool_, profile);
   }
-  /// Forgets every token (the cache is overwritten as positions are reused).
-  void reset() { position_ = 0; }
+  /// Forgets the default sequence's tokens, freeing its blocks (and creates
+  /// it again if it was removed).
+  void reset();
 
   /// Whether decode steps choose, by measuring, between every thread and the
   /// calling thread alone (on by default; see DecodeThreading). Prefill always
@@ -65,8 +112,14 @@ public:
 
 private:
   Session(const Model &model, int numThreads);
-  bool run(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
-           std::string &error);
+  bool run(SequenceId sequence, cpu::EntryFunction entry, const int32_t *ids,
+           int64_t count, std::string &error);
+  /// Gives `sequence` writable blocks for positions [length, length +
+  /// count): new blocks past its table, copies of shared ones. Changes
+  /// nothing and fails when the pool has too few free blocks.
+  bool prepareBlocks(KvSequence &sequence, int64_t count, std::string &error);
+  /// Copies block `from` to block `to` in every layer's pool.
+  void copyBlock(int32_t from, int32_t to);
   /// Why the logits are not finite: the first weight tensor, in forward
   /// order, holding a non-finite value.
   std::string describeNonFiniteLogits() const;
@@ -80,9 +133,15 @@ private:
     void operator()(std::byte *data) const;
   };
   std::vector<std::unique_ptr<std::byte[], CacheDeleter>> caches_;
+  KvBlockPool blocks_;
+  int64_t blockSize_;
+  std::map<SequenceId, KvSequence> sequences_;
+  SequenceId nextSequence_ = kDefaultSequence + 1;
+  int64_t copiedBlocks_ = 0;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
-  int64_t position_ = 0;
+  /// The position of the last token run, for messages.
+  int64_t lastPosition_ = 0;
   /// Decode thread choice: over each window of steps, a few are timed on
   /// every thread and a few on one, and the rest run the faster way.
   bool choiceEnabled_ = true;

@@ -22,7 +22,7 @@
 namespace hetrt::format {
 
 namespace {
-constexpr int kManifestVersion = 2;
+constexpr int kManifestVersion = 3;
 } // namespace
 
 std::vector<std::string> gpuLibraryFormats(const std::string &target) {
@@ -81,7 +81,9 @@ std::string Manifest::toJson() const {
         {"kv_heads", numKvHeads},
         {"head_dim", headDim},
         {"context_length", contextLength},
-        {"kv_element_type", kvElementType}}},
+        {"kv_element_type", kvElementType},
+        {"kv_block_size", kvBlockSize},
+        {"kv_pool_blocks", kvPoolBlocks}}},
       {"entries", {{"prefill", prefillSymbol}, {"decode", decodeSymbol}}},
       {"variants", variantList},
   };
@@ -205,6 +207,8 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   integer("model", "head_dim", manifest.headDim);
   integer("model", "context_length", manifest.contextLength);
   str("model", "kv_element_type", manifest.kvElementType);
+  integer("model", "kv_block_size", manifest.kvBlockSize);
+  integer("model", "kv_pool_blocks", manifest.kvPoolBlocks);
   str("entries", "prefill", manifest.prefillSymbol);
   str("entries", "decode", manifest.decodeSymbol);
   if (!missing.empty())
@@ -227,6 +231,26 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
       return fail(std::string("field \"") + bound.name + "\" is " +
                   integerTexts[bound.name] + "; it must be in [1, " +
                   std::to_string(bound.limit) + "]");
+  // A paged pack's pool: blocks of at most 64 Ki slots, at most 2^31 - 1
+  // slots in all (slots are 32-bit, as positions are); 0 and 0 when the
+  // code is not paged.
+  if (manifest.kvBlockSize < 0 || manifest.kvBlockSize > 65536)
+    return fail("field \"model.kv_block_size\" is " +
+                integerTexts["model.kv_block_size"] +
+                "; it must be 0 (not paged) or a block size in [1, 65536]");
+  if (manifest.kvBlockSize == 0 ? manifest.kvPoolBlocks != 0
+                                : manifest.kvPoolBlocks < 1 ||
+                                      manifest.kvPoolBlocks >
+                                          INT32_MAX / manifest.kvBlockSize)
+    return fail("field \"model.kv_pool_blocks\" is " +
+                integerTexts["model.kv_pool_blocks"] +
+                (manifest.kvBlockSize == 0
+                     ? std::string("; it must be 0 when model.kv_block_size "
+                                   "is 0")
+                     : "; it must be in [1, " +
+                           std::to_string(INT32_MAX / manifest.kvBlockSize) +
+                           "] for blocks of " +
+                           std::to_string(manifest.kvBlockSize) + " slots"));
   if (size < 0)
     return fail("field \"weights.size\" is " + integerTexts["weights.size"] +
                 ", not a size in bytes");

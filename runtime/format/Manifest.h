@@ -124,6 +124,15 @@ struct Manifest {
   int64_t headDim = 0;
   /// KV-cache capacity in positions: the longest sequence a session can hold.
   int64_t contextLength = 0;
+  /// Slots of a KV block when the code pages its caches (its entry points
+  /// take a block table), 0 when a cache's slot is the position.
+  int64_t kvBlockSize = 0;
+  /// Blocks of each layer's KV pool (paged code only).
+  int64_t kvPoolBlocks = 0;
+  /// Slots of each layer's KV cache: the pool's, or one per position.
+  int64_t kvSlots() const {
+    return kvBlockSize > 0 ? kvBlockSize * kvPoolBlocks : contextLength;
+  }
   /// Element type of the KV cache: "f32", or "f16" (llama.cpp's default,
   /// half the bytes every decode step reads).
   std::string kvElementType = "f32";

@@ -203,14 +203,19 @@ struct KVAppendLowering : OpConversionPattern<llm::KVAppendOp> {
     Value values =
         castElements(rewriter, loc, adaptor.getValues(), elementType);
     Value positions = adaptor.getPositions();
+    int64_t blockSize =
+        static_cast<int64_t>(op.getBlockSize().value_or(0));
     Value numTokens = tensor::DimOp::create(rewriter, loc, keys, 0);
     Value zero = indexConstant(rewriter, loc, 0);
     Value one = indexConstant(rewriter, loc, 1);
     auto loop = scf::ForOp::create(
         rewriter, loc, zero, numTokens, one, ValueRange{adaptor.getCache()},
         [&](OpBuilder &b, Location l, Value token, ValueRange carried) {
-          Value position = integerToIndex(
-              b, l, tensor::ExtractOp::create(b, l, positions, token));
+          Value position = cacheSlot(
+              b, l,
+              integerToIndex(
+                  b, l, tensor::ExtractOp::create(b, l, positions, token)),
+              adaptor.getBlocks(), blockSize);
           auto rowType = RankedTensorType::get({kvHeads, headDim}, elementType);
           SmallVector<OpFoldResult> rowOffsets = {token, b.getIndexAttr(0),
                                                   b.getIndexAttr(0)};
@@ -274,7 +279,15 @@ struct AttentionLowering : OpConversionPattern<llm::AttentionOp> {
     // not fit the caches, causal tiles skip the keys past their last
     // position, and a decode step (one tile) streams its keys in blocks with
     // an online softmax: nothing grows with the context but the reads.
-    TiledAttentionParams params{scale, op.getCausal(), softcap, window};
+    int64_t blockSize = static_cast<int64_t>(op.getBlockSize().value_or(0));
+    if (attentionKeyTile(blockSize) == 0)
+      return op.emitOpError()
+             << "block_size " << blockSize << " is neither a multiple nor a "
+             << "divisor of the " << kAttentionKeyTile
+             << " keys a step of the tiled attention takes; page the cache "
+                "in blocks of a power of two";
+    TiledAttentionParams params{scale,  op.getCausal(),      softcap,
+                                window, adaptor.getBlocks(), blockSize};
     rewriter.replaceOp(op, buildTiledAttention(
                                rewriter, op.getLoc(), params, adaptor.getQuery(),
                                adaptor.getCache(), adaptor.getPositions()));

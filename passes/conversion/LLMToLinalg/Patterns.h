@@ -80,12 +80,36 @@ struct TiledAttentionParams {
   bool causal;
   std::optional<double> softcap;
   std::optional<int64_t> window;
+  /// A paged cache's block table (1-D integers) and slots per block; null
+  /// for a cache whose slot is the position.
+  mlir::Value blocks = nullptr;
+  int64_t blockSize = 0;
 };
+
+/// Keys per step of the tiled attention's recurrence.
+inline constexpr int64_t kAttentionKeyTile = 64;
+
+/// The keys a step of the recurrence takes from a cache paged in blocks of
+/// `blockSize` slots (0: not paged): a step never crosses a block, so its
+/// keys are contiguous. 0 when no such tile exists (a block size neither a
+/// multiple nor a divisor of kAttentionKeyTile).
+inline int64_t attentionKeyTile(int64_t blockSize) {
+  if (blockSize == 0 || blockSize % kAttentionKeyTile == 0)
+    return kAttentionKeyTile;
+  return kAttentionKeyTile % blockSize == 0 ? blockSize : 0;
+}
+
+/// The cache slot of `position` (an index): itself, or through a paged
+/// cache's block table `blocks` (1-D integers) in blocks of `blockSize`.
+mlir::Value cacheSlot(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value position, mlir::Value blocks,
+                      int64_t blockSize);
 
 /// Attention of `query` ([tokens, heads, headDim], f32) at `positions` over
 /// the converted `cache` ([2, kvHeads, capacity, headDim]) up to the largest
 /// position, as tiles of queries walking blocks of keys with an online
-/// softmax (see TiledAttention.cpp).
+/// softmax (see TiledAttention.cpp); a paged cache's keys are found through
+/// its block table.
 mlir::Value buildTiledAttention(mlir::OpBuilder &b, mlir::Location loc,
                                 const TiledAttentionParams &params,
                                 mlir::Value query, mlir::Value cache,

@@ -27,8 +27,6 @@ using utils::IteratorType;
 /// Query tokens per tile: the tile's scores, weights and accumulators stay in
 /// the first-level cache for head dimensions up to 128.
 constexpr int64_t kQueryTile = 32;
-/// Keys per step of the recurrence.
-constexpr int64_t kKeyTile = 64;
 
 Value minIndex(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::MinSIOp::create(b, loc, lhs, rhs);
@@ -114,6 +112,20 @@ Value positionsEnd(OpBuilder &b, Location loc, Value positions) {
 }
 
 } // namespace
+
+Value cacheSlot(OpBuilder &b, Location loc, Value position, Value blocks,
+                int64_t blockSize) {
+  if (!blocks)
+    return position;
+  Value size = indexConstant(b, loc, blockSize);
+  Value logical = arith::DivUIOp::create(b, loc, position, size);
+  Value physical = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, loc, blocks, ValueRange{logical}));
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, physical, size),
+      arith::RemUIOp::create(b, loc, position, size));
+}
 
 Value buildTiledAttention(OpBuilder &b, Location loc,
                           const TiledAttentionParams &params, Value query,
@@ -201,7 +213,10 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   Value maxInit = createFilled(b, loc, rowSizes, f32, -INFINITY);
   Value sumInit = createFilled(b, loc, rowSizes, f32, 0.0);
   Value accInit = createFilled(b, loc, tileSizes, f32, 0.0);
-  Value keyTile = indexConstant(b, loc, kKeyTile);
+  // A paged cache's tiles stay within a block (the lowering checked that
+  // such a tile exists), so each tile's keys are one contiguous slice.
+  Value keyTile =
+      indexConstant(b, loc, attentionKeyTile(params.blockSize));
   auto loop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), keyEnd, keyTile,
       ValueRange{maxInit, sumInit, accInit},
@@ -211,9 +226,11 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
         Value accumulator = carried[2];
         Value cols = minIndex(lb, l, keyTile,
                               arith::SubIOp::create(lb, l, keyEnd, firstKey));
+        Value firstSlot =
+            cacheSlot(lb, l, firstKey, params.blocks, params.blockSize);
         auto cacheSlice = [&](int64_t part) {
           return slice(lb, l, keysType, cache,
-                       {lb.getIndexAttr(part), kvHead, firstKey,
+                       {lb.getIndexAttr(part), kvHead, firstSlot,
                         lb.getIndexAttr(0)},
                        {lb.getIndexAttr(1), lb.getIndexAttr(1), cols,
                         lb.getIndexAttr(headDim)});

@@ -34,6 +34,12 @@ namespace hetc::spirv {
 
 namespace {
 
+/// Programs give a cache one slot per position: the kernels take no block
+/// table yet.
+constexpr const char *kPagedCacheUnsupported =
+    "reads a paged KV cache, which the GPU kernel library does not page yet; "
+    "build programs from the model before het-page-kv-cache";
+
 void addWaits(Program &program);
 
 /// Keys one workgroup of a split decode attention takes.
@@ -97,6 +103,9 @@ public:
     }
     for (unsigned i = 2; i < function_.getNumArguments(); ++i) {
       auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(i).getType());
+      if (!cache && function_.getArgAttr(i, hetrt::format::kKvBlockTableAttrName))
+        return function_.emitOpError() << "argument " << i << " "
+                                       << kPagedCacheUnsupported;
       if (!cache)
         return function_.emitOpError()
                << "argument " << i << " is not a KV cache";
@@ -516,6 +525,8 @@ private:
             })
             .Case([&](llm::RoPEOp rope) { return lowerRope(rope); })
             .Case([&](llm::KVAppendOp append) -> LogicalResult {
+              if (append.getBlocks())
+                return op.emitOpError() << kPagedCacheUnsupported;
               if (append.getPositions() != positions_)
                 return op.emitOpError() << "writes at positions that are not "
                                            "the step's own";
@@ -552,6 +563,8 @@ private:
               return success();
             })
             .Case([&](llm::AttentionOp attention) -> LogicalResult {
+              if (attention.getBlocks())
+                return op.emitOpError() << kPagedCacheUnsupported;
               if (attention.getWindow() || attention.getSoftcap())
                 return op.emitOpError()
                        << "with a sliding window or a soft cap has no SPIR-V "

@@ -74,6 +74,9 @@ FailureOr<CodeRecord> recordOf(func::FuncOp func) {
   if (failed(base))
     return failure();
   CodeRecord record = *base;
+  if (auto blockSize =
+          func->getAttrOfType<IntegerAttr>(hetrt::format::kKvBlockSizeAttrName))
+    record[CodeRecordKvBlockSize] = blockSize.getInt();
   MemRefType logits;
   for (BlockArgument argument : func.getArguments()) {
     auto type = dyn_cast<MemRefType>(argument.getType());

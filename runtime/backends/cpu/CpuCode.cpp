@@ -181,7 +181,10 @@ bool checkRecord(const std::array<int64_t, format::kCodeRecordLength> &record,
       {"model.layers", manifest.numLayers, CodeRecordNumLayers},
       {"model.kv_heads", manifest.numKvHeads, CodeRecordNumKvHeads},
       {"model.head_dim", manifest.headDim, CodeRecordHeadDim},
-      {"model.context_length", manifest.contextLength, CodeRecordContextLength},
+      {"model.kv_block_size", manifest.kvBlockSize, CodeRecordKvBlockSize},
+      {"the KV slots (model.context_length, or model.kv_block_size times "
+       "model.kv_pool_blocks)",
+       manifest.kvSlots(), CodeRecordContextLength},
       {"model.kv_element_type (bytes)", manifest.kvElementBytes(),
        CodeRecordKvElementBytes},
   };

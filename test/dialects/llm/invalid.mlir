@@ -1124,3 +1124,70 @@ func.func @rope_c4_theta_infinite(%q: tensor<?x8x8xf32>, %pos: tensor<?xi32>) {
 // and cannot be negative.
 // expected-error @+1 {{'llm.weight' op expects data_offset to be non-negative, got -32}}
 llm.weight @weight_c3_negative_offset {data_offset = -32 : i64} : tensor<64xf32>
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// kv_append C5: a block table without its block size says nothing of where
+// a position is.
+func.func @kv_append_c5_table_without_size(%k: tensor<?x4x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?xi32>) {
+  // expected-error @+1 {{expects a block table (pages) and block_size together}}
+  %0 = "llm.kv_append"(%k, %k, %c, %pos, %b) : (tensor<?x4x8xf32>, tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> !cache
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// kv_append C5: a block size without a table.
+func.func @kv_append_c5_size_without_table(%k: tensor<?x4x8xf32>, %c: !cache, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{expects a block table (pages) and block_size together}}
+  %0 = llm.kv_append %k, %k into %c at %pos {block_size = 64 : i64} : (tensor<?x4x8xf32>, tensor<?x4x8xf32>, !cache, tensor<?xi32>) -> !cache
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// kv_append C5: the pool is whole blocks.
+func.func @kv_append_c5_size_divides_capacity(%k: tensor<?x4x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?xi32>) {
+  // expected-error @+1 {{expects block_size (48) to be positive and divide the cache's capacity (512)}}
+  %0 = llm.kv_append %k, %k into %c at %pos pages %b block_size = 48 : (tensor<?x4x8xf32>, tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> !cache
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// kv_append C5: a block size of 0 addresses nothing.
+func.func @kv_append_c5_size_positive(%k: tensor<?x4x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?xi32>) {
+  // expected-error @+1 {{expects block_size (0) to be positive}}
+  %0 = llm.kv_append %k, %k into %c at %pos pages %b block_size = 0 : (tensor<?x4x8xf32>, tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> !cache
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// attention C8: one table per sequence, a list of block ids.
+func.func @attention_c8_table_1d(%q: tensor<?x8x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?x2xi32>) {
+  // expected-error @+1 {{expects blocks to have rank 1, got rank 2}}
+  %0 = llm.attention %q, %c at %pos pages %b block_size = 64 causal : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?x2xi32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// attention C8: a block table without its block size.
+func.func @attention_c8_table_without_size(%q: tensor<?x8x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?xi32>) {
+  // expected-error @+1 {{expects a block table (pages) and block_size together}}
+  %0 = "llm.attention"(%q, %c, %pos, %b) {causal} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x8xf32>
+  return
+}

@@ -127,6 +127,19 @@ func.func @rope_attention(%q: tensor<?x32x128xf32>, %k: tensor<?x8x128xf32>, %v:
 
 // -----
 
+// A paged cache: both ops find positions through the block table.
+!cache = !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>
+// CHECK-LABEL: func.func @paged
+func.func @paged(%q: tensor<?x32x128xf32>, %k: tensor<?x8x128xf32>, %pos: tensor<?xi32>, %blocks: tensor<?xi32>, %cache: !cache) -> tensor<?x32x128xf32> {
+  // CHECK: %[[C:.+]] = llm.kv_append %{{.+}}, %{{.+}} into %{{.+}} at %{{.+}} pages %[[B:.+]] block_size = 64 : (tensor<?x8x128xf32>, tensor<?x8x128xf32>, !llm.kv_cache<{{.+}}>, tensor<?xi32>, tensor<?xi32>) -> !llm.kv_cache
+  %c1 = llm.kv_append %k, %k into %cache at %pos pages %blocks block_size = 64 : (tensor<?x8x128xf32>, tensor<?x8x128xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> !cache
+  // CHECK: llm.attention %{{.+}}, %[[C]] at %{{.+}} pages %[[B]] block_size = 64 causal window = 256 :
+  %o = llm.attention %q, %c1 at %pos pages %blocks block_size = 64 causal window = 256 : (tensor<?x32x128xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> tensor<?x32x128xf32>
+  return %o : tensor<?x32x128xf32>
+}
+
+// -----
+
 // Mixture of experts: router top-k, expert matmuls in both input forms, combine.
 // CHECK-LABEL: func.func @moe
 func.func @moe(%x: tensor<?x64xf32>, %router: tensor<8x64xf32>, %gate: tensor<8x128x64x!llm.quant<q4_0>>, %down: tensor<8x64x128x!llm.quant<q8_0>>) -> tensor<?x64xf32> {

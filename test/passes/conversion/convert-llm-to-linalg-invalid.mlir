@@ -27,3 +27,15 @@ func.func @sample(%l: tensor<1x16xf32>) -> tensor<1xi32> {
   %t = llm.sample %l temperature = 0.0 top_k = 0 top_p = 1.0 seed = 0 : (tensor<1x16xf32>) -> tensor<1xi32>
   return %t : tensor<1xi32>
 }
+
+// -----
+
+// The tiled attention's steps of 64 keys can neither hold whole blocks of 48
+// slots nor fit in them.
+!cache = !llm.kv_cache<capacity = 96, kvHeads = 2, headDim = 8, elementType = f32>
+func.func @odd_block_size(%q: tensor<?x4x8xf32>, %pos: tensor<?xi32>, %blocks: tensor<?xi32>, %c: !cache) -> tensor<?x4x8xf32> {
+  // expected-error @+2 {{failed to legalize operation 'llm.attention'}}
+  // expected-error @+1 {{block_size 48 is neither a multiple nor a divisor of the 64 keys a step of the tiled attention takes}}
+  %o = llm.attention %q, %c at %pos pages %blocks block_size = 48 causal : (tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x8xf32>
+  return %o : tensor<?x4x8xf32>
+}

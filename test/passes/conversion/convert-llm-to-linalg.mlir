@@ -136,6 +136,46 @@ func.func @cache_and_attention(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %po
 
 // -----
 
+// A paged cache: a token's keys and values go to slot blocks[p / 64] * 64 +
+// p % 64, and each 64-key step of the attention reads one block, found
+// through the table, as one contiguous slice; the mask still compares
+// positions.
+!cache = !llm.kv_cache<capacity = 256, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: func.func @paged_cache
+// CHECK-SAME: %{{[^:]+}}: tensor<?xi32>, %[[BLOCKS:[^:]+]]: tensor<?xi32>
+// CHECK: scf.for
+// CHECK: %[[POS:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[LOGICAL:.+]] = arith.divui %[[POS]], %c64 : index
+// CHECK: %[[BLOCK:.+]] = tensor.extract %[[BLOCKS]][%[[LOGICAL]]] : tensor<?xi32>
+// CHECK: %[[PHYSICAL:.+]] = arith.index_cast %[[BLOCK]] : i32 to index
+// CHECK: %[[BASE:.+]] = arith.muli %[[PHYSICAL]], %c64 : index
+// CHECK: %[[WITHIN:.+]] = arith.remui %[[POS]], %c64 : index
+// CHECK: %[[SLOT:.+]] = arith.addi %[[BASE]], %[[WITHIN]] : index
+// CHECK: tensor.extract_slice %{{.+}}[0, 0, %[[SLOT]], 0] [1, 2, 1, 8]
+// CHECK: scf.for %[[KEY:.+]] = %{{.+}} to %{{.+}} step %c64
+// CHECK: %[[KEYBLOCK:.+]] = tensor.extract %[[BLOCKS]][%{{.+}}] : tensor<?xi32>
+// CHECK: %[[FIRST:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK: tensor.extract_slice %{{.+}}[0, %{{.+}}, %[[FIRST]], 0] [1, 1, %{{.+}}, 8] [1, 1, 1, 1] : tensor<2x2x256x8xf32> to tensor<?x8xf32>
+// CHECK: arith.cmpi sgt
+func.func @paged_cache(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %blocks: tensor<?xi32>, %c: !cache) -> (tensor<?x4x8xf32>, !cache) {
+  %c1 = llm.kv_append %k, %k into %c at %pos pages %blocks block_size = 64 : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> !cache
+  %o = llm.attention %q, %c1 at %pos pages %blocks block_size = 64 causal : (tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !cache
+}
+
+// -----
+
+// Blocks smaller than a step of 64 keys: each step takes one block.
+!cache = !llm.kv_cache<capacity = 256, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: func.func @small_blocks
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c16
+func.func @small_blocks(%q: tensor<?x4x8xf32>, %pos: tensor<?xi32>, %blocks: tensor<?xi32>, %c: !cache) -> tensor<?x4x8xf32> {
+  %o = llm.attention %q, %c at %pos pages %blocks block_size = 16 causal : (tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x8xf32>
+  return %o : tensor<?x4x8xf32>
+}
+
+// -----
+
 // A decode step is one tile of static rows (its single query): per head,
 // its keys stream by in blocks of 64 with the online softmax, so no score
 // row over the whole context is materialized.

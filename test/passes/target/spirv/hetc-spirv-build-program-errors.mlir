@@ -59,3 +59,12 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
   %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x256x!llm.quant<q5_k>>) -> tensor<?x256xf32>
   return %x : tensor<?x256xf32>
 }
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 16, elementType = f32>
+// expected-error @+1 {{'func.func' op argument 2 reads a paged KV cache, which the GPU kernel library does not page yet; build programs from the model before het-page-kv-cache}}
+func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %k: tensor<1x2x16xf32>, %cache: !cache) -> !cache {
+  %c = llm.kv_append %k, %k into %cache at %positions pages %blocks block_size = 64 : (tensor<1x2x16xf32>, tensor<1x2x16xf32>, !cache, tensor<1xi32>, tensor<?xi32>) -> !cache
+  return %c : !cache
+}

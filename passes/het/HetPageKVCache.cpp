@@ -1,0 +1,129 @@
+// het-page-kv-cache: the model's KV caches as pools of blocks found through a
+// block table (see Passes.td).
+#include "passes/het/Passes.h"
+
+#include "abi/CodeRecord.h"
+#include "dialects/llm/LLMOps.h"
+#include "dialects/llm/LLMTypes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace hetc::het {
+#define GEN_PASS_DEF_HETPAGEKVCACHEPASS
+#include "passes/het/Passes.h.inc"
+} // namespace hetc::het
+
+using namespace mlir;
+namespace llm = hetc::llm;
+
+namespace {
+
+bool isCache(Type type) { return isa<llm::KVCacheType>(type); }
+
+struct PageKVCachePass
+    : hetc::het::impl::HetPageKVCachePassBase<PageKVCachePass> {
+  using HetPageKVCachePassBase::HetPageKVCachePassBase;
+
+  void runOnOperation() override {
+    if (blockSize <= 0) {
+      getOperation().emitError()
+          << "het-page-kv-cache: block-size must be positive, not "
+          << static_cast<int64_t>(blockSize);
+      return signalPassFailure();
+    }
+    if (poolBlocks < 0) {
+      getOperation().emitError()
+          << "het-page-kv-cache: pool-blocks must be 0 (the cache's "
+             "capacity) or positive, not "
+          << static_cast<int64_t>(poolBlocks);
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && llvm::any_of(func.getArgumentTypes(), isCache))
+        if (failed(page(func)))
+          return signalPassFailure();
+  }
+
+  LogicalResult page(func::FuncOp func) {
+    MLIRContext *ctx = &getContext();
+    if (func->hasAttr(hetrt::format::kKvBlockSizeAttrName))
+      return func.emitOpError() << "already pages its KV caches";
+    auto firstCache = llvm::find_if(func.getArgumentTypes(), isCache);
+    unsigned tableIndex = static_cast<unsigned>(
+        std::distance(func.getArgumentTypes().begin(), firstCache));
+    auto cacheType = cast<llm::KVCacheType>(*firstCache);
+    int64_t blocks = poolBlocks > 0
+                         ? poolBlocks
+                         : llvm::divideCeil(cacheType.getCapacity(), blockSize);
+    // Slots are 32-bit block ids times the block size, as positions are.
+    constexpr int64_t maxSlots = std::numeric_limits<int32_t>::max();
+    if (blocks > maxSlots / blockSize)
+      return func.emitOpError()
+             << "would page its caches into " << blocks << " blocks of "
+             << static_cast<int64_t>(blockSize) << " slots, past the " << maxSlots
+             << " slots hetc addresses; give fewer pool-blocks";
+    int64_t slots = blocks * blockSize;
+
+    // Every cache value, argument or result, becomes a pool of `slots`.
+    auto paged = [&](Type type) -> Type {
+      auto cache = dyn_cast<llm::KVCacheType>(type);
+      if (!cache)
+        return type;
+      return llm::KVCacheType::get(ctx, slots, cache.getKvHeads(),
+                                   cache.getHeadDim(), cache.getElementType());
+    };
+    for (BlockArgument argument : func.getArguments())
+      argument.setType(paged(argument.getType()));
+    WalkResult walked = func.walk([&](Operation *op) {
+      if (auto call = dyn_cast<CallOpInterface>(op))
+        if (llvm::any_of(op->getOperandTypes(), isCache)) {
+          op->emitOpError() << "passes a KV cache to another function; "
+                               "het-page-kv-cache pages entry points that "
+                               "use their caches themselves";
+          return WalkResult::interrupt();
+        }
+      for (Value result : op->getResults())
+        result.setType(paged(result.getType()));
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return failure();
+
+    auto tableType =
+        RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32));
+    if (failed(func.insertArgument(
+            tableIndex, tableType,
+            DictionaryAttr::get(
+                ctx, {NamedAttribute(
+                         StringAttr::get(
+                             ctx, hetrt::format::kKvBlockTableAttrName),
+                         UnitAttr::get(ctx))}),
+            func.getLoc())))
+      return failure();
+    Value table = func.getArgument(tableIndex);
+    SmallVector<Type> results = llvm::map_to_vector(func.getResultTypes(), paged);
+    // The arguments' types as the body now has them (the caches paged).
+    func.setType(FunctionType::get(
+        ctx, func.getBody().front().getArgumentTypes(), results));
+
+    auto size = IntegerAttr::get(IntegerType::get(ctx, 64), blockSize);
+    func->setAttr(hetrt::format::kKvBlockSizeAttrName, size);
+    func.walk([&](Operation *op) {
+      if (auto append = dyn_cast<llm::KVAppendOp>(op)) {
+        append.getBlocksMutable().assign(table);
+        append.setBlockSizeAttr(size);
+      } else if (auto attention = dyn_cast<llm::AttentionOp>(op)) {
+        attention.getBlocksMutable().assign(table);
+        attention.setBlockSizeAttr(size);
+      }
+    });
+    return success();
+  }
+};
+
+} // namespace

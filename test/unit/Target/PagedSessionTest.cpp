@@ -1,0 +1,245 @@
+// Whole models on the CPU with the paged KV cache: the real models compiled
+// as `hetc compile` compiles them, several sequences over one pool of
+// blocks. Tokens must never depend on where a sequence's blocks are, whether
+// they are shared with another sequence, or how sequences interleave: each
+// gives exactly llama.cpp's greedy tokens (the *.reference.json files).
+#include "hetc/Pipeline/Compile.h"
+#include "runtime/core/Model.h"
+#include "runtime/core/Session.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+namespace {
+
+using hetrt::core::Session;
+
+std::string sharedPath(const std::string &relative) {
+  return std::string(HETC_SHARED_DIR) + "/" + relative;
+}
+
+struct Prompt {
+  std::string name;
+  std::vector<int32_t> prompt, generated;
+};
+
+std::vector<Prompt> referencePrompts(const std::string &model) {
+  std::ifstream in(sharedPath("models/" + model + ".reference.json"));
+  nlohmann::json reference = nlohmann::json::parse(in);
+  std::vector<Prompt> prompts;
+  for (const nlohmann::json &prompt : reference["prompts"])
+    prompts.push_back(
+        {prompt["name"].get<std::string>(),
+         prompt["prompt_token_ids"].get<std::vector<int32_t>>(),
+         prompt["generated_token_ids"].get<std::vector<int32_t>>()});
+  return prompts;
+}
+
+/// The model compiled for this CPU with a pool of `context / 64` blocks,
+/// loaded; packs are compiled once per model and context.
+const hetrt::core::Model &loadedModel(const std::string &model,
+                                      int64_t context) {
+  static std::map<std::string, std::unique_ptr<hetrt::core::Model>> models;
+  std::string key = model + "@" + std::to_string(context);
+  auto found = models.find(key);
+  if (found != models.end())
+    return *found->second;
+  std::filesystem::path pack =
+      std::filesystem::path(testing::TempDir()) /
+      ("paged-" + key + "-" + std::to_string(::getpid()) + ".hetpack");
+  hetc::pipeline::CompileOptions options;
+  options.modelPath = sharedPath("models/" + model + ".gguf");
+  options.outputPath = pack.string();
+  options.cpuVariants = {"host"};
+  options.contextLength = context;
+  std::string error;
+  EXPECT_TRUE(hetc::pipeline::compileModel(options, error)) << error;
+  std::unique_ptr<hetrt::core::Model> loaded =
+      hetrt::core::Model::load(pack.string(), "", error);
+  EXPECT_TRUE(loaded) << error;
+  std::filesystem::remove(pack);
+  if (!loaded)
+    std::abort();
+  return *(models[key] = std::move(loaded));
+}
+
+int32_t greedy(const Session &session) {
+  const float *logits = session.logits();
+  return static_cast<int32_t>(
+      std::max_element(logits, logits + session.vocabSize()) - logits);
+}
+
+std::unique_ptr<Session> newSession(const hetrt::core::Model &model) {
+  std::string error;
+  std::unique_ptr<Session> session = Session::create(model, 0, error);
+  EXPECT_TRUE(session) << error;
+  if (session)
+    session->setDecodeThreadChoice(false);
+  return session;
+}
+
+/// Every reference prompt in a sequence of its own, prefilled one after
+/// another and decoded in turns of one token each.
+void expectInterleavedReferenceTokens(const std::string &model) {
+  const hetrt::core::Model &loaded = loadedModel(model, 1024);
+  std::unique_ptr<Session> session = newSession(loaded);
+  ASSERT_TRUE(session);
+  std::vector<Prompt> prompts = referencePrompts(model);
+  std::vector<Session::SequenceId> sequences;
+  std::vector<std::vector<int32_t>> generated(prompts.size());
+  std::string error;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(i == 0 ? Session::kDefaultSequence
+                               : session->createSequence());
+    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
+        << error;
+    generated[i].push_back(greedy(*session));
+  }
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (generated[i].size() >= prompts[i].generated.size())
+        continue;
+      ASSERT_TRUE(session->decode(sequences[i], generated[i].back(), error))
+          << error;
+      generated[i].push_back(greedy(*session));
+    }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(prompts[i].name);
+    EXPECT_EQ(generated[i], prompts[i].generated);
+    EXPECT_EQ(session->position(sequences[i]),
+              static_cast<int64_t>(prompts[i].prompt.size() +
+                                   prompts[i].generated.size() - 1));
+  }
+  // Removing every sequence returns every block to the pool.
+  for (Session::SequenceId sequence : sequences)
+    ASSERT_TRUE(session->removeSequence(sequence, error)) << error;
+  hetrt::core::KvUsage usage = session->kvUsage();
+  EXPECT_EQ(usage.freeBlocks, usage.blocks);
+  EXPECT_EQ(usage.blocks, 1024 / usage.blockSize);
+}
+
+TEST(PagedSessions, InterleavedSequencesOfStories260KGiveTheReferenceTokens) {
+  expectInterleavedReferenceTokens("stories260K");
+}
+
+TEST(PagedSessions, InterleavedSequencesOfBabyLlama105GiveTheReferenceTokens) {
+  expectInterleavedReferenceTokens("babyllama105");
+}
+
+/// Greedy tokens of `sequence` from its current logits until it has
+/// `count`, decoding each.
+std::vector<int32_t> continueGreedy(Session &session,
+                                    Session::SequenceId sequence,
+                                    size_t count) {
+  std::vector<int32_t> tokens = {greedy(session)};
+  std::string error;
+  while (tokens.size() < count) {
+    if (!session.decode(sequence, tokens.back(), error)) {
+      ADD_FAILURE() << error;
+      break;
+    }
+    tokens.push_back(greedy(session));
+  }
+  return tokens;
+}
+
+TEST(PagedSessions, AForkInsideABlockCopiesItAndBothContinueAlike) {
+  const hetrt::core::Model &model = loadedModel("babyllama105", 1024);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  Prompt park = referencePrompts("babyllama105")[1];
+  ASSERT_EQ(park.prompt.size(), 51u);
+  std::string error;
+  ASSERT_TRUE(session->prefill(park.prompt, error)) << error;
+  // The child shares the first 40 positions: part of block 0, which both
+  // then write, so the first to write copies it.
+  Session::SequenceId child = -1;
+  ASSERT_TRUE(session->forkSequence(Session::kDefaultSequence, 40, child, error))
+      << error;
+  EXPECT_EQ(session->position(child), 40);
+  EXPECT_EQ(session->kvUsage().sharedBlocks, 1);
+  ASSERT_TRUE(session->prefill(
+      child, std::vector<int32_t>(park.prompt.begin() + 40, park.prompt.end()),
+      error))
+      << error;
+  EXPECT_EQ(session->kvUsage().copiedBlocks, 1);
+  EXPECT_EQ(session->kvUsage().sharedBlocks, 0);
+  EXPECT_EQ(continueGreedy(*session, child, park.generated.size()),
+            park.generated);
+  // The parent's logits were overwritten by the child's runs: run its last
+  // prompt token again in a fork of its first 50 positions.
+  Session::SequenceId parent = -1;
+  ASSERT_TRUE(session->forkSequence(Session::kDefaultSequence, 50, parent,
+                                    error))
+      << error;
+  ASSERT_TRUE(session->removeSequence(Session::kDefaultSequence, error))
+      << error;
+  ASSERT_TRUE(session->decode(parent, park.prompt.back(), error)) << error;
+  EXPECT_EQ(continueGreedy(*session, parent, park.generated.size()),
+            park.generated);
+}
+
+TEST(PagedSessions, AForkAtABlockBoundarySharesWithoutCopying) {
+  const hetrt::core::Model &model = loadedModel("babyllama105", 1024);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  Prompt once = referencePrompts("babyllama105")[0];
+  std::string error;
+  ASSERT_TRUE(session->prefill(once.prompt, error)) << error;
+  std::vector<int32_t> generated =
+      continueGreedy(*session, Session::kDefaultSequence, once.generated.size());
+  ASSERT_EQ(generated, once.generated);
+  // The whole text run so far; a fork of its first block re-runs the rest.
+  std::vector<int32_t> text = once.prompt;
+  text.insert(text.end(), generated.begin(), generated.end() - 1);
+  int64_t blockSize = session->kvUsage().blockSize;
+  Session::SequenceId child = -1;
+  ASSERT_TRUE(session->forkSequence(Session::kDefaultSequence, blockSize,
+                                    child, error))
+      << error;
+  ASSERT_TRUE(session->prefill(
+      child, std::vector<int32_t>(text.begin() + blockSize, text.end()),
+      error))
+      << error;
+  EXPECT_EQ(greedy(*session), generated.back());
+  EXPECT_EQ(session->kvUsage().copiedBlocks, 0);
+  EXPECT_EQ(session->kvUsage().sharedBlocks, 1);
+}
+
+TEST(PagedSessions, AFullPoolRefusesTheRunAndChangesNothing) {
+  // 256 positions: a pool of 4 blocks of 64.
+  const hetrt::core::Model &model = loadedModel("stories260K", 256);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  ASSERT_EQ(session->kvUsage().blocks, 4);
+  std::vector<int32_t> prompt = referencePrompts("stories260K")[0].prompt;
+  std::string error;
+  std::vector<Session::SequenceId> sequences;
+  for (int i = 0; i < 4; ++i) {
+    sequences.push_back(session->createSequence());
+    ASSERT_TRUE(session->prefill(sequences.back(), prompt, error)) << error;
+  }
+  EXPECT_EQ(session->kvUsage().freeBlocks, 0);
+  EXPECT_FALSE(session->prefill(prompt, error));
+  EXPECT_NE(error.find("the KV pool is full"), std::string::npos) << error;
+  EXPECT_EQ(session->position(), 0);
+  EXPECT_FALSE(session->prefill(99, prompt, error));
+  EXPECT_NE(error.find("there is no sequence 99"), std::string::npos) << error;
+  // A sequence's own block has room for its next positions.
+  ASSERT_TRUE(session->decode(sequences[0], 1, error)) << error;
+  ASSERT_TRUE(session->removeSequence(sequences[1], error)) << error;
+  EXPECT_FALSE(session->removeSequence(sequences[1], error));
+  ASSERT_TRUE(session->prefill(prompt, error)) << error;
+  EXPECT_EQ(session->position(), static_cast<int64_t>(prompt.size()));
+  Session::SequenceId fork = -1;
+  EXPECT_FALSE(session->forkSequence(sequences[0], 1000, fork, error));
+  EXPECT_NE(error.find("it holds"), std::string::npos) << error;
+}
+
+} // namespace
