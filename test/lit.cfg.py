@@ -23,7 +23,7 @@ config.substitutions.append(("%hetc_src", os.path.dirname(config.test_source_roo
 config.substitutions = [sub for sub in config.substitutions if sub[0] != "%python"]
 config.substitutions.append(("%python", "/usr/bin/python3"))
 tool_dirs = [config.hetc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["hetc-opt", "hetc", "hetrt-capi-generate", "hetrt-capi-devices"], tool_dirs)
+llvm_config.add_tool_substitutions(["hetc-opt", "hetc", "hetrt-capi-generate", "hetrt-capi-devices", "hetrt-capi-sequences"], tool_dirs)
 config.substitutions.append(("%hetrt_run", os.path.join(config.hetc_tools_dir, "hetrt-run")))
 config.substitutions.append(("%hetrt_synth", os.path.join(config.hetc_tools_dir, "hetrt-synth")))
 config.substitutions.append(("%hetrt_lib", os.path.join(config.hetc_obj_root, "lib", "libhetrt.so")))

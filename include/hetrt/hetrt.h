@@ -31,8 +31,12 @@ extern "C" {
  *    and plan
  *    units of a session's devices (hetrt_device_stats_t gains code and
  *    units); hetrt_session_info; hetrt_model_token_piece;
- *    hetrt_model_describe. */
-#define HETRT_API_VERSION 7
+ *    hetrt_model_describe.
+ * 8: sequences over a CPU session's paged KV cache
+ *    (hetrt_session_sequence_create, _fork, _remove, _prefill, _decode),
+ *    the cache's statistics (hetrt_session_kv_stats) and prefix caching
+ *    (hetrt_session_set_prefix_caching). */
+#define HETRT_API_VERSION 8
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -373,6 +377,54 @@ hetrt_session_decode(hetrt_session_t *session, int32_t id,
                      const float **out_logits);
 /* Forgets every token. */
 HETRT_API void hetrt_session_reset(hetrt_session_t *session);
+/* Sequences: a CPU session's KV cache is a pool of blocks that several
+ * sequences share (hetrt_session_prefill and _decode run sequence 0, which
+ * every session starts with). A new sequence is empty; a fork holds the
+ * first `tokens` positions of another, sharing their blocks until either
+ * writes to one (it is copied then). Removing a sequence frees the blocks
+ * no other holds. Runs of a sequence fail as hetrt_session_prefill's do,
+ * and also, changing nothing, when the pool has no free block for the new
+ * positions (HETRT_OUT_OF_MEMORY). Sessions on other devices have sequence
+ * 0 only (HETRT_UNSUPPORTED). Since API version 8. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_create(hetrt_session_t *session, int32_t *out_sequence);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_fork(hetrt_session_t *session, int32_t from,
+                            int64_t tokens, int32_t *out_sequence);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_remove(hetrt_session_t *session, int32_t sequence);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_prefill(hetrt_session_t *session, int32_t sequence,
+                               const int32_t *ids, size_t count,
+                               const float **out_logits);
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_decode(hetrt_session_t *session, int32_t sequence,
+                              int32_t id, const float **out_logits);
+/* Positions a sequence holds. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_sequence_position(const hetrt_session_t *session,
+                                int32_t sequence, int64_t *out_position);
+/* How a CPU session's paged KV cache is used. Since API version 8. */
+typedef struct hetrt_kv_stats_t {
+  int64_t block_size;      /* positions per block */
+  int64_t blocks;          /* blocks in the pool */
+  int64_t free_blocks;     /* blocks a run may take (free or only cached) */
+  int64_t shared_blocks;   /* blocks more than one sequence holds */
+  int64_t copied_blocks;   /* shared blocks copied when written */
+  int64_t cached_blocks;   /* whole blocks the prefix cache can find */
+  int64_t evicted_blocks;  /* cached blocks taken back for new positions */
+  int64_t reused_tokens;   /* prompt ids whose keys came from the cache */
+} hetrt_kv_stats_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_kv_stats(const hetrt_session_t *session,
+                       hetrt_kv_stats_t *out_stats);
+/* Prefix caching (on by default): a prefill whose first whole blocks of
+ * ids an earlier sequence of the session computed takes their keys and
+ * values instead of computing them again. Tokens are the same either way.
+ * Since API version 8. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_set_prefix_caching(hetrt_session_t *session, int enabled);
+
 /* A CPU session's decode steps choose, by measuring, between all its threads
  * and the calling thread alone (small models decode faster on one). With
  * fixed nonzero, every step uses all num_threads, as a benchmark of a thread

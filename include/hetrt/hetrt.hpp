@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -429,6 +430,15 @@ public:
                      stats.dispatches, stats.bytes_in, stats.bytes_out});
     }
     return out;
+  }
+  /// How a CPU session's paged KV cache is used; nothing for sessions on
+  /// other devices.
+  std::optional<hetrt_kv_stats_t> kvStats() const {
+    hetrt_kv_stats_t stats;
+    Status ignored;
+    if (!detail::check(hetrt_session_kv_stats(handle_.get(), &stats), ignored))
+      return std::nullopt;
+    return stats;
   }
 
 private:

@@ -929,6 +929,180 @@ void hetrt_session_reset(hetrt_session_t *session) {
     session->reset();
 }
 
+namespace {
+
+/// The CPU session behind `session`, or null with the failure recorded:
+/// sessions on other devices run one sequence.
+hetrt::core::Session *cpuSession(const hetrt_session_t *session,
+                                 const char *call, hetrt_status_t &status) {
+  if (!session) {
+    status = fail(HETRT_INVALID_ARGUMENT, std::string(call) + ": session is NULL");
+    return nullptr;
+  }
+  if (!session->session) {
+    status = fail(HETRT_UNSUPPORTED,
+                  std::string(call) +
+                      ": sessions on Vulkan devices and planned sessions run "
+                      "one sequence; create the session on the CPU "
+                      "(hetrt_session_create)");
+    return nullptr;
+  }
+  return session->session.get();
+}
+
+/// A run's failure: a full KV pool is out of memory, the rest bad input.
+hetrt_status_t runFailure(const std::string &error) {
+  return fail(error.find("the KV pool is full") != std::string::npos
+                  ? HETRT_OUT_OF_MEMORY
+                  : HETRT_INVALID_ARGUMENT,
+              error);
+}
+
+} // namespace
+
+hetrt_status_t hetrt_session_sequence_create(hetrt_session_t *session,
+                                             int32_t *out_sequence) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_create", status);
+  if (!cpu)
+    return status;
+  if (!out_sequence)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_create: out_sequence is NULL");
+  return guarded([&] {
+    *out_sequence = cpu->createSequence();
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_sequence_fork(hetrt_session_t *session,
+                                           int32_t from, int64_t tokens,
+                                           int32_t *out_sequence) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_fork", status);
+  if (!cpu)
+    return status;
+  if (!out_sequence)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_fork: out_sequence is NULL");
+  return guarded([&] {
+    std::string error;
+    if (!cpu->forkSequence(from, tokens, *out_sequence, error))
+      return fail(HETRT_INVALID_ARGUMENT, error);
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_sequence_remove(hetrt_session_t *session,
+                                             int32_t sequence) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_remove", status);
+  if (!cpu)
+    return status;
+  return guarded([&] {
+    std::string error;
+    if (!cpu->removeSequence(sequence, error))
+      return fail(HETRT_INVALID_ARGUMENT, error);
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_sequence_prefill(hetrt_session_t *session,
+                                              int32_t sequence,
+                                              const int32_t *ids, size_t count,
+                                              const float **out_logits) {
+  if (!out_logits)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_prefill: out_logits is NULL");
+  *out_logits = nullptr;
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_prefill", status);
+  if (!cpu)
+    return status;
+  if (!ids || count == 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_prefill: needs at least one id");
+  return guarded([&] {
+    std::string error;
+    if (!cpu->prefill(sequence, std::vector<int32_t>(ids, ids + count), error))
+      return runFailure(error);
+    *out_logits = cpu->logits();
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_sequence_decode(hetrt_session_t *session,
+                                             int32_t sequence, int32_t id,
+                                             const float **out_logits) {
+  if (!out_logits)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_decode: out_logits is NULL");
+  *out_logits = nullptr;
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_decode", status);
+  if (!cpu)
+    return status;
+  return guarded([&] {
+    std::string error;
+    if (!cpu->decode(sequence, id, error))
+      return runFailure(error);
+    *out_logits = cpu->logits();
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_session_sequence_position(const hetrt_session_t *session,
+                                               int32_t sequence,
+                                               int64_t *out_position) {
+  hetrt_status_t status = HETRT_OK;
+  const hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_sequence_position", status);
+  if (!cpu)
+    return status;
+  if (!out_position)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_position: out_position is NULL");
+  if (!cpu->hasSequence(sequence))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_sequence_position: there is no sequence " +
+                    std::to_string(sequence));
+  *out_position = cpu->position(sequence);
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
+                                      hetrt_kv_stats_t *out_stats) {
+  hetrt_status_t status = HETRT_OK;
+  const hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_kv_stats", status);
+  if (!cpu)
+    return status;
+  if (!out_stats)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_kv_stats: out_stats is NULL");
+  hetrt::core::KvUsage usage = cpu->kvUsage();
+  *out_stats = {usage.blockSize,    usage.blocks,       usage.freeBlocks,
+                usage.sharedBlocks, usage.copiedBlocks, usage.cachedBlocks,
+                usage.evictedBlocks, usage.reusedTokens};
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_set_prefix_caching(hetrt_session_t *session,
+                                                int enabled) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_set_prefix_caching", status);
+  if (!cpu)
+    return status;
+  cpu->setPrefixCaching(enabled != 0);
+  return HETRT_OK;
+}
+
 hetrt_status_t hetrt_sampler_create(const hetrt_sampling_params_t *params,
                                     hetrt_sampler_t **out_sampler) {
   if (!out_sampler)

@@ -122,9 +122,31 @@ bool Session::prefill(SequenceId sequence, const std::vector<int32_t> &ids,
     error = "prefill needs at least one token";
     return false;
   }
+  int64_t count = static_cast<int64_t>(ids.size());
+  KvSequence *checked = checkRun(sequence, ids.data(), count, error);
+  if (!checked)
+    return false;
+  size_t blocksBefore = checked->table.size();
+  int64_t reused = reusePrefix(*checked, ids.data(), count);
+  int64_t lengthAfterReuse = checked->length();
   pool_.setParallel(true);
-  return run(sequence, model_.code().prefill(), ids.data(),
-             static_cast<int64_t>(ids.size()), error);
+  if (run(sequence, model_.code().prefill(), ids.data() + reused,
+          count - reused, error)) {
+    reusedTokens_ += reused;
+    return true;
+  }
+  // Nothing ran: the reused blocks are given back, so a failed call
+  // changes nothing.
+  if (checked->length() == lengthAfterReuse && reused > 0) {
+    for (size_t i = blocksBefore; i < checked->table.size(); ++i)
+      blocks_.release(checked->table[i]);
+    checked->table.resize(blocksBefore);
+    checked->tokens.resize(checked->tokens.size() -
+                           static_cast<size_t>(reused));
+    checked->hashes.resize(checked->tokens.size() /
+                           static_cast<size_t>(blockSize_));
+  }
+  return false;
 }
 
 Session::SequenceId Session::createSequence() {
@@ -141,17 +163,22 @@ bool Session::forkSequence(SequenceId from, int64_t tokens,
             ": there is no such sequence";
     return false;
   }
-  if (tokens < 0 || tokens > source->second.length) {
+  if (tokens < 0 || tokens > source->second.length()) {
     error = "cannot fork the first " + std::to_string(tokens) +
             " positions of sequence " + std::to_string(from) + ": it holds " +
-            std::to_string(source->second.length);
+            std::to_string(source->second.length());
     return false;
   }
+  const KvSequence &original = source->second;
   KvSequence copy;
-  copy.length = tokens;
   size_t shared = static_cast<size_t>((tokens + blockSize_ - 1) / blockSize_);
-  copy.table.assign(source->second.table.begin(),
-                    source->second.table.begin() + static_cast<long>(shared));
+  copy.table.assign(original.table.begin(),
+                    original.table.begin() + static_cast<long>(shared));
+  copy.tokens.assign(original.tokens.begin(),
+                     original.tokens.begin() + static_cast<long>(tokens));
+  copy.hashes.assign(original.hashes.begin(),
+                     original.hashes.begin() +
+                         static_cast<long>(tokens / blockSize_));
   for (int32_t block : copy.table)
     blocks_.retain(block);
   forked = nextSequence_++;
@@ -181,7 +208,7 @@ void Session::reset() {
 
 int64_t Session::position(SequenceId sequence) const {
   auto found = sequences_.find(sequence);
-  return found == sequences_.end() ? 0 : found->second.length;
+  return found == sequences_.end() ? 0 : found->second.length();
 }
 
 KvUsage Session::kvUsage() const {
@@ -192,6 +219,9 @@ KvUsage Session::kvUsage() const {
   for (int32_t block = 0; block < blocks_.blocks(); ++block)
     usage.sharedBlocks += blocks_.references(block) > 1;
   usage.copiedBlocks = copiedBlocks_;
+  usage.cachedBlocks = blocks_.publishedBlocks();
+  usage.evictedBlocks = blocks_.evictions();
+  usage.reusedTokens = reusedTokens_;
   return usage;
 }
 
@@ -212,15 +242,16 @@ void Session::copyBlock(int32_t from, int32_t to) {
 
 bool Session::prepareBlocks(KvSequence &sequence, int64_t count,
                             std::string &error) {
-  int64_t first = sequence.length / blockSize_;
-  int64_t last = (sequence.length + count - 1) / blockSize_;
+  int64_t first = sequence.length() / blockSize_;
+  int64_t last = (sequence.length() + count - 1) / blockSize_;
   int64_t needed = 0;
   for (int64_t index = first; index <= last; ++index)
     needed += index >= static_cast<int64_t>(sequence.table.size()) ||
               blocks_.references(sequence.table[static_cast<size_t>(index)]) > 1;
   if (needed > blocks_.freeBlocks()) {
     error = "the KV pool is full: " + std::to_string(count) +
-            " more tokens need " + std::to_string(needed) + " blocks of " +
+            (count == 1 ? " more token needs " : " more tokens need ") +
+            std::to_string(needed) + (needed == 1 ? " block of " : " blocks of ") +
             std::to_string(blockSize_) + " positions and " +
             std::to_string(blocks_.freeBlocks()) + " of " +
             std::to_string(blocks_.blocks()) +
@@ -233,8 +264,11 @@ bool Session::prepareBlocks(KvSequence &sequence, int64_t count,
       continue;
     }
     int32_t &block = sequence.table[static_cast<size_t>(index)];
-    if (blocks_.references(block) == 1)
+    if (blocks_.references(block) == 1) {
+      // Written in place: what the cache found under its hash changes.
+      blocks_.unpublish(block);
       continue;
+    }
     int32_t copy = *blocks_.allocate();
     copyBlock(block, copy);
     blocks_.release(block);
@@ -284,32 +318,42 @@ bool Session::decode(SequenceId sequence, int32_t id, std::string &error) {
   return ok;
 }
 
-bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
-                  int64_t count, std::string &error) {
+KvSequence *Session::checkRun(SequenceId id, const int32_t *ids, int64_t count,
+                              std::string &error) {
   const format::Manifest &m = model_.manifest();
   auto found = sequences_.find(id);
   if (found == sequences_.end()) {
     error = "there is no sequence " + std::to_string(id) +
             " (it was removed, or never created)";
-    return false;
+    return nullptr;
   }
-  KvSequence &sequence = found->second;
-  int64_t start = sequence.length;
+  int64_t start = found->second.length();
   if (start + count > m.contextLength) {
     error = "the context is full: " + std::to_string(start) + " + " +
             std::to_string(count) + " tokens exceed the context length " +
             std::to_string(m.contextLength) +
             " (compile with a larger --context)";
-    return false;
+    return nullptr;
   }
   for (int64_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || ids[i] >= m.vocabSize) {
       error = "token id " + std::to_string(ids[i]) +
               " is outside the vocabulary [0, " + std::to_string(m.vocabSize) +
               ")";
-      return false;
+      return nullptr;
     }
   }
+  return &found->second;
+}
+
+bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
+                  int64_t count, std::string &error) {
+  const format::Manifest &m = model_.manifest();
+  KvSequence *checked = checkRun(id, ids, count, error);
+  if (!checked)
+    return false;
+  KvSequence &sequence = *checked;
+  int64_t start = sequence.length();
   if (!prepareBlocks(sequence, count, error))
     return false;
   positions_.resize(static_cast<size_t>(count));
@@ -338,13 +382,52 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
   // The runtime interface is passed as itself, not through a descriptor.
   arguments.push_back(&runtimeInterface_);
   entry(arguments.data());
-  sequence.length += count;
-  lastPosition_ = sequence.length - 1;
+  sequence.tokens.insert(sequence.tokens.end(), ids, ids + count);
+  lastPosition_ = sequence.length() - 1;
   if (!format::allFinite(logits_.data(), m.vocabSize)) {
     error = describeNonFiniteLogits();
     return false;
   }
+  publishBlocks(sequence);
   return true;
+}
+
+void Session::publishBlocks(KvSequence &sequence) {
+  size_t block = static_cast<size_t>(blockSize_);
+  for (size_t index = sequence.hashes.size();
+       index < sequence.tokens.size() / block; ++index) {
+    uint64_t previous = index == 0 ? 0 : sequence.hashes[index - 1];
+    const int32_t *tokens = sequence.tokens.data() + index * block;
+    uint64_t hash = kvBlockHash(previous, tokens, block);
+    sequence.hashes.push_back(hash);
+    if (prefixCaching_)
+      blocks_.publish(sequence.table[index], hash, previous, tokens, block);
+  }
+}
+
+int64_t Session::reusePrefix(KvSequence &sequence, const int32_t *ids,
+                             int64_t count) {
+  size_t block = static_cast<size_t>(blockSize_);
+  // Only a sequence that ends on a whole block continues with cached ones,
+  // and the last id always runs: its logits are the result.
+  if (!prefixCaching_ || sequence.tokens.size() % block != 0 ||
+      sequence.hashes.size() != sequence.tokens.size() / block)
+    return 0;
+  int64_t reused = 0;
+  while (count - reused > blockSize_) {
+    uint64_t previous = sequence.hashes.empty() ? 0 : sequence.hashes.back();
+    const int32_t *tokens = ids + reused;
+    uint64_t hash = kvBlockHash(previous, tokens, block);
+    std::optional<int32_t> found =
+        blocks_.lookup(hash, previous, tokens, block);
+    if (!found)
+      break;
+    sequence.table.push_back(*found);
+    sequence.tokens.insert(sequence.tokens.end(), tokens, tokens + block);
+    sequence.hashes.push_back(hash);
+    reused += blockSize_;
+  }
+  return reused;
 }
 
 std::string Session::describeNonFiniteLogits() const {

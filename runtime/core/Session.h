@@ -25,6 +25,13 @@ struct KvUsage {
   int64_t sharedBlocks = 0;
   /// Shared blocks copied because a sequence wrote to them.
   int64_t copiedBlocks = 0;
+  /// Blocks the prefix cache can find by their tokens.
+  int64_t cachedBlocks = 0;
+  /// Cached blocks nobody held that the pool took back for new positions.
+  int64_t evictedBlocks = 0;
+  /// Prompt tokens whose keys and values came from the prefix cache
+  /// instead of being computed.
+  int64_t reusedTokens = 0;
 };
 
 /// Not thread-safe; a model may serve many sessions at once. A session
@@ -84,6 +91,9 @@ public:
   /// Positions `sequence` holds (0 for one that does not exist).
   int64_t position(SequenceId sequence) const;
   KvUsage kvUsage() const;
+  /// Whether prefill takes the blocks of a prompt's prefix that an earlier
+  /// sequence computed (on by default). Tokens are the same either way.
+  void setPrefixCaching(bool enabled) { prefixCaching_ = enabled; }
 
   /// Logits of the last token run, `vocabSize()` values.
   const float *logits() const { return logits_.data(); }
@@ -114,6 +124,16 @@ private:
   Session(const Model &model, int numThreads);
   bool run(SequenceId sequence, cpu::EntryFunction entry, const int32_t *ids,
            int64_t count, std::string &error);
+  /// The sequence, if it exists and `count` more ids fit its context and
+  /// the vocabulary; null with `error` otherwise.
+  KvSequence *checkRun(SequenceId sequence, const int32_t *ids, int64_t count,
+                       std::string &error);
+  /// Appends to `sequence` the cached blocks that hold the next whole
+  /// blocks of `ids`, leaving at least the last id to run; the ids reused.
+  int64_t reusePrefix(KvSequence &sequence, const int32_t *ids,
+                      int64_t count);
+  /// Hashes the sequence's newly whole blocks and publishes them.
+  void publishBlocks(KvSequence &sequence);
   /// Gives `sequence` writable blocks for positions [length, length +
   /// count): new blocks past its table, copies of shared ones. Changes
   /// nothing and fails when the pool has too few free blocks.
@@ -138,6 +158,8 @@ private:
   std::map<SequenceId, KvSequence> sequences_;
   SequenceId nextSequence_ = kDefaultSequence + 1;
   int64_t copiedBlocks_ = 0;
+  int64_t reusedTokens_ = 0;
+  bool prefixCaching_ = true;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
   /// The position of the last token run, for messages.

@@ -503,6 +503,15 @@ Action registerRunCommand(CLI::App &app) {
            {{"element_type", kvCache.element_type},
             {"bytes", kvCache.bytes_per_session}}},
       };
+      // The paged cache's blocks: how many the run took of the pool, and
+      // what the prefix cache and sharing did.
+      if (std::optional<hetrt_kv_stats_t> kv = session->kvStats())
+        result["kv_cache"].update({{"block_size", kv->block_size},
+                                   {"blocks", kv->blocks},
+                                   {"blocks_used", kv->blocks - kv->free_blocks},
+                                   {"reused_tokens", kv->reused_tokens},
+                                   {"copied_blocks", kv->copied_blocks},
+                                   {"evicted_blocks", kv->evicted_blocks}});
       if (!onCpu) {
         // What each device ran: the code, the plan's units, its dispatches,
         // and the activations copied in and out of its memory.

@@ -298,6 +298,16 @@ int run(const RunnerFlags &flags) {
                          {"bytes_out", stats.bytes_out}});
     }
     result["devices"] = devices;
+    // A CPU session's paged cache: the blocks the run took, and what the
+    // prefix cache and sharing did.
+    hetrt_kv_stats_t kv;
+    if (hetrt_session_kv_stats(session.get, &kv) == HETRT_OK)
+      result["kv_cache"] = {{"block_size", kv.block_size},
+                            {"blocks", kv.blocks},
+                            {"blocks_used", kv.blocks - kv.free_blocks},
+                            {"reused_tokens", kv.reused_tokens},
+                            {"copied_blocks", kv.copied_blocks},
+                            {"evicted_blocks", kv.evicted_blocks}};
     std::cout << result.dump(2, ' ', false,
                              nlohmann::json::error_handler_t::replace)
               << "\n";

@@ -186,6 +186,8 @@ TEST(PagedSessions, AForkInsideABlockCopiesItAndBothContinueAlike) {
 }
 
 TEST(PagedSessions, AForkAtABlockBoundarySharesWithoutCopying) {
+  // The child shares block 0 by the fork and block 1 by the prefix cache
+  // (the parent published it when it was whole); neither is copied.
   const hetrt::core::Model &model = loadedModel("babyllama105", 1024);
   std::unique_ptr<Session> session = newSession(model);
   ASSERT_TRUE(session);
@@ -208,8 +210,77 @@ TEST(PagedSessions, AForkAtABlockBoundarySharesWithoutCopying) {
       error))
       << error;
   EXPECT_EQ(greedy(*session), generated.back());
-  EXPECT_EQ(session->kvUsage().copiedBlocks, 0);
-  EXPECT_EQ(session->kvUsage().sharedBlocks, 1);
+  hetrt::core::KvUsage usage = session->kvUsage();
+  EXPECT_EQ(usage.copiedBlocks, 0);
+  EXPECT_EQ(usage.sharedBlocks, 2);
+  EXPECT_EQ(usage.reusedTokens, blockSize);
+}
+
+/// babyllama105's first reference prompt with its generation but the last
+/// token: 145 ids, two whole blocks and a part, whose next greedy token is
+/// the reference's last.
+std::vector<int32_t> longText(int32_t &next) {
+  Prompt once = referencePrompts("babyllama105")[0];
+  std::vector<int32_t> text = once.prompt;
+  text.insert(text.end(), once.generated.begin(), once.generated.end() - 1);
+  next = once.generated.back();
+  return text;
+}
+
+TEST(PagedSessions, APromptWithACachedPrefixRunsOnlyTheRest) {
+  const hetrt::core::Model &model = loadedModel("babyllama105", 1024);
+  int32_t next = 0;
+  std::vector<int32_t> text = longText(next);
+  for (bool caching : {true, false}) {
+    SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
+    std::unique_ptr<Session> session = newSession(model);
+    ASSERT_TRUE(session);
+    session->setPrefixCaching(caching);
+    std::string error;
+    Session::SequenceId first = session->createSequence();
+    ASSERT_TRUE(session->prefill(first, text, error)) << error;
+    EXPECT_EQ(greedy(*session), next);
+    ASSERT_TRUE(session->removeSequence(first, error)) << error;
+    EXPECT_EQ(session->kvUsage().cachedBlocks, caching ? 2 : 0);
+    // A second request with the same prompt takes the two whole blocks
+    // from the cache and computes the 17 ids after them.
+    Session::SequenceId second = session->createSequence();
+    ASSERT_TRUE(session->prefill(second, text, error)) << error;
+    EXPECT_EQ(greedy(*session), next);
+    EXPECT_EQ(session->kvUsage().reusedTokens, caching ? 128 : 0);
+    // It goes on from its own position.
+    ASSERT_TRUE(session->decode(second, next, error)) << error;
+    EXPECT_EQ(session->position(second), 146);
+  }
+}
+
+TEST(PagedSessions, EvictedPrefixBlocksAreComputedAgain) {
+  // 256 positions: a pool of 4 blocks of 64.
+  const hetrt::core::Model &model = loadedModel("babyllama105", 256);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  int32_t next = 0;
+  std::vector<int32_t> text = longText(next);
+  std::string error;
+  Session::SequenceId first = session->createSequence();
+  ASSERT_TRUE(session->prefill(first, text, error)) << error;
+  ASSERT_TRUE(session->removeSequence(first, error)) << error;
+  ASSERT_EQ(session->kvUsage().cachedBlocks, 2);
+  // Another text of 200 ids needs every block: the cached ones go.
+  std::vector<int32_t> other(200);
+  for (size_t i = 0; i < other.size(); ++i)
+    other[i] = text[(i * 7) % text.size()];
+  Session::SequenceId second = session->createSequence();
+  ASSERT_TRUE(session->prefill(second, other, error)) << error;
+  hetrt::core::KvUsage usage = session->kvUsage();
+  EXPECT_EQ(usage.evictedBlocks, 2);
+  EXPECT_EQ(usage.freeBlocks, 0);
+  ASSERT_TRUE(session->removeSequence(second, error)) << error;
+  // The first text again: whatever the cache still finds is reused, the
+  // rest computed, and the next token is the same.
+  Session::SequenceId third = session->createSequence();
+  ASSERT_TRUE(session->prefill(third, text, error)) << error;
+  EXPECT_EQ(greedy(*session), next);
 }
 
 TEST(PagedSessions, AFullPoolRefusesTheRunAndChangesNothing) {

@@ -1,0 +1,133 @@
+/* A C client of libhetrt's sequences: one session, one paged KV pool.
+ * Usage: hetrt-capi-sequences PACK PROMPT COUNT
+ * Generates COUNT greedy ids three ways over one pool: the session's first
+ * sequence; a fork of its prompt but the last id; a new sequence, decoded in
+ * turns with the fork. Prints each, the pool's statistics, and the statuses
+ * of a full pool and of a sequence that does not exist. */
+#include "hetrt/hetrt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check(hetrt_status_t status, const char *what) {
+  if (status == HETRT_OK)
+    return 1;
+  fprintf(stderr, "%s failed (status %d): %s\n", what, (int)status,
+          hetrt_last_error_message());
+  return 0;
+}
+
+static int32_t greedy(const float *logits, int32_t vocab) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < vocab; ++i)
+    if (logits[i] > logits[best])
+      best = i;
+  return best;
+}
+
+static void print(const char *name, const int32_t *ids, int count) {
+  printf("%s:", name);
+  for (int i = 0; i < count; ++i)
+    printf(" %d", ids[i]);
+  printf("\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s PACK PROMPT COUNT\n", argv[0]);
+    return 2;
+  }
+  int count = atoi(argv[3]);
+  if (count < 1 || count > 1024) {
+    fprintf(stderr, "COUNT must be in [1, 1024]\n");
+    return 2;
+  }
+  hetrt_model_t *model = NULL;
+  hetrt_session_t *session = NULL;
+  int32_t vocab = 0, context = 0;
+  int32_t ids[1024];
+  size_t numIds = 0;
+  if (!check(hetrt_model_open(argv[1], NULL, &model), "hetrt_model_open") ||
+      !check(hetrt_model_info(model, &vocab, &context), "hetrt_model_info") ||
+      !check(hetrt_model_tokenize(model, argv[2], strlen(argv[2]), 1, ids,
+                                  1024, &numIds),
+             "hetrt_model_tokenize") ||
+      !check(hetrt_session_create(model, 0, &session), "hetrt_session_create"))
+    return 1;
+
+  const float *logits = NULL;
+  int32_t first[1024], forked[1024], fresh[1024];
+  if (!check(hetrt_session_prefill(session, ids, numIds, &logits),
+             "hetrt_session_prefill"))
+    return 1;
+  for (int i = 0; i < count; ++i) {
+    first[i] = greedy(logits, vocab);
+    if (i + 1 < count && !check(hetrt_session_decode(session, first[i], &logits),
+                                "hetrt_session_decode"))
+      return 1;
+  }
+  print("first", first, count);
+
+  int32_t fork = -1, other = -1;
+  if (!check(hetrt_session_sequence_fork(session, 0, (int64_t)numIds - 1, &fork),
+             "hetrt_session_sequence_fork") ||
+      !check(hetrt_session_sequence_create(session, &other),
+             "hetrt_session_sequence_create"))
+    return 1;
+  /* The fork runs the prompt's last id; the new sequence the whole prompt. */
+  if (!check(hetrt_session_sequence_prefill(session, fork, ids + numIds - 1, 1,
+                                            &logits),
+             "hetrt_session_sequence_prefill"))
+    return 1;
+  forked[0] = greedy(logits, vocab);
+  if (!check(hetrt_session_sequence_prefill(session, other, ids, numIds,
+                                            &logits),
+             "hetrt_session_sequence_prefill"))
+    return 1;
+  fresh[0] = greedy(logits, vocab);
+  for (int i = 1; i < count; ++i) {
+    if (!check(hetrt_session_sequence_decode(session, fork, forked[i - 1],
+                                             &logits),
+               "hetrt_session_sequence_decode"))
+      return 1;
+    forked[i] = greedy(logits, vocab);
+    if (!check(hetrt_session_sequence_decode(session, other, fresh[i - 1],
+                                             &logits),
+               "hetrt_session_sequence_decode"))
+      return 1;
+    fresh[i] = greedy(logits, vocab);
+  }
+  print("forked", forked, count);
+  print("fresh", fresh, count);
+  int64_t position = 0;
+  if (!check(hetrt_session_sequence_position(session, fork, &position),
+             "hetrt_session_sequence_position"))
+    return 1;
+  printf("fork position: %lld\n", (long long)position);
+
+  hetrt_kv_stats_t stats;
+  if (!check(hetrt_session_kv_stats(session, &stats), "hetrt_session_kv_stats"))
+    return 1;
+  printf("kv: %lld blocks of %lld, %lld free, %lld copied\n",
+         (long long)stats.blocks, (long long)stats.block_size,
+         (long long)stats.free_blocks, (long long)stats.copied_blocks);
+
+  /* New sequences until the pool has no block for one more. */
+  int32_t sequence = -1;
+  hetrt_status_t status = HETRT_OK;
+  for (int64_t i = 0; i <= stats.blocks && status == HETRT_OK; ++i) {
+    if (!check(hetrt_session_sequence_create(session, &sequence),
+               "hetrt_session_sequence_create"))
+      return 1;
+    status = hetrt_session_sequence_prefill(session, sequence, ids, numIds,
+                                            &logits);
+  }
+  printf("full pool: status %d: %s\n", (int)status, hetrt_last_error_message());
+  status = hetrt_session_sequence_remove(session, 12345);
+  printf("no sequence: status %d: %s\n", (int)status,
+         hetrt_last_error_message());
+  hetrt_session_release(session);
+  hetrt_model_release(model);
+  return 0;
+}
