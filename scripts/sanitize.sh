@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the runtime's unit tests and C API client with AddressSanitizer and
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
-# quantizers, tokenizer, the device layer through the C API, and a whole
+# quantizers, tokenizer, the device layer through the C API, the KV block
+# pool, sequences over the paged KV cache and its tiers, and a whole
 # generation through libhetrt on
 # stories260K (packed by the regular build's hetc) on the CPU and on each
 # Vulkan device, the planner's solver
@@ -26,7 +27,7 @@ if [ ! -f "$asan/build.ninja" ]; then
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
   HetrtQuantizeTests HetrtCoreTests HetrtDeviceTests HetcPartitionTests \
-  hetrt-capi-generate hetrt-capi-devices hetrt-run
+  hetrt-capi-generate hetrt-capi-devices hetrt-capi-sequences hetrt-run
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # Leaks inside the Vulkan driver itself are Mesa's, not hetc's.
@@ -43,6 +44,9 @@ pack="$asan/stories260K.hetpack"
 "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$pack" \
   --cpu-variants host -q
 "$asan/bin/hetrt-capi-generate" "$pack" "Once upon a time" 48
+# Sequences over one paged pool: forks, copies on write, a full pool, and
+# blocks moved through host memory and a disk file and back.
+"$asan/bin/hetrt-capi-sequences" "$pack" "Once upon a time" 48
 "$asan/bin/hetrt-run" "$pack" -p "Once upon a time" -n 48 --temp 0 --json > /dev/null
 # The same model on each Vulkan device, as SPIR-V programs (ProgramRunner).
 spirvpack="$asan/stories260K-spirv.hetpack"

@@ -414,10 +414,27 @@ typedef struct hetrt_kv_stats_t {
   int64_t cached_blocks;   /* whole blocks the prefix cache can find */
   int64_t evicted_blocks;  /* cached blocks taken back for new positions */
   int64_t reused_tokens;   /* prompt ids whose keys came from the cache */
+  int64_t block_bytes;     /* every layer's keys and values of a block */
+  int64_t blocks_to_host;  /* blocks moved out of the pool to host memory */
+  int64_t blocks_from_host;/* and back */
+  int64_t blocks_to_disk;  /* blocks moved out to the disk tier */
+  int64_t blocks_from_disk;/* and back */
 } hetrt_kv_stats_t;
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,
                        hetrt_kv_stats_t *out_stats);
+/* What a memory may hold of a CPU session's KV cache, in bytes (whole
+ * blocks of hetrt_kv_stats_t's block_bytes): space "pool" (the pool the
+ * model code reads; at most the compiled one, set before the first run),
+ * "host" (blocks moved out of a full pool; unbounded by default) or "disk"
+ * (a file, created in directory (NULL: TMPDIR or /tmp) and unlinked at
+ * once, once host memory is full; none by default). When the pool is full,
+ * the blocks of the sequence that ran longest ago move out, and come back
+ * before it runs again; tokens are the same. HETRT_INVALID_ARGUMENT for
+ * another space or a pool of no block. Since API version 8. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_set_kv_budget(hetrt_session_t *session, const char *space,
+                            uint64_t bytes, const char *directory);
 /* Prefix caching (on by default): a prefill whose first whole blocks of
  * ids an earlier sequence of the session computed takes their keys and
  * values instead of computing them again. Tokens are the same either way.

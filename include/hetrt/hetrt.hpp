@@ -431,6 +431,14 @@ public:
     }
     return out;
   }
+  /// Bounds what `space` ("pool", "host", "disk") holds of a CPU session's
+  /// KV cache (hetrt_session_set_kv_budget).
+  bool setKvBudget(const std::string &space, uint64_t bytes, Status &status) {
+    return detail::check(hetrt_session_set_kv_budget(handle_.get(),
+                                                     space.c_str(), bytes,
+                                                     nullptr),
+                         status);
+  }
   /// How a CPU session's paged KV cache is used; nothing for sessions on
   /// other devices.
   std::optional<hetrt_kv_stats_t> kvStats() const {

@@ -1,6 +1,8 @@
 // Reading and validating the hardware catalog (see Catalog.h).
 #include "hetc/Hardware/Catalog.h"
 
+#include "runtime/format/ByteSize.h"
+
 #include "runtime/core/Limits.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/JsonText.h"
@@ -963,13 +965,6 @@ std::string deviceToJson(const Device &device, int indent) {
 bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
                            System &system, std::vector<std::string> &warnings,
                            std::string &error) {
-  static const std::pair<const char *, uint64_t> kUnits[] = {
-      {"TiB", uint64_t(1) << 40}, {"GiB", uint64_t(1) << 30},
-      {"MiB", uint64_t(1) << 20}, {"KiB", uint64_t(1) << 10},
-      {"TB", 1000000000000ull},   {"GB", 1000000000ull},
-      {"MB", 1000000ull},         {"KB", 1000ull},
-      {"B", 1},
-  };
   std::vector<std::string> capped;
   for (const std::string &cap : caps) {
     auto fail = [&](const std::string &why) {
@@ -993,25 +988,11 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
       return fail(system.name + " has no device \"" + id + "\" (it has " +
                   ids + ")");
     }
-    uint64_t unit = 0;
-    std::string number = size;
-    for (const auto &[suffix, bytes] : kUnits) {
-      std::string_view text(size), tail(suffix);
-      if (text.size() > tail.size() &&
-          text.substr(text.size() - tail.size()) == tail) {
-        unit = bytes;
-        number = size.substr(0, size.size() - tail.size());
-        break;
-      }
-    }
-    char *end = nullptr;
-    errno = 0;
-    double value = std::strtod(number.c_str(), &end);
-    if (unit == 0 || number.empty() || end != number.c_str() + number.size() ||
-        errno == ERANGE || !std::isfinite(value) || value <= 0)
+    std::optional<uint64_t> parsed = hetrt::format::parseByteSize(size);
+    if (!parsed || *parsed == 0)
       return fail("the size must be a positive number with a unit (B, KiB, "
                   "MiB, GiB, TiB, KB, MB, GB or TB), e.g. 8GiB");
-    double bytes = value * static_cast<double>(unit);
+    double bytes = static_cast<double>(*parsed);
     Device &device = system.devices[index].device;
     if (device.memory.empty())
       return fail(id + " has no memory to cap");

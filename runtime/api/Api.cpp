@@ -1086,10 +1086,33 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_kv_stats: out_stats is NULL");
   hetrt::core::KvUsage usage = cpu->kvUsage();
-  *out_stats = {usage.blockSize,    usage.blocks,       usage.freeBlocks,
-                usage.sharedBlocks, usage.copiedBlocks, usage.cachedBlocks,
-                usage.evictedBlocks, usage.reusedTokens};
+  *out_stats = {usage.blockSize,      usage.blocks,
+                usage.freeBlocks,     usage.sharedBlocks,
+                usage.copiedBlocks,   usage.cachedBlocks,
+                usage.evictedBlocks,  usage.reusedTokens,
+                usage.blockBytes,     usage.swaps.toHost,
+                usage.swaps.fromHost, usage.swaps.toDisk,
+                usage.swaps.fromDisk};
   return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_set_kv_budget(hetrt_session_t *session,
+                                           const char *space, uint64_t bytes,
+                                           const char *directory) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_set_kv_budget", status);
+  if (!cpu)
+    return status;
+  if (!space)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_set_kv_budget: space is NULL");
+  return guarded([&] {
+    std::string error;
+    if (!cpu->setKvBudget(space, bytes, error, directory ? directory : ""))
+      return fail(HETRT_INVALID_ARGUMENT, error);
+    return HETRT_OK;
+  });
 }
 
 hetrt_status_t hetrt_session_set_prefix_caching(hetrt_session_t *session,

@@ -12,6 +12,8 @@
 #ifndef HETRT_CORE_KVBLOCKS_H
 #define HETRT_CORE_KVBLOCKS_H
 
+#include "runtime/core/KvSwap.h"
+
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -87,9 +89,14 @@ private:
 
 /// The blocks one sequence's positions are in, in order: position p is in
 /// block `table[p / blockSize]`, which the model code reads as its block
-/// table. `tokens` are the ids at its positions, for the content hashes.
+/// table. A block moved out of the pool is -1 in the table and has its
+/// tier's slot in `swapped`. `tokens` are the ids at its positions, for the
+/// content hashes.
 struct KvSequence {
   std::vector<int32_t> table;
+  std::vector<std::optional<KvSwapSpace::Handle>> swapped;
+  /// When it last ran, for choosing whose blocks leave the pool.
+  uint64_t lastRun = 0;
   std::vector<int32_t> tokens;
   /// kvBlockHash of each whole block so far, chained.
   std::vector<uint64_t> hashes;

@@ -8,6 +8,7 @@
 #include "runtime/format/NonFinite.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -19,6 +20,10 @@ namespace hetrt::core {
 
 namespace {
 constexpr size_t kCacheAlignment = 64;
+std::string defaultSwapDirectory() {
+  const char *tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
 
 template <int Rank> struct MemRefDescriptor {
   void *allocated;
@@ -64,6 +69,9 @@ Session::Session(const Model &model, int numThreads)
     std::memset(caches_.back().get(), 0, cacheBytes);
   }
   logits_.assign(static_cast<size_t>(m.vocabSize), 0.0f);
+  blockBuffer_.resize(blockBytes());
+  swap_ = std::make_unique<KvSwapSpace>(blockBytes(), hostBudget_,
+                                        diskBudget_, defaultSwapDirectory());
 }
 
 std::unique_ptr<Session> Session::create(const Model &model,
@@ -169,6 +177,9 @@ bool Session::forkSequence(SequenceId from, int64_t tokens,
             std::to_string(source->second.length());
     return false;
   }
+  // Blocks are shared by their place in the pool.
+  if (!makeResident(from, source->second, error))
+    return false;
   const KvSequence &original = source->second;
   KvSequence copy;
   size_t shared = static_cast<size_t>((tokens + blockSize_ - 1) / blockSize_);
@@ -179,6 +190,7 @@ bool Session::forkSequence(SequenceId from, int64_t tokens,
   copy.hashes.assign(original.hashes.begin(),
                      original.hashes.begin() +
                          static_cast<long>(tokens / blockSize_));
+  copy.swapped.resize(copy.table.size());
   for (int32_t block : copy.table)
     blocks_.retain(block);
   forked = nextSequence_++;
@@ -193,8 +205,13 @@ bool Session::removeSequence(SequenceId sequence, std::string &error) {
             ": there is no such sequence";
     return false;
   }
-  for (int32_t block : found->second.table)
-    blocks_.release(block);
+  KvSequence &removed = found->second;
+  for (size_t i = 0; i < removed.table.size(); ++i) {
+    if (removed.table[i] >= 0)
+      blocks_.release(removed.table[i]);
+    else
+      swap_->discard(*removed.swapped[i]);
+  }
   sequences_.erase(found);
   return true;
 }
@@ -222,45 +239,200 @@ KvUsage Session::kvUsage() const {
   usage.cachedBlocks = blocks_.publishedBlocks();
   usage.evictedBlocks = blocks_.evictions();
   usage.reusedTokens = reusedTokens_;
+  usage.blockBytes = static_cast<int64_t>(blockBytes());
+  usage.swaps = swap_->stats();
   return usage;
 }
 
-void Session::copyBlock(int32_t from, int32_t to) {
+size_t Session::blockBytes() const {
   const format::Manifest &m = model_.manifest();
-  size_t rowBytes = static_cast<size_t>(m.headDim * m.kvElementBytes());
-  size_t blockBytes = static_cast<size_t>(blockSize_) * rowBytes;
-  size_t slots = static_cast<size_t>(m.kvSlots());
-  // Each cache is [2, kvHeads, slots, headDim]: a block is one run of rows
-  // per (keys or values, head).
-  for (auto &cache : caches_)
-    for (size_t run = 0; run < 2 * static_cast<size_t>(m.numKvHeads); ++run) {
-      std::byte *base = cache.get() + run * slots * rowBytes;
-      std::memcpy(base + static_cast<size_t>(to) * blockBytes,
-                  base + static_cast<size_t>(from) * blockBytes, blockBytes);
-    }
+  return static_cast<size_t>(m.numLayers * 2 * m.numKvHeads * blockSize_ *
+                             m.headDim * m.kvElementBytes());
 }
 
-bool Session::prepareBlocks(KvSequence &sequence, int64_t count,
-                            std::string &error) {
+/// Calls `run(base, blockOffset, runBytes)` for each run of a block's rows:
+/// each cache is [2, kvHeads, slots, headDim], so a block is one run per
+/// (layer, keys or values, head).
+template <typename Body>
+static void forEachBlockRun(const format::Manifest &m,
+                            std::vector<std::unique_ptr<std::byte[],
+                                                        Session::CacheDeleter>>
+                                &caches,
+                            int64_t blockSize, int32_t block, Body body) {
+  size_t rowBytes = static_cast<size_t>(m.headDim * m.kvElementBytes());
+  size_t runBytes = static_cast<size_t>(blockSize) * rowBytes;
+  size_t slots = static_cast<size_t>(m.kvSlots());
+  for (auto &cache : caches)
+    for (size_t run = 0; run < 2 * static_cast<size_t>(m.numKvHeads); ++run)
+      body(cache.get() + run * slots * rowBytes +
+               static_cast<size_t>(block) * runBytes,
+           runBytes);
+}
+
+void Session::copyBlock(int32_t from, int32_t to) {
+  gatherBlock(from, blockBuffer_.data());
+  scatterBlock(blockBuffer_.data(), to);
+}
+
+void Session::gatherBlock(int32_t block, std::byte *out) const {
+  auto &caches = const_cast<Session *>(this)->caches_;
+  forEachBlockRun(model_.manifest(), caches, blockSize_, block,
+                  [&](std::byte *run, size_t bytes) {
+                    std::memcpy(out, run, bytes);
+                    out += bytes;
+                  });
+}
+
+void Session::scatterBlock(const std::byte *in, int32_t block) {
+  forEachBlockRun(model_.manifest(), caches_, blockSize_, block,
+                  [&](std::byte *run, size_t bytes) {
+                    std::memcpy(run, in, bytes);
+                    in += bytes;
+                  });
+}
+
+int64_t Session::movableBlocks(SequenceId running) const {
+  int64_t movable = 0;
+  for (const auto &[id, sequence] : sequences_)
+    if (id != running)
+      for (int32_t block : sequence.table)
+        movable += block >= 0 && blocks_.references(block) == 1;
+  return std::min(movable, swap_->room());
+}
+
+std::optional<int32_t> Session::allocateBlock(SequenceId running,
+                                              std::string &error) {
+  if (std::optional<int32_t> block = blocks_.allocate())
+    return block;
+  // The sequence that ran longest ago gives up its last block that no
+  // other sequence holds: the one it will read last when it runs again.
+  KvSequence *victim = nullptr;
+  size_t victimIndex = 0;
+  for (auto &[id, sequence] : sequences_) {
+    if (id == running || (victim && victim->lastRun <= sequence.lastRun))
+      continue;
+    for (size_t i = sequence.table.size(); i-- > 0;)
+      if (sequence.table[i] >= 0 &&
+          blocks_.references(sequence.table[i]) == 1) {
+        victim = &sequence;
+        victimIndex = i;
+        break;
+      }
+  }
+  if (!victim) {
+    error = "the KV pool is full: every block of its " +
+            std::to_string(blocks_.blocks()) +
+            " is held by the running sequence or shared; remove sequences, "
+            "or compile with a larger --context";
+    return std::nullopt;
+  }
+  int32_t block = victim->table[victimIndex];
+  gatherBlock(block, blockBuffer_.data());
+  std::optional<KvSwapSpace::Handle> handle =
+      swap_->store(blockBuffer_.data(), error);
+  if (!handle)
+    return std::nullopt;
+  // Its bytes now live in a tier: the prefix cache can no longer point at
+  // the pool's block.
+  blocks_.unpublish(block);
+  blocks_.release(block);
+  victim->table[victimIndex] = -1;
+  victim->swapped[victimIndex] = handle;
+  return blocks_.allocate();
+}
+
+bool Session::makeResident(SequenceId id, KvSequence &sequence,
+                           std::string &error) {
+  for (size_t i = 0; i < sequence.table.size(); ++i) {
+    if (sequence.table[i] >= 0)
+      continue;
+    std::optional<int32_t> block = allocateBlock(id, error);
+    if (!block)
+      return false;
+    if (!swap_->load(*sequence.swapped[i], blockBuffer_.data(), error)) {
+      blocks_.release(*block);
+      return false;
+    }
+    scatterBlock(blockBuffer_.data(), *block);
+    sequence.table[i] = *block;
+    sequence.swapped[i].reset();
+  }
+  return true;
+}
+
+bool Session::setKvBudget(const std::string &space, uint64_t bytes,
+                          std::string &error, const std::string &directory) {
+  int64_t blocks = static_cast<int64_t>(
+      std::min<uint64_t>(bytes / blockBytes(), INT64_MAX / 4));
+  bool anyBlockUsed = blocks_.freeBlocks() != blocks_.blocks();
+  bool anySwapped = false;
+  for (const auto &[id, sequence] : sequences_)
+    for (int32_t block : sequence.table)
+      anySwapped |= block < 0;
+  if (space == "pool") {
+    int64_t compiled = model_.manifest().kvPoolBlocks;
+    if (blocks < 1 || blocks > compiled) {
+      error = "--kv-budget pool=" + std::to_string(bytes) + ": the pool holds " +
+              std::to_string(compiled) + " blocks of " +
+              std::to_string(blockBytes()) +
+              " bytes; give between one block and all of them";
+      return false;
+    }
+    if (anyBlockUsed || anySwapped) {
+      error = "--kv-budget pool: the pool is in use; set its budget before "
+              "the first run";
+      return false;
+    }
+    blocks_ = KvBlockPool(static_cast<int32_t>(blocks));
+    return true;
+  }
+  if (space != "host" && space != "disk") {
+    error = "--kv-budget " + space +
+            ": the KV cache's memories are pool, host and disk";
+    return false;
+  }
+  if (anySwapped) {
+    error = "--kv-budget " + space +
+            ": blocks are moved out already; set the tiers' budgets before "
+            "the first run";
+    return false;
+  }
+  int64_t host = space == "host" ? blocks : hostBudget_;
+  int64_t disk = space == "disk" ? blocks : diskBudget_;
+  std::string where = directory.empty() ? defaultSwapDirectory() : directory;
+  swap_ = std::make_unique<KvSwapSpace>(blockBytes(), host, disk, where);
+  hostBudget_ = host;
+  diskBudget_ = disk;
+  return true;
+}
+
+bool Session::prepareBlocks(SequenceId id, KvSequence &sequence,
+                            int64_t count, std::string &error) {
   int64_t first = sequence.length() / blockSize_;
   int64_t last = (sequence.length() + count - 1) / blockSize_;
   int64_t needed = 0;
   for (int64_t index = first; index <= last; ++index)
     needed += index >= static_cast<int64_t>(sequence.table.size()) ||
               blocks_.references(sequence.table[static_cast<size_t>(index)]) > 1;
-  if (needed > blocks_.freeBlocks()) {
+  int64_t available = blocks_.freeBlocks() + movableBlocks(id);
+  if (needed > available) {
     error = "the KV pool is full: " + std::to_string(count) +
             (count == 1 ? " more token needs " : " more tokens need ") +
             std::to_string(needed) + (needed == 1 ? " block of " : " blocks of ") +
             std::to_string(blockSize_) + " positions and " +
-            std::to_string(blocks_.freeBlocks()) + " of " +
+            std::to_string(available) + " of " +
             std::to_string(blocks_.blocks()) +
-            " are free; remove sequences, or compile with a larger --context";
+            " are free or can move to another memory; remove sequences, "
+            "or compile with a larger --context";
     return false;
   }
   for (int64_t index = first; index <= last; ++index) {
     if (index >= static_cast<int64_t>(sequence.table.size())) {
-      sequence.table.push_back(*blocks_.allocate());
+      std::optional<int32_t> block = allocateBlock(id, error);
+      if (!block)
+        return false;
+      sequence.table.push_back(*block);
+      sequence.swapped.emplace_back();
       continue;
     }
     int32_t &block = sequence.table[static_cast<size_t>(index)];
@@ -269,10 +441,12 @@ bool Session::prepareBlocks(KvSequence &sequence, int64_t count,
       blocks_.unpublish(block);
       continue;
     }
-    int32_t copy = *blocks_.allocate();
-    copyBlock(block, copy);
+    std::optional<int32_t> copy = allocateBlock(id, error);
+    if (!copy)
+      return false;
+    copyBlock(block, *copy);
     blocks_.release(block);
-    block = copy;
+    block = *copy;
     ++copiedBlocks_;
   }
   return true;
@@ -353,8 +527,11 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
   if (!checked)
     return false;
   KvSequence &sequence = *checked;
+  sequence.lastRun = ++runs_;
+  if (!makeResident(id, sequence, error))
+    return false;
   int64_t start = sequence.length();
-  if (!prepareBlocks(sequence, count, error))
+  if (!prepareBlocks(id, sequence, count, error))
     return false;
   positions_.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)

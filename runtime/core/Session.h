@@ -32,6 +32,10 @@ struct KvUsage {
   /// Prompt tokens whose keys and values came from the prefix cache
   /// instead of being computed.
   int64_t reusedTokens = 0;
+  /// Bytes of one block: every layer's keys and values of its positions.
+  int64_t blockBytes = 0;
+  /// Blocks moved out of the pool to host memory and to disk, and back.
+  KvSwapStats swaps;
 };
 
 /// Not thread-safe; a model may serve many sessions at once. A session
@@ -94,6 +98,15 @@ public:
   /// Whether prefill takes the blocks of a prompt's prefix that an earlier
   /// sequence computed (on by default). Tokens are the same either way.
   void setPrefixCaching(bool enabled) { prefixCaching_ = enabled; }
+  /// Bytes a memory may hold of the KV cache, in whole blocks: "pool" (the
+  /// pool the code reads; at most the compiled one, set before any run),
+  /// "host" (blocks moved out of the pool, unbounded by default) and "disk"
+  /// (a file under `directory` once host memory is full; none by default).
+  /// When the pool is full, the blocks of the sequence that ran longest ago
+  /// move out, and come back before it runs again. False with `error` for
+  /// another space, a pool of no block, or tiers that hold blocks already.
+  bool setKvBudget(const std::string &space, uint64_t bytes,
+                   std::string &error, const std::string &directory = "");
 
   /// Logits of the last token run, `vocabSize()` values.
   const float *logits() const { return logits_.data(); }
@@ -137,9 +150,21 @@ private:
   /// Gives `sequence` writable blocks for positions [length, length +
   /// count): new blocks past its table, copies of shared ones. Changes
   /// nothing and fails when the pool has too few free blocks.
-  bool prepareBlocks(KvSequence &sequence, int64_t count, std::string &error);
+  bool prepareBlocks(SequenceId id, KvSequence &sequence, int64_t count,
+                     std::string &error);
+  size_t blockBytes() const;
   /// Copies block `from` to block `to` in every layer's pool.
   void copyBlock(int32_t from, int32_t to);
+  /// A block's bytes in every layer's pool, to and from one buffer.
+  void gatherBlock(int32_t block, std::byte *out) const;
+  void scatterBlock(const std::byte *in, int32_t block);
+  /// A block for `running`: a free one, else one the pool gets back by
+  /// moving out a block of the sequence that ran longest ago.
+  std::optional<int32_t> allocateBlock(SequenceId running, std::string &error);
+  /// Blocks the pool can get back by moving other sequences' out.
+  int64_t movableBlocks(SequenceId running) const;
+  /// Brings the sequence's moved-out blocks back into the pool.
+  bool makeResident(SequenceId id, KvSequence &sequence, std::string &error);
   /// Why the logits are not finite: the first weight tensor, in forward
   /// order, holding a non-finite value.
   std::string describeNonFiniteLogits() const;
@@ -149,9 +174,12 @@ private:
   CpuRuntimeInterface runtimeInterface_;
   /// One KV cache per layer, of the manifest's element type, on a cache
   /// line boundary.
+public:
   struct CacheDeleter {
     void operator()(std::byte *data) const;
   };
+
+private:
   std::vector<std::unique_ptr<std::byte[], CacheDeleter>> caches_;
   KvBlockPool blocks_;
   int64_t blockSize_;
@@ -160,6 +188,13 @@ private:
   int64_t copiedBlocks_ = 0;
   int64_t reusedTokens_ = 0;
   bool prefixCaching_ = true;
+  std::unique_ptr<KvSwapSpace> swap_;
+  /// Blocks the tiers may hold: host memory without a bound (memory runs
+  /// out first), no disk until a budget is given.
+  int64_t hostBudget_ = INT64_MAX / 4;
+  int64_t diskBudget_ = 0;
+  std::vector<std::byte> blockBuffer_;
+  uint64_t runs_ = 0;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
   /// The position of the last token run, for messages.

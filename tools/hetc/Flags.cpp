@@ -1,6 +1,8 @@
 // Flag validators (see Flags.h).
 #include "Flags.h"
 
+#include "runtime/format/ByteSize.h"
+
 #include "runtime/core/Limits.h"
 #include "runtime/format/InputFile.h"
 
@@ -210,6 +212,42 @@ void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
                           "comma-separate for several")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::pair<std::string, uint64_t> kvBudgetOf(const std::string &budget) {
+  size_t equals = budget.find('=');
+  std::string space = budget.substr(0, equals);
+  std::optional<uint64_t> bytes =
+      equals == std::string::npos
+          ? std::nullopt
+          : hetrt::format::parseByteSize(budget.substr(equals + 1));
+  return {space, bytes.value_or(UINT64_MAX)};
+}
+
+void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets) {
+  command
+      .add_option("--kv-budget", budgets,
+                  "Bound what a memory holds of the KV cache, SPACE=SIZE: "
+                  "pool (the blocks the model code reads), host (blocks "
+                  "moved out of a full pool) or disk (a file, once host is "
+                  "full), e.g. host=64MiB; repeat or comma-separate")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator(
+          [](std::string &budget) -> std::string {
+            size_t equals = budget.find('=');
+            if (equals == std::string::npos)
+              return budget + ": write SPACE=SIZE, e.g. host=64MiB";
+            std::string space = budget.substr(0, equals);
+            if (space != "pool" && space != "host" && space != "disk")
+              return budget + ": the KV cache's memories are pool, host and "
+                              "disk";
+            if (!hetrt::format::parseByteSize(budget.substr(equals + 1)))
+              return budget + ": the size must be " +
+                     hetrt::format::kByteSizeHint;
+            return {};
+          },
+          "SPACE=SIZE"));
 }
 
 std::string misreadShortOption(const std::string &argument) {

@@ -52,6 +52,13 @@ void addModelArgument(CLI::App *command, std::string &model,
 void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
                            const std::string &scope);
 
+/// --kv-budget SPACE=SIZE (pool, host or disk), repeatable or
+/// comma-separated, into `budgets`, each checked as it is read.
+void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets);
+
+/// A --kv-budget SPACE=SIZE as the space and its bytes.
+std::pair<std::string, uint64_t> kvBudgetOf(const std::string &budget);
+
 /// The message for an argument CLI11 would misread: a single dash before
 /// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when
 /// `argument` is not one.

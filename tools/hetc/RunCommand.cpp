@@ -49,6 +49,7 @@ struct RunFlags {
   std::string device;
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::vector<std::string> kvBudgets;
 };
 
 /// The index of the device named by --device, or -1 with `error` listing
@@ -237,6 +238,7 @@ Action registerRunCommand(CLI::App &app) {
                       "(a system JSON, as `hetc calibrate` writes for this "
                       "machine), over the devices it places work on");
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
+  addKvBudgetOption(*command, flags->kvBudgets);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -392,6 +394,18 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << status.message << "\n";
       return 1;
     }
+    for (const std::string &budget : flags->kvBudgets) {
+      auto [space, bytes] = kvBudgetOf(budget);
+      if (!onCpu) {
+        std::cerr << "hetc run: --kv-budget bounds the CPU's paged KV cache; "
+                     "drop it with --device or --system\n";
+        return 2;
+      }
+      if (!session->setKvBudget(space, bytes, status)) {
+        std::cerr << "hetc run: " << status.message << "\n";
+        return 1;
+      }
+    }
     const hetrt_session_info_t sessionInfo = session->info();
     // What ran: the CPU code variant, or the devices.
     std::string runsOn = onCpu ? std::string(described.cpu_code) + " code"
@@ -511,7 +525,11 @@ Action registerRunCommand(CLI::App &app) {
                                    {"blocks_used", kv->blocks - kv->free_blocks},
                                    {"reused_tokens", kv->reused_tokens},
                                    {"copied_blocks", kv->copied_blocks},
-                                   {"evicted_blocks", kv->evicted_blocks}});
+                                   {"evicted_blocks", kv->evicted_blocks},
+                                   {"blocks_to_host", kv->blocks_to_host},
+                                   {"blocks_from_host", kv->blocks_from_host},
+                                   {"blocks_to_disk", kv->blocks_to_disk},
+                                   {"blocks_from_disk", kv->blocks_from_disk}});
       if (!onCpu) {
         // What each device ran: the code, the plan's units, its dispatches,
         // and the activations copied in and out of its memory.

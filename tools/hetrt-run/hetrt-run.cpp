@@ -43,6 +43,7 @@ struct RunnerFlags {
   bool listDevices = false;
   std::string device = "cpu0";
   bool planned = false;
+  std::vector<std::string> kvBudgets;
 };
 
 
@@ -197,6 +198,13 @@ int run(const RunnerFlags &flags) {
                                                    flags.threads, &session.get),
                     "hetrt_session_create_on_device"))
     return failed();
+  for (const std::string &budget : flags.kvBudgets) {
+    auto [space, bytes] = hetc::cli::kvBudgetOf(budget);
+    if (!report(hetrt_session_set_kv_budget(session.get, space.c_str(), bytes,
+                                            nullptr),
+                "hetrt_session_set_kv_budget"))
+      return failed();
+  }
   uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
                                   : std::random_device{}();
   hetrt_sampling_params_t params = {flags.temperature, flags.topK, flags.topP,
@@ -307,7 +315,11 @@ int run(const RunnerFlags &flags) {
                             {"blocks_used", kv.blocks - kv.free_blocks},
                             {"reused_tokens", kv.reused_tokens},
                             {"copied_blocks", kv.copied_blocks},
-                            {"evicted_blocks", kv.evicted_blocks}};
+                            {"evicted_blocks", kv.evicted_blocks},
+                            {"blocks_to_host", kv.blocks_to_host},
+                            {"blocks_from_host", kv.blocks_from_host},
+                            {"blocks_to_disk", kv.blocks_to_disk},
+                            {"blocks_from_disk", kv.blocks_from_disk}};
     std::cout << result.dump(2, ' ', false,
                              nlohmann::json::error_handler_t::replace)
               << "\n";
@@ -424,6 +436,7 @@ static int runRunner(int argc, char **argv) {
                "Run the plan the pack was compiled for (hetc compile "
                "--system) over the devices it names")
       ->excludes("--device");
+  hetc::cli::addKvBudgetOption(app, flags.kvBudgets);
   app.add_option("-t,--threads", flags.threads,
                  "Kernel threads (0: one per core)")
       ->check(threadCount());

@@ -3,7 +3,10 @@
  * Generates COUNT greedy ids three ways over one pool: the session's first
  * sequence; a fork of its prompt but the last id; a new sequence, decoded in
  * turns with the fork. Prints each, the pool's statistics, and the statuses
- * of a full pool and of a sequence that does not exist. */
+ * of a full pool and of a sequence that does not exist. Then three
+ * sequences in turns over a pool of one block, with room for one more in
+ * host memory and the rest on disk (in TMPDIR): every step moves blocks
+ * out and back, and each sequence's ids must still be the first's. */
 #include "hetrt/hetrt.h"
 
 #include <stdio.h>
@@ -113,7 +116,11 @@ int main(int argc, char **argv) {
          (long long)stats.blocks, (long long)stats.block_size,
          (long long)stats.free_blocks, (long long)stats.copied_blocks);
 
-  /* New sequences until the pool has no block for one more. */
+  /* With no tier to move blocks out to, new sequences until the pool has
+   * no block for one more. */
+  if (!check(hetrt_session_set_kv_budget(session, "host", 0, NULL),
+             "hetrt_session_set_kv_budget"))
+    return 1;
   int32_t sequence = -1;
   hetrt_status_t status = HETRT_OK;
   for (int64_t i = 0; i <= stats.blocks && status == HETRT_OK; ++i) {
@@ -128,6 +135,52 @@ int main(int argc, char **argv) {
   printf("no sequence: status %d: %s\n", (int)status,
          hetrt_last_error_message());
   hetrt_session_release(session);
+
+  hetrt_session_t *tiered = NULL;
+  if (!check(hetrt_session_create(model, 0, &tiered), "hetrt_session_create") ||
+      !check(hetrt_session_set_kv_budget(tiered, "pool",
+                                         (uint64_t)stats.block_bytes, NULL),
+             "hetrt_session_set_kv_budget") ||
+      !check(hetrt_session_set_kv_budget(tiered, "host",
+                                         (uint64_t)stats.block_bytes, NULL),
+             "hetrt_session_set_kv_budget") ||
+      !check(hetrt_session_set_kv_budget(tiered, "disk",
+                                         16 * (uint64_t)stats.block_bytes,
+                                         NULL),
+             "hetrt_session_set_kv_budget"))
+    return 1;
+  enum { kTiered = 3 };
+  int32_t sequences[kTiered];
+  static int32_t tieredIds[kTiered][1024];
+  for (int s = 0; s < kTiered; ++s) {
+    if (!check(hetrt_session_sequence_create(tiered, &sequences[s]),
+               "hetrt_session_sequence_create") ||
+        !check(hetrt_session_sequence_prefill(tiered, sequences[s], ids,
+                                              numIds, &logits),
+               "hetrt_session_sequence_prefill"))
+      return 1;
+    tieredIds[s][0] = greedy(logits, vocab);
+  }
+  for (int i = 1; i < count; ++i)
+    for (int s = 0; s < kTiered; ++s) {
+      if (!check(hetrt_session_sequence_decode(tiered, sequences[s],
+                                               tieredIds[s][i - 1], &logits),
+                 "hetrt_session_sequence_decode"))
+        return 1;
+      tieredIds[s][i] = greedy(logits, vocab);
+    }
+  int agree = 1;
+  for (int s = 0; s < kTiered; ++s)
+    agree &= memcmp(tieredIds[s], first, sizeof(int32_t) * (size_t)count) == 0;
+  if (!check(hetrt_session_kv_stats(tiered, &stats), "hetrt_session_kv_stats"))
+    return 1;
+  printf("tiered: %s; moved to host %s, to disk %s, back from both %s\n",
+         agree ? "every sequence gives the first's ids" : "ids differ",
+         stats.blocks_to_host > 0 ? "yes" : "no",
+         stats.blocks_to_disk > 0 ? "yes" : "no",
+         stats.blocks_from_host > 0 && stats.blocks_from_disk > 0 ? "yes"
+                                                                   : "no");
+  hetrt_session_release(tiered);
   hetrt_model_release(model);
   return 0;
 }

@@ -124,6 +124,95 @@ void expectInterleavedReferenceTokens(const std::string &model) {
   EXPECT_EQ(usage.blocks, 1024 / usage.blockSize);
 }
 
+/// The reference prompts interleaved over a pool of `poolBlocks` blocks
+/// with host memory for `hostBlocks` more and disk for the rest: each
+/// sequence's blocks move out when the others run and come back before it
+/// does, and its tokens are the reference's.
+void expectReferenceTokensThroughTiers(const std::string &model,
+                                       int64_t poolBlocks, int64_t hostBlocks,
+                                       bool prefixCaching) {
+  const hetrt::core::Model &loaded = loadedModel(model, 1024);
+  std::unique_ptr<Session> session = newSession(loaded);
+  ASSERT_TRUE(session);
+  session->setPrefixCaching(prefixCaching);
+  uint64_t blockBytes =
+      static_cast<uint64_t>(session->kvUsage().blockBytes);
+  std::string error;
+  ASSERT_TRUE(session->setKvBudget("pool", poolBlocks * blockBytes, error))
+      << error;
+  ASSERT_TRUE(session->setKvBudget("host", hostBlocks * blockBytes, error))
+      << error;
+  ASSERT_TRUE(session->setKvBudget("disk", 64 * blockBytes, error,
+                                   testing::TempDir()))
+      << error;
+  std::vector<Prompt> prompts = referencePrompts(model);
+  std::vector<Session::SequenceId> sequences;
+  std::vector<std::vector<int32_t>> generated(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(session->createSequence());
+    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
+        << error;
+    generated[i].push_back(greedy(*session));
+  }
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_TRUE(session->decode(sequences[i], generated[i].back(), error))
+          << error;
+      generated[i].push_back(greedy(*session));
+    }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(prompts[i].name);
+    EXPECT_EQ(generated[i], prompts[i].generated);
+  }
+  hetrt::core::KvSwapStats swaps = session->kvUsage().swaps;
+  EXPECT_GT(swaps.toHost, 0);
+  EXPECT_GT(swaps.toDisk, 0);
+  EXPECT_GT(swaps.fromHost, 0);
+  EXPECT_GT(swaps.fromDisk, 0);
+  for (Session::SequenceId sequence : sequences)
+    ASSERT_TRUE(session->removeSequence(sequence, error)) << error;
+  EXPECT_EQ(session->kvUsage().freeBlocks, poolBlocks);
+}
+
+TEST(PagedSessions, BabyLlama105GivesTheReferenceTokensThroughHostAndDisk) {
+  // Each sequence holds up to 3 blocks of 64: a pool of 3 takes one at a
+  // time, host memory 2 more blocks, disk the rest.
+  expectReferenceTokensThroughTiers("babyllama105", 3, 2, true);
+  expectReferenceTokensThroughTiers("babyllama105", 3, 2, false);
+}
+
+TEST(PagedSessions, Stories260KGivesTheReferenceTokensThroughHostAndDisk) {
+  // One block per sequence: a pool of one block moves every other
+  // sequence's block out at every step.
+  expectReferenceTokensThroughTiers("stories260K", 1, 1, true);
+}
+
+TEST(PagedSessions, BudgetsAreCheckedAndNamed) {
+  const hetrt::core::Model &model = loadedModel("stories260K", 256);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  uint64_t blockBytes =
+      static_cast<uint64_t>(session->kvUsage().blockBytes);
+  std::string error;
+  EXPECT_FALSE(session->setKvBudget("pool", blockBytes / 2, error));
+  EXPECT_NE(error.find("the pool holds 4 blocks"), std::string::npos) << error;
+  EXPECT_FALSE(session->setKvBudget("pool", 5 * blockBytes, error));
+  EXPECT_FALSE(session->setKvBudget("vram", blockBytes, error));
+  EXPECT_NE(error.find("pool, host and disk"), std::string::npos) << error;
+  // Without room in the tiers a full pool refuses the run, changing
+  // nothing.
+  ASSERT_TRUE(session->setKvBudget("pool", blockBytes, error)) << error;
+  ASSERT_TRUE(session->setKvBudget("host", 0, error)) << error;
+  std::vector<int32_t> prompt = referencePrompts("stories260K")[0].prompt;
+  ASSERT_TRUE(session->prefill(prompt, error)) << error;
+  Session::SequenceId other = session->createSequence();
+  EXPECT_FALSE(session->prefill(other, prompt, error));
+  EXPECT_NE(error.find("the KV pool is full"), std::string::npos) << error;
+  EXPECT_EQ(session->position(other), 0);
+  EXPECT_FALSE(session->setKvBudget("pool", 2 * blockBytes, error));
+  EXPECT_NE(error.find("before the first run"), std::string::npos) << error;
+}
+
 TEST(PagedSessions, InterleavedSequencesOfStories260KGiveTheReferenceTokens) {
   expectInterleavedReferenceTokens("stories260K");
 }
@@ -291,6 +380,8 @@ TEST(PagedSessions, AFullPoolRefusesTheRunAndChangesNothing) {
   ASSERT_EQ(session->kvUsage().blocks, 4);
   std::vector<int32_t> prompt = referencePrompts("stories260K")[0].prompt;
   std::string error;
+  // No tier to move blocks out to.
+  ASSERT_TRUE(session->setKvBudget("host", 0, error)) << error;
   std::vector<Session::SequenceId> sequences;
   for (int i = 0; i < 4; ++i) {
     sequences.push_back(session->createSequence());

@@ -1,0 +1,74 @@
+// The KV cache's slower tiers: where a block's keys and values go when the
+// pool the model code reads has no room for them, and come back from before
+// the sequence runs again. Host memory holds up to its budget of blocks; a
+// file on disk (created in a directory and unlinked at once, so nothing is
+// left behind) holds up to its own. Blocks are moved whole, as the bytes the
+// pool holds, so a sequence's tokens never depend on the tier its blocks
+// went through.
+#ifndef HETRT_CORE_KVSWAP_H
+#define HETRT_CORE_KVSWAP_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetrt::core {
+
+/// Blocks moved out of the pool and back, per tier.
+struct KvSwapStats {
+  int64_t toHost = 0, fromHost = 0;
+  int64_t toDisk = 0, fromDisk = 0;
+};
+
+/// Not thread-safe.
+class KvSwapSpace {
+public:
+  /// A slot of a tier.
+  struct Handle {
+    bool onDisk = false;
+    int64_t index = 0;
+  };
+
+  /// Tiers for blocks of `blockBytes`: at most `hostBlocks` in host memory
+  /// and `diskBlocks` in a file under `directory` (created when first
+  /// needed). A budget of 0 leaves the tier out.
+  KvSwapSpace(size_t blockBytes, int64_t hostBlocks, int64_t diskBlocks,
+              std::string directory);
+  ~KvSwapSpace();
+  KvSwapSpace(const KvSwapSpace &) = delete;
+  KvSwapSpace &operator=(const KvSwapSpace &) = delete;
+
+  /// Blocks the tiers can still take.
+  int64_t room() const;
+  /// Stores a block's bytes in host memory if it has room, else on disk.
+  /// Nothing, with `error` naming the tier and the cause, when neither can.
+  std::optional<Handle> store(const std::byte *block, std::string &error);
+  /// Copies a stored block back into `block` and frees its slot.
+  bool load(Handle handle, std::byte *block, std::string &error);
+  /// Frees a stored block's slot without reading it.
+  void discard(Handle handle);
+  const KvSwapStats &stats() const { return stats_; }
+
+private:
+  bool openFile(std::string &error);
+
+  size_t blockBytes_;
+  int64_t hostBlocks_, diskBlocks_;
+  std::string directory_;
+  std::vector<std::unique_ptr<std::byte[]>> host_;
+  std::vector<int64_t> freeHost_;
+  int64_t hostUsed_ = 0;
+  int fd_ = -1;
+  /// Slots of the file ever written, and the free ones among them.
+  int64_t diskSlots_ = 0;
+  std::vector<int64_t> freeDisk_;
+  int64_t diskUsed_ = 0;
+  KvSwapStats stats_;
+};
+
+} // namespace hetrt::core
+
+#endif // HETRT_CORE_KVSWAP_H
