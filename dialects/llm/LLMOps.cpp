@@ -197,17 +197,21 @@ static LogicalResult verifyPositions(Operation *op, RankedTensorType positions,
 }
 
 /// A paged cache's block table and block size: both or neither, the table
-/// 1-D, the size positive and a divisor of the pool's slots.
+/// 1-D (one sequence) or 2-D with a row per token (a sequence per token),
+/// the size positive and a divisor of the pool's slots.
 static LogicalResult verifyPages(Operation *op, Value blocks,
                                  std::optional<uint64_t> blockSize,
-                                 KVCacheType cache) {
+                                 KVCacheType cache, int64_t numTokens) {
   if (!blocks && !blockSize)
     return success();
   if (!blocks || !blockSize)
     return op->emitOpError()
            << "expects a block table (pages) and block_size together";
-  if (failed(verifyRank(op, "blocks", cast<RankedTensorType>(blocks.getType()),
-                        1)))
+  auto table = cast<RankedTensorType>(blocks.getType());
+  if (table.getRank() != 1 &&
+      (failed(verifyRank(op, "blocks", table, 2)) ||
+       failed(verifyDim(op, "blocks", table, 0, "the token count",
+                        numTokens))))
     return failure();
   auto size = static_cast<int64_t>(*blockSize);
   if (size <= 0 || cache.getCapacity() % size != 0)
@@ -280,7 +284,8 @@ LogicalResult KVAppendOp::verify() {
   if (failed(verifySameType(*this, "result", getResult().getType(), "cache",
                             cache))) // C4
     return failure();
-  return verifyPages(*this, getBlocks(), getBlockSize(), cache); // C5
+  return verifyPages(*this, getBlocks(), getBlockSize(), cache,
+                     keys.getDimSize(0)); // C5
 }
 
 LogicalResult AttentionOp::verify() {
@@ -314,7 +319,8 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifySameType(*this, "result", getResult().getType(), "query",
                             query))) // C7
     return failure();
-  return verifyPages(*this, getBlocks(), getBlockSize(), cache); // C8
+  return verifyPages(*this, getBlocks(), getBlockSize(), cache,
+                     query.getDimSize(0)); // C8
 }
 
 //===----------------------------------------------------------------------===//

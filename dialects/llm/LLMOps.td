@@ -407,7 +407,10 @@ def LLM_KVAppendOp : LLM_PureOp<"kv_append"> {
     adds) is a pool of blocks of `B` slots each: position `p` is stored in
     slot `blocks[p / B] * B + p % B`, so a sequence's positions need not be
     contiguous and blocks can be shared between sequences or moved between
-    memories by the runtime. Without `pages`, position `p` is slot `p`.
+    memories by the runtime. Without `pages`, position `p` is slot `p`. A
+    2-D table (`[tokens, blocks]`) gives each token a sequence of its own:
+    token `t` is stored through row `t` (a batch of sequences decoding one
+    token each).
 
     ```mlir
     %c1 = llm.kv_append %k, %v into %c0 at %pos : (tensor<?x8x128xf32>, tensor<?x8x128xf32>, !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>, tensor<?xi32>) -> !llm.kv_cache<capacity = 4096, kvHeads = 8, headDim = 128, elementType = f16>
@@ -420,8 +423,9 @@ def LLM_KVAppendOp : LLM_PureOp<"kv_append"> {
       `kvHeads` and `headDim`.
     - C3: `positions` is 1-D with the token count of `keys`.
     - C4: the result type equals the cache type.
-    - C5: `blocks` and `block_size` come together; `blocks` is 1-D and
-      `block_size` positive and a divisor of the cache's capacity.
+    - C5: `blocks` and `block_size` come together; `blocks` is 1-D, or 2-D
+      with a row per token, and `block_size` positive and a divisor of the
+      cache's capacity.
   }];
   let arguments = (ins LLM_FloatTensor:$keys, LLM_FloatTensor:$values,
                        LLM_KVCacheType:$cache, LLM_IndexTensor:$positions,
@@ -451,7 +455,8 @@ def LLM_AttentionOp : LLM_PureOp<"attention"> {
     `1/sqrt(head_dim)`. `softcap = c` applies `c·tanh(s/c)` to the scores
     (Gemma 2). With `pages %blocks block_size = B` the cache is paged and
     position `p` is read from slot `blocks[p / B] * B + p % B` (see
-    `llm.kv_append`).
+    `llm.kv_append`); with a 2-D table each token attends over its own
+    sequence, row `t` of the table, up to its own position.
 
     ```mlir
     %o = llm.attention %q, %cache at %pos causal window = 4096 : (tensor<?x32x128xf32>, !llm.kv_cache<capacity = 32768, kvHeads = 8, headDim = 128, elementType = f16>, tensor<?xi32>) -> tensor<?x32x128xf32>
@@ -465,8 +470,9 @@ def LLM_AttentionOp : LLM_PureOp<"attention"> {
     - C5: `window`, when present, is positive.
     - C6: `scale` and `softcap`, when present, are positive.
     - C7: the result type equals the query type.
-    - C8: `blocks` and `block_size` come together; `blocks` is 1-D and
-      `block_size` positive and a divisor of the cache's capacity.
+    - C8: `blocks` and `block_size` come together; `blocks` is 1-D, or 2-D
+      with a row per token, and `block_size` positive and a divisor of the
+      cache's capacity.
   }];
   let arguments = (ins LLM_FloatTensor:$query, LLM_KVCacheType:$cache,
                        LLM_IndexTensor:$positions,

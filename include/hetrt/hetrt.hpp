@@ -431,6 +431,13 @@ public:
     }
     return out;
   }
+  /// Whether a CPU session's prefills take cached prefixes
+  /// (hetrt_session_set_prefix_caching).
+  bool setPrefixCaching(bool enabled, Status &status) {
+    return detail::check(
+        hetrt_session_set_prefix_caching(handle_.get(), enabled ? 1 : 0),
+        status);
+  }
   /// Bounds what `space` ("pool", "host", "disk") holds of a CPU session's
   /// KV cache (hetrt_session_set_kv_budget).
   bool setKvBudget(const std::string &space, uint64_t bytes, Status &status) {

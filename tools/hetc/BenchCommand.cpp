@@ -463,8 +463,10 @@ Action registerBenchCommand(CLI::App &app) {
       pool.reset();
       std::unique_ptr<hetrt::api::Session> session =
           hetrt::api::Session::create(*model, threads, status);
-      // Each row measures its thread count as given.
-      if (!session || !session->setFixedThreads(true, status)) {
+      // Each row measures its thread count as given, and each prefill
+      // computes its prompt rather than finding it in the prefix cache.
+      if (!session || !session->setFixedThreads(true, status) ||
+          !session->setPrefixCaching(false, status)) {
         std::cerr << "hetc bench: " << status.message << "\n";
         return 1;
       }
@@ -497,8 +499,10 @@ Action registerBenchCommand(CLI::App &app) {
       std::unique_ptr<hetrt::core::Session> session =
           core ? hetrt::core::Session::create(*core, threadCounts.back(), error)
                : nullptr;
-      if (session)
+      if (session) {
         session->setDecodeThreadChoice(false);
+        session->setPrefixCaching(false);
+      }
       if (!session || !session->prefill(prompt, error) ||
           !printProfiles(*session, prompt, flags->decodeTokens, error)) {
         std::cerr << "hetc bench: " << error << "\n";

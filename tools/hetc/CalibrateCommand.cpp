@@ -83,8 +83,12 @@ struct Loaded {
     model = hetrt::core::Model::load(pack, gguf, error);
     if (model)
       session = hetrt::core::Session::create(*model, threads, error);
-    if (session)
+    if (session) {
       session->setDecodeThreadChoice(chooseThreads);
+      // Each repeat computes its prompt again rather than finding it in the
+      // prefix cache.
+      session->setPrefixCaching(false);
+    }
     return session != nullptr;
   }
 };

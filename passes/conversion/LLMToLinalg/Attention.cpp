@@ -215,7 +215,7 @@ struct KVAppendLowering : OpConversionPattern<llm::KVAppendOp> {
               b, l,
               integerToIndex(
                   b, l, tensor::ExtractOp::create(b, l, positions, token)),
-              adaptor.getBlocks(), blockSize);
+              adaptor.getBlocks(), blockSize, token);
           auto rowType = RankedTensorType::get({kvHeads, headDim}, elementType);
           SmallVector<OpFoldResult> rowOffsets = {token, b.getIndexAttr(0),
                                                   b.getIndexAttr(0)};

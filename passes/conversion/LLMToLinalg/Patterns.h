@@ -80,8 +80,9 @@ struct TiledAttentionParams {
   bool causal;
   std::optional<double> softcap;
   std::optional<int64_t> window;
-  /// A paged cache's block table (1-D integers) and slots per block; null
-  /// for a cache whose slot is the position.
+  /// A paged cache's block table (1-D integers, or 2-D with a row per
+  /// token) and slots per block; null for a cache whose slot is the
+  /// position.
   mlir::Value blocks = nullptr;
   int64_t blockSize = 0;
 };
@@ -100,10 +101,11 @@ inline int64_t attentionKeyTile(int64_t blockSize) {
 }
 
 /// The cache slot of `position` (an index): itself, or through a paged
-/// cache's block table `blocks` (1-D integers) in blocks of `blockSize`.
+/// cache's block table `blocks` in blocks of `blockSize`: a 1-D table the
+/// tokens share, or a 2-D one with a row per token (`token`'s is read).
 mlir::Value cacheSlot(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value position, mlir::Value blocks,
-                      int64_t blockSize);
+                      int64_t blockSize, mlir::Value token = nullptr);
 
 /// Attention of `query` ([tokens, heads, headDim], f32) at `positions` over
 /// the converted `cache` ([2, kvHeads, capacity, headDim]) up to the largest

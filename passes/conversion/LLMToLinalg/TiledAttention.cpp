@@ -114,14 +114,16 @@ Value positionsEnd(OpBuilder &b, Location loc, Value positions) {
 } // namespace
 
 Value cacheSlot(OpBuilder &b, Location loc, Value position, Value blocks,
-                int64_t blockSize) {
+                int64_t blockSize, Value token) {
   if (!blocks)
     return position;
   Value size = indexConstant(b, loc, blockSize);
   Value logical = arith::DivUIOp::create(b, loc, position, size);
+  SmallVector<Value, 2> at = {logical};
+  if (cast<RankedTensorType>(blocks.getType()).getRank() == 2)
+    at.insert(at.begin(), token);
   Value physical = arith::IndexCastOp::create(
-      b, loc, b.getIndexType(),
-      tensor::ExtractOp::create(b, loc, blocks, ValueRange{logical}));
+      b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, blocks, at));
   return arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, physical, size),
       arith::RemUIOp::create(b, loc, position, size));
@@ -146,14 +148,21 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
   Value numTokens = tensor::DimOp::create(b, loc, query, 0);
   // Only the prefix up to the largest position holds keys.
   Value contextLength = positionsEnd(b, loc, positions);
-  Value queryTile = indexConstant(b, loc, kQueryTile);
+  // Tokens with block tables of their own (a batch of sequences, one token
+  // each) attend over different keys: each is a tile of its own.
+  bool tablePerToken =
+      params.blocks &&
+      cast<RankedTensorType>(params.blocks.getType()).getRank() == 2;
+  int64_t queryTileSize = tablePerToken ? 1 : kQueryTile;
+  Value queryTile = indexConstant(b, loc, queryTileSize);
   Value numQueryTiles = arith::CeilDivSIOp::create(b, loc, numTokens, queryTile);
   Value outputInit = tensor::EmptyOp::create(b, loc, getMixedSizes(b, loc, query),
                                              f32);
 
   // A static count of tokens that fits one tile (a decode step) keeps its
   // tile's rows static, so the products know they hold that many rows.
-  int64_t tileRows = !queryType.isDynamicDim(0) &&
+  int64_t tileRows = tablePerToken ? 1
+                     : !queryType.isDynamicDim(0) &&
                              queryType.getDimSize(0) <= kQueryTile
                          ? queryType.getDimSize(0)
                          : dyn;
@@ -227,7 +236,8 @@ Value buildTiledAttention(OpBuilder &b, Location loc,
         Value cols = minIndex(lb, l, keyTile,
                               arith::SubIOp::create(lb, l, keyEnd, firstKey));
         Value firstSlot =
-            cacheSlot(lb, l, firstKey, params.blocks, params.blockSize);
+            cacheSlot(lb, l, firstKey, params.blocks, params.blockSize,
+                      tablePerToken ? firstToken : Value());
         auto cacheSlice = [&](int64_t part) {
           return slice(lb, l, keysType, cache,
                        {lb.getIndexAttr(part), kvHead, firstSlot,

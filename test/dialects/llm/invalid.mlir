@@ -1174,10 +1174,21 @@ func.func @kv_append_c5_size_positive(%k: tensor<?x4x8xf32>, %c: !cache, %pos: t
 
 !cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
 
-// attention C8: one table per sequence, a list of block ids.
-func.func @attention_c8_table_1d(%q: tensor<?x8x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?x2xi32>) {
-  // expected-error @+1 {{expects blocks to have rank 1, got rank 2}}
-  %0 = llm.attention %q, %c at %pos pages %b block_size = 64 causal : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?x2xi32>) -> tensor<?x8x8xf32>
+// attention C8: a table is a list of block ids, or a list per token.
+func.func @attention_c8_table_rank(%q: tensor<?x8x8xf32>, %c: !cache, %pos: tensor<?xi32>, %b: tensor<?x2x2xi32>) {
+  // expected-error @+1 {{expects blocks to have rank 2, got rank 3}}
+  %0 = llm.attention %q, %c at %pos pages %b block_size = 64 causal : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?x2x2xi32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+!cache = !llm.kv_cache<capacity = 512, kvHeads = 4, headDim = 8, elementType = f16>
+
+// kv_append C5: a table per token has a row for each token.
+func.func @kv_append_c5_table_rows(%k: tensor<4x4x8xf32>, %c: !cache, %pos: tensor<4xi32>, %b: tensor<3x8xi32>) {
+  // expected-error @+1 {{expects dimension 0 of blocks (3) to equal the token count (4)}}
+  %0 = llm.kv_append %k, %k into %c at %pos pages %b block_size = 64 : (tensor<4x4x8xf32>, tensor<4x4x8xf32>, !cache, tensor<4xi32>, tensor<3x8xi32>) -> !cache
   return
 }
 

@@ -165,6 +165,28 @@ func.func @paged_cache(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %pos: tenso
 
 // -----
 
+// A table per token (a batch of sequences, one token each): token t writes
+// and reads through row t, and attends alone, a tile of one query, up to its
+// own position.
+!cache = !llm.kv_cache<capacity = 256, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: func.func @table_per_token
+// CHECK-SAME: %[[TABLES:[^:]+]]: tensor<?x?xi32>
+// CHECK: scf.for %[[TOKEN:[^ ]+]] =
+// CHECK: tensor.extract %[[TABLES]][%[[TOKEN]], %{{.+}}] : tensor<?x?xi32>
+// CHECK: arith.ceildivsi %{{.+}}, %c1{{.*}} : index
+// CHECK: scf.forall (%[[TILE:.+]], %{{.+}}) in
+// CHECK: %[[FIRST:.+]] = arith.muli %[[TILE]], %c1
+// CHECK: tensor.extract_slice %{{.+}}[%[[FIRST]], %{{.+}}, 0] [1, 1, 8] [1, 1, 1] : tensor<?x4x8xf32> to tensor<1x8xf32>
+// CHECK: scf.for
+// CHECK: tensor.extract %[[TABLES]][%[[FIRST]], %{{.+}}] : tensor<?x?xi32>
+func.func @table_per_token(%q: tensor<?x4x8xf32>, %k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %tables: tensor<?x?xi32>, %c: !cache) -> (tensor<?x4x8xf32>, !cache) {
+  %c1 = llm.kv_append %k, %k into %c at %pos pages %tables block_size = 64 : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>, tensor<?x?xi32>) -> !cache
+  %o = llm.attention %q, %c1 at %pos pages %tables block_size = 64 causal : (tensor<?x4x8xf32>, !cache, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x4x8xf32>
+  return %o, %c1 : tensor<?x4x8xf32>, !cache
+}
+
+// -----
+
 // Blocks smaller than a step of 64 keys: each step takes one block.
 !cache = !llm.kv_cache<capacity = 256, kvHeads = 2, headDim = 8, elementType = f32>
 // CHECK-LABEL: func.func @small_blocks
