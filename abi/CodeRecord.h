@@ -13,10 +13,10 @@ namespace hetrt::format {
 /// Version of the calling convention between generated code and the runtime:
 /// the entry arguments' order and descriptors (a KV cache is
 /// [2, kvHeads, capacity, headDim] since version 6; a paged model's entry
-/// points take a block table before the caches since version 7), the
-/// runtime interface, the buffer-allocator table. Bumped on any change to
-/// one of them.
-inline constexpr int64_t kKernelAbiVersion = 7;
+/// points take a block table before the caches since version 7; the
+/// batched decode entry since version 8), the runtime interface, the
+/// buffer-allocator table. Bumped on any change to one of them.
+inline constexpr int64_t kKernelAbiVersion = 8;
 
 /// The exported symbol of the record: an array of kCodeRecordLength int64
 /// values, indexed by CodeRecordField.
@@ -35,6 +35,11 @@ inline constexpr const char *kCodeRequiresSymbol = "hetc_code_requires";
 inline constexpr const char *kEntryWrapperPrefix = "hetc_entry_";
 inline constexpr const char *kPrefillEntrySymbol = "hetc_entry_prefill";
 inline constexpr const char *kDecodeEntrySymbol = "hetc_entry_decode";
+/// A decode step of several sequences, one token each: tokens and positions
+/// [n], block tables [n, blocks] (a row per sequence), the caches, and the
+/// logits [n, vocab] of every token.
+inline constexpr const char *kDecodeBatchEntrySymbol =
+    "hetc_entry_decode_batch";
 
 /// Segment entry points: the code the x86 target compiles for the CPU
 /// segments of a partitioned model (a program's dispatches on the CPU). Each

@@ -1,5 +1,7 @@
 // Registration of the llm dialect, its types and attributes.
 #include "dialects/llm/LLMDialect.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "dialects/llm/LLMOps.h"
 #include "dialects/llm/LLMShapes.h"
 #include "dialects/llm/LLMTypes.h"
@@ -66,11 +68,22 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return success();
   }
+  if (attribute.getName() == kSequencePerTokenAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "expects '" << kSequencePerTokenAttrName
+             << "' as a unit attribute on a function (a batched decode "
+                "step), got "
+             << attribute.getValue();
+    return success();
+  }
   if (attribute.getName() != kModelAttrName)
     return op->emitOpError()
            << "has unknown llm attribute '" << attribute.getName().getValue()
            << "'; the llm dialect defines '" << kModelAttrName
-           << "' on modules, '" << kMatmulWeightAttrName
+           << "' on modules, '" << kSequencePerTokenAttrName
+           << "' on batched decode functions, '" << kMatmulWeightAttrName
            << "' on lowered matmuls and '" << kAttentionScoresAttrName
            << "' and '" << kAttentionValuesAttrName
            << "' on the products of tiled attention";

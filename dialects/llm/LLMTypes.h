@@ -35,6 +35,11 @@ inline constexpr llvm::StringLiteral kAttentionScoresAttrName =
     "llm.attention_scores";
 inline constexpr llvm::StringLiteral kAttentionValuesAttrName =
     "llm.attention_values";
+/// The function attribute of an entry point whose tokens belong to different
+/// sequences, one token each (a batch of decode steps): its KV caches can
+/// only be paged, with a block table per token.
+inline constexpr llvm::StringLiteral kSequencePerTokenAttrName =
+    "llm.sequence_per_token";
 
 /// The storage format of a weight tensor's element type (f32, f16, bf16 or a
 /// block-quantized !llm.quant), or nullopt for any other type.

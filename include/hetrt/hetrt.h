@@ -34,6 +34,7 @@ extern "C" {
  *    hetrt_model_describe.
  * 8: sequences over a CPU session's paged KV cache
  *    (hetrt_session_sequence_create, _fork, _remove, _prefill, _decode),
+ *    a decode step of several at once (hetrt_session_decode_batch),
  *    the cache's statistics (hetrt_session_kv_stats) and prefix caching
  *    (hetrt_session_set_prefix_caching). */
 #define HETRT_API_VERSION 8
@@ -400,6 +401,17 @@ hetrt_session_sequence_prefill(hetrt_session_t *session, int32_t sequence,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_sequence_decode(hetrt_session_t *session, int32_t sequence,
                               int32_t id, const float **out_logits);
+/* One decode step of count sequences at once, ids[i] for sequences[i], in
+ * one call of the model code (the weights are read once for the batch).
+ * *out_logits points at count rows of vocab_size logits, row i the i-th
+ * sequence's, valid until the session's next call. Fails as
+ * hetrt_session_sequence_decode does for any of them, for a sequence given
+ * twice, or when the pool cannot hold every one's blocks at once
+ * (HETRT_OUT_OF_MEMORY), before running anything. Since API version 8. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
+                           const int32_t *ids, size_t count,
+                           const float **out_logits);
 /* Positions a sequence holds. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_sequence_position(const hetrt_session_t *session,

@@ -3,6 +3,8 @@
 // points.
 #include "hetc/Import/GgufImporter.h"
 
+#include "dialects/llm/LLMTypes.h"
+
 #include "dialects/llm/LLMOps.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/format/ModelConfig.h"
@@ -62,9 +64,12 @@ public:
                std::string &error)
       : b(builder), config(config), weightTypes(weightTypes), error(error) {}
 
-  /// Emits the function `name` with `numTokens` tokens (dynamic when < 0).
+  /// Emits the function `name` with `numTokens` tokens (dynamic when < 0);
+  /// with `sequencePerToken`, each token is a sequence of its own and
+  /// every token's logits are returned.
   LogicalResult build(StringRef name, int64_t numTokens,
-                      llm::KVCacheType cacheType) {
+                      llm::KVCacheType cacheType,
+                      bool sequencePerToken = false) {
     MLIRContext *ctx = b.getContext();
     Location loc = b.getUnknownLoc();
     Type f32 = b.getF32Type();
@@ -72,14 +77,16 @@ public:
     int64_t tokensDim = numTokens < 0 ? ShapedType::kDynamic : numTokens;
     auto tokensType = RankedTensorType::get({tokensDim}, i32);
     SmallVector<Type> inputs = {tokensType, tokensType};
-    SmallVector<Type> results = {
-        RankedTensorType::get({1, config.vocabSize}, f32)};
+    SmallVector<Type> results = {RankedTensorType::get(
+        {sequencePerToken ? ShapedType::kDynamic : 1, config.vocabSize}, f32)};
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       inputs.push_back(cacheType);
       results.push_back(cacheType);
     }
     auto func = func::FuncOp::create(b, loc, name,
                                        FunctionType::get(ctx, inputs, results));
+    if (sequencePerToken)
+      func->setAttr(llm::kSequencePerTokenAttrName, b.getUnitAttr());
     Block *entry = func.addEntryBlock();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);
@@ -114,7 +121,9 @@ public:
     Value normed = rmsNorm(named("output_norm"), x, norm);
     Value logits = llm::LogitsOp::create(b, 
         named(config.tiedOutput ? "token_embd" : "output"), results[0],
-        normed, output, /*all_tokens=*/nullptr, /*softcap=*/nullptr);
+        normed, output,
+        /*all_tokens=*/sequencePerToken ? b.getUnitAttr() : nullptr,
+        /*softcap=*/nullptr);
     SmallVector<Value> returned = {logits};
     returned.append(newCaches);
     func::ReturnOp::create(b, loc, returned);
@@ -341,7 +350,10 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
 
   GraphBuilder graph(b, *config, weightTypes, error);
   if (failed(graph.build("prefill", /*numTokens=*/-1, cacheType)) ||
-      failed(graph.build("decode", /*numTokens=*/1, cacheType))) {
+      failed(graph.build("decode", /*numTokens=*/1, cacheType)) ||
+      (options.batchedDecode &&
+       failed(graph.build("decode_batch", /*numTokens=*/-1, cacheType,
+                          /*sequencePerToken=*/true)))) {
     error = file.path() + ": " + error;
     return nullptr;
   }

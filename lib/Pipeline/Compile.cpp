@@ -352,6 +352,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   import::ImportOptions importOptions;
   importOptions.contextLength = options.contextLength;
   importOptions.kvElementType = kvElementType;
+  importOptions.batchedDecode = true;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       import::importGguf(context, *file, importOptions, error);
   if (!module)
@@ -408,12 +409,18 @@ bool compileModel(const CompileOptions &options, std::string &error) {
 
   hetrt::format::PackWriter pack;
   std::set<std::string> gpuTargets;
+  // Programs run one sequence with one slot per position: the batched
+  // decode, which needs paged caches, is the CPU code's alone.
+  mlir::OwningOpRef<mlir::ModuleOp> programModule(module->clone());
+  if (auto batch =
+          programModule->lookupSymbol<mlir::func::FuncOp>("decode_batch"))
+    batch.erase();
   if (options.spirv)
     gpuTargets.insert("spirv");
   if (!options.system.empty()) {
     progress("planning the model on " + options.system);
-    if (!packPlan(*module, options, manifest.contextLength, pack, manifest,
-                  gpuTargets, error)) {
+    if (!packPlan(*programModule, options, manifest.contextLength, pack,
+                  manifest, gpuTargets, error)) {
       error = options.modelPath + ": " + error;
       return false;
     }
@@ -430,7 +437,8 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   bool spirvNeeded = gpuTargets.count("spirv") > 0;
   if (spirvNeeded) {
     progress("building the SPIR-V programs");
-    if (!packSpirv(*module, manifest.contextLength, pack, manifest, error)) {
+    if (!packSpirv(*programModule, manifest.contextLength, pack, manifest,
+                   error)) {
       error = options.modelPath + ": " + error;
       return false;
     }

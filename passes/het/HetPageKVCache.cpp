@@ -94,8 +94,12 @@ struct PageKVCachePass
     if (walked.wasInterrupted())
       return failure();
 
+    // One table for the function's tokens, or a row per token where each
+    // token is a sequence of its own.
+    bool perToken = func->hasAttr(llm::kSequencePerTokenAttrName);
+    SmallVector<int64_t, 2> tableShape(perToken ? 2 : 1, ShapedType::kDynamic);
     auto tableType =
-        RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32));
+        RankedTensorType::get(tableShape, IntegerType::get(ctx, 32));
     if (failed(func.insertArgument(
             tableIndex, tableType,
             DictionaryAttr::get(

@@ -147,6 +147,8 @@ def HetPageKVCachePass : Pass<"het-page-kv-cache", "mlir::ModuleOp"> {
     sequences with a common prefix, and moved between memories, without the
     code changing. The function records the block size in
     `hetc.kv_block_size`, which the code's record carries to the runtime.
+    A function marked `llm.sequence_per_token` (a batch of sequences, one
+    token each) gets a `tensor<?x?xi32>` table with a row per token.
 
     Each pool holds `pool-blocks` blocks, or, with 0, enough blocks for the
     cache's capacity (rounded up to whole blocks), so one sequence of the

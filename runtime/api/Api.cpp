@@ -1056,6 +1056,33 @@ hetrt_status_t hetrt_session_sequence_decode(hetrt_session_t *session,
   });
 }
 
+hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
+                                          const int32_t *sequences,
+                                          const int32_t *ids, size_t count,
+                                          const float **out_logits) {
+  if (!out_logits)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_decode_batch: out_logits is NULL");
+  *out_logits = nullptr;
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_decode_batch", status);
+  if (!cpu)
+    return status;
+  if (!sequences || !ids || count == 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_decode_batch: needs at least one sequence and "
+                "its id");
+  return guarded([&] {
+    std::string error;
+    if (!cpu->decodeBatch(std::vector<int32_t>(sequences, sequences + count),
+                          std::vector<int32_t>(ids, ids + count), error))
+      return runFailure(error);
+    *out_logits = cpu->logits();
+    return HETRT_OK;
+  });
+}
+
 hetrt_status_t hetrt_session_sequence_position(const hetrt_session_t *session,
                                                int32_t sequence,
                                                int64_t *out_position) {

@@ -7,6 +7,7 @@
 #include "runtime/core/Limits.h"
 #include "runtime/format/NonFinite.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -294,7 +295,7 @@ void Session::scatterBlock(const std::byte *in, int32_t block) {
 int64_t Session::movableBlocks(SequenceId running) const {
   int64_t movable = 0;
   for (const auto &[id, sequence] : sequences_)
-    if (id != running)
+    if (id != running && !inBatch(id))
       for (int32_t block : sequence.table)
         movable += block >= 0 && blocks_.references(block) == 1;
   return std::min(movable, swap_->room());
@@ -309,7 +310,8 @@ std::optional<int32_t> Session::allocateBlock(SequenceId running,
   KvSequence *victim = nullptr;
   size_t victimIndex = 0;
   for (auto &[id, sequence] : sequences_) {
-    if (id == running || (victim && victim->lastRun <= sequence.lastRun))
+    if (id == running || inBatch(id) ||
+        (victim && victim->lastRun <= sequence.lastRun))
       continue;
     for (size_t i = sequence.table.size(); i-- > 0;)
       if (sequence.table[i] >= 0 &&
@@ -549,6 +551,7 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
   for (auto &cache : caches_)
     cacheDescriptors.push_back(describe<4>(
         cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
+  logits_.resize(static_cast<size_t>(m.vocabSize));
   auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
 
   std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
@@ -566,6 +569,111 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
     return false;
   }
   publishBlocks(sequence);
+  return true;
+}
+
+bool Session::inBatch(SequenceId id) const {
+  return std::find(batch_.begin(), batch_.end(), id) != batch_.end();
+}
+
+bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
+                          const std::vector<int32_t> &ids,
+                          std::string &error) {
+  const format::Manifest &m = model_.manifest();
+  if (sequences.empty() || sequences.size() != ids.size()) {
+    error = "a batch needs one id per sequence and at least one sequence (" +
+            std::to_string(sequences.size()) + " sequences, " +
+            std::to_string(ids.size()) + " ids)";
+    return false;
+  }
+  std::vector<KvSequence *> members;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (std::count(sequences.begin(), sequences.end(), sequences[i]) > 1) {
+      error = "sequence " + std::to_string(sequences[i]) +
+              " is in the batch twice; a batch decodes one token of each";
+      return false;
+    }
+    KvSequence *member = checkRun(sequences[i], &ids[i], 1, error);
+    if (!member)
+      return false;
+    members.push_back(member);
+  }
+  // Every member's blocks must be in the pool at once: none gives up its
+  // blocks for another's.
+  batch_ = sequences;
+  struct ClearBatch {
+    std::vector<SequenceId> &batch;
+    ~ClearBatch() { batch.clear(); }
+  } clearBatch{batch_};
+  int64_t needed = 0;
+  for (KvSequence *member : members) {
+    member->lastRun = ++runs_;
+    for (int32_t block : member->table)
+      needed += block < 0;
+    // A new block, or a copy of a shared last one.
+    needed += member->length() % blockSize_ == 0 ||
+              (member->table.back() >= 0 &&
+               blocks_.references(member->table.back()) > 1);
+  }
+  if (needed > blocks_.freeBlocks() + movableBlocks(-1)) {
+    error = "the KV pool is full: the batch of " +
+            std::to_string(sequences.size()) + " sequences needs " +
+            std::to_string(needed) + " more blocks of " +
+            std::to_string(blockSize_) + " positions in the pool at once; " +
+            "decode fewer sequences together, or compile with a larger "
+            "--context";
+    return false;
+  }
+  size_t width = 0;
+  positions_.resize(sequences.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    positions_[i] = static_cast<int32_t>(members[i]->length());
+    if (!makeResident(sequences[i], *members[i], error) ||
+        !prepareBlocks(sequences[i], *members[i], 1, error))
+      return false;
+    width = std::max(width, members[i]->table.size());
+  }
+  // Each row is a sequence's table; what is past its blocks is never read.
+  tables_.assign(members.size() * width, 0);
+  for (size_t i = 0; i < members.size(); ++i)
+    std::copy(members[i]->table.begin(), members[i]->table.end(),
+              tables_.begin() + static_cast<long>(i * width));
+
+  int64_t count = static_cast<int64_t>(sequences.size());
+  logits_.resize(static_cast<size_t>(count * m.vocabSize));
+  const cpu::CpuWeights &weights = model_.cpuWeights();
+  auto weightsDescriptor = describe<1>(
+      weights.data(), {static_cast<int64_t>(weights.size())});
+  auto tokensDescriptor = describe<1>(ids.data(), {count});
+  auto positionsDescriptor = describe<1>(positions_.data(), {count});
+  auto tablesDescriptor =
+      describe<2>(tables_.data(), {count, static_cast<int64_t>(width)});
+  std::vector<MemRefDescriptor<4>> cacheDescriptors;
+  cacheDescriptors.reserve(caches_.size());
+  for (auto &cache : caches_)
+    cacheDescriptors.push_back(describe<4>(
+        cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
+  auto logitsDescriptor = describe<2>(logits_.data(), {count, m.vocabSize});
+  std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
+                                   &positionsDescriptor, &tablesDescriptor};
+  for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
+    arguments.push_back(&descriptor);
+  arguments.push_back(&logitsDescriptor);
+  arguments.push_back(&runtimeInterface_);
+  pool_.setParallel(true);
+  model_.code().decodeBatch()(arguments.data());
+  for (size_t i = 0; i < members.size(); ++i)
+    members[i]->tokens.push_back(ids[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    if (format::allFinite(logits_.data() + i * m.vocabSize, m.vocabSize))
+      continue;
+    lastPosition_ = positions_[static_cast<size_t>(i)];
+    error = "sequence " + std::to_string(sequences[static_cast<size_t>(i)]) +
+            ": " + describeNonFiniteLogits();
+    return false;
+  }
+  for (KvSequence *member : members)
+    publishBlocks(*member);
   return true;
 }
 

@@ -79,6 +79,19 @@ public:
                std::string &error);
   bool decode(SequenceId sequence, int32_t id, std::string &error);
 
+  /// One decode step of several sequences at once, one id each, in one
+  /// call of the code (their weights are read once for all). Fails before
+  /// running anything as decode does for any of them, for a sequence given
+  /// twice, or when the pool cannot hold every one's blocks at once. Then
+  /// logits(i) is the i-th sequence's.
+  bool decodeBatch(const std::vector<SequenceId> &sequences,
+                   const std::vector<int32_t> &ids, std::string &error);
+  /// The logits of the i-th token of the last run: of a batch's i-th
+  /// sequence (logits() is the first).
+  const float *logits(size_t i) const {
+    return logits_.data() + i * static_cast<size_t>(vocabSize());
+  }
+
   /// A new, empty sequence.
   SequenceId createSequence();
   /// A new sequence holding the first `tokens` positions of `from`, sharing
@@ -165,6 +178,8 @@ private:
   int64_t movableBlocks(SequenceId running) const;
   /// Brings the sequence's moved-out blocks back into the pool.
   bool makeResident(SequenceId id, KvSequence &sequence, std::string &error);
+  /// Whether `id` is in the batch being run, whose blocks stay in the pool.
+  bool inBatch(SequenceId id) const;
   /// Why the logits are not finite: the first weight tensor, in forward
   /// order, holding a non-finite value.
   std::string describeNonFiniteLogits() const;
@@ -195,6 +210,9 @@ private:
   int64_t diskBudget_ = 0;
   std::vector<std::byte> blockBuffer_;
   uint64_t runs_ = 0;
+  /// The sequences of the batch being run, and its block tables.
+  std::vector<SequenceId> batch_;
+  std::vector<int32_t> tables_;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
   /// The position of the last token run, for messages.

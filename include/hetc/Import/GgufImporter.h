@@ -18,6 +18,10 @@ struct ImportOptions {
   int64_t contextLength = 0;
   /// Element type of the KV cache: "f32" or "f16".
   std::string kvElementType = "f32";
+  /// Also build @decode_batch: a decode step of several sequences, one
+  /// token each, with the logits of every token (marked
+  /// llm.sequence_per_token; it runs once het-page-kv-cache pages it).
+  bool batchedDecode = false;
 };
 
 /// Builds an llm module for `file`: one `llm.weight` per tensor (named as in the

@@ -107,11 +107,12 @@ FailureOr<CodeRecord> recordOf(func::FuncOp func) {
     cache[CodeRecordNumLayers] = record[CodeRecordNumLayers] + 1;
     record = cache;
   }
-  if (!logits || logits.getRank() != 2 || !logits.hasStaticShape() ||
+  // A batch's logits have a row per token, however many it runs.
+  if (!logits || logits.getRank() != 2 || logits.isDynamicDim(1) ||
       !logits.getElementType().isF32())
     return func.emitOpError()
-           << "must take the logits as its last buffer argument, a static "
-              "memref<NxVxf32>";
+           << "must take the logits as its last buffer argument, a "
+              "memref<NxVxf32> of static V";
   record[CodeRecordVocabSize] = logits.getDimSize(1);
   return record;
 }

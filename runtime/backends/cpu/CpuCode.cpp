@@ -325,6 +325,12 @@ std::unique_ptr<CpuCode> CpuCode::load(const format::PackFile &pack,
   loaded->decode_ = resolve(manifest.decodeSymbol);
   if (!loaded->prefill_ || !loaded->decode_)
     return nullptr;
+  // Paged code decodes batches of sequences too.
+  if (manifest.kvBlockSize > 0) {
+    loaded->decodeBatch_ = resolve(format::kDecodeBatchEntrySymbol);
+    if (!loaded->decodeBatch_)
+      return nullptr;
+  }
   return loaded;
 }
 

@@ -87,6 +87,8 @@ public:
   const std::string &variantName() const { return variant_; }
   EntryFunction prefill() const { return prefill_; }
   EntryFunction decode() const { return decode_; }
+  /// A decode step of several sequences (paged code only; null otherwise).
+  EntryFunction decodeBatch() const { return decodeBatch_; }
   /// What the code was compiled for, indexed by format::CodeRecordField.
   const std::array<int64_t, format::kCodeRecordLength> &record() const {
     return image_->record();
@@ -101,6 +103,7 @@ private:
   std::unique_ptr<CodeImage> image_;
   EntryFunction prefill_ = nullptr;
   EntryFunction decode_ = nullptr;
+  EntryFunction decodeBatch_ = nullptr;
 };
 
 } // namespace hetrt::cpu

@@ -67,7 +67,7 @@ module {
 
 // -----
 
-// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules, 'llm.matmul_weight' on lowered matmuls and 'llm.attention_scores' and 'llm.attention_values' on the products of tiled attention}}
+// expected-error @+1 {{has unknown llm attribute 'llm.shape'; the llm dialect defines 'llm.model' on modules, 'llm.sequence_per_token' on batched decode functions, 'llm.matmul_weight' on lowered matmuls and 'llm.attention_scores' and 'llm.attention_values' on the products of tiled attention}}
 module attributes {llm.shape = 1} {
 }
 
@@ -95,4 +95,12 @@ func.func @attention_tag_not_on_a_generic(%x: tensor<2x4xf32>) -> tensor<2x4xf32
   // expected-error @+1 {{expects 'llm.attention_scores' as a unit attribute on a linalg.generic (a product of a tiled attention step), got 1}}
   %y = arith.addf %x, %x {llm.attention_scores = 1} : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// llm.sequence_per_token marks a function whose tokens are sequences of
+// their own (a batched decode step).
+// expected-error @+1 {{expects 'llm.sequence_per_token' as a unit attribute on a function (a batched decode step), got 1 : i64}}
+module attributes {llm.sequence_per_token = 1} {
 }

@@ -26,3 +26,15 @@ func.func @decode(%q: tensor<1x4x8xf32>, %k: tensor<1x2x8xf32>, %pos: tensor<1xi
 func.func @no_cache(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A batched decode step (one token per sequence) gets a table per token.
+!cache = !llm.kv_cache<capacity = 128, kvHeads = 2, headDim = 8, elementType = f16>
+// CHECK-LABEL: func.func @decode_batch
+// CHECK-SAME: %[[POS:[^:]+]]: tensor<?xi32>, %[[TABLES:[^:]+]]: tensor<?x?xi32> {hetc.kv_block_table}
+// CHECK: llm.kv_append %{{.+}}, %{{.+}} into %{{.+}} at %[[POS]] pages %[[TABLES]] block_size = 64 : ({{.+}}, tensor<?x?xi32>)
+func.func @decode_batch(%k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %c0: !cache) -> !cache attributes {llm.sequence_per_token} {
+  %c1 = llm.kv_append %k, %k into %c0 at %pos : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>) -> !cache
+  return %c1 : !cache
+}

@@ -103,6 +103,36 @@ int main(int argc, char **argv) {
   }
   print("forked", forked, count);
   print("fresh", fresh, count);
+
+  /* Two new sequences decoded together, one call per step. */
+  int32_t pair[2];
+  static int32_t batched[2][1024];
+  for (int s = 0; s < 2; ++s) {
+    if (!check(hetrt_session_sequence_create(session, &pair[s]),
+               "hetrt_session_sequence_create") ||
+        !check(hetrt_session_sequence_prefill(session, pair[s], ids, numIds,
+                                              &logits),
+               "hetrt_session_sequence_prefill"))
+      return 1;
+    batched[s][0] = greedy(logits, vocab);
+  }
+  for (int i = 1; i < count; ++i) {
+    int32_t next[2] = {batched[0][i - 1], batched[1][i - 1]};
+    if (!check(hetrt_session_decode_batch(session, pair, next, 2, &logits),
+               "hetrt_session_decode_batch"))
+      return 1;
+    batched[0][i] = greedy(logits, vocab);
+    batched[1][i] = greedy(logits + vocab, vocab);
+  }
+  print("batched", batched[1], count);
+  printf("batch rows agree: %s\n",
+         memcmp(batched[0], batched[1], sizeof(int32_t) * (size_t)count) == 0
+             ? "yes"
+             : "no");
+  for (int s = 0; s < 2; ++s)
+    if (!check(hetrt_session_sequence_remove(session, pair[s]),
+               "hetrt_session_sequence_remove"))
+      return 1;
   int64_t position = 0;
   if (!check(hetrt_session_sequence_position(session, fork, &position),
              "hetrt_session_sequence_position"))

@@ -213,6 +213,82 @@ TEST(PagedSessions, BudgetsAreCheckedAndNamed) {
   EXPECT_NE(error.find("before the first run"), std::string::npos) << error;
 }
 
+/// The reference prompts prefilled one by one, then decoded together: one
+/// call of the batched entry point per step, each sequence at its own
+/// position with its own blocks.
+void expectBatchedReferenceTokens(const std::string &model) {
+  const hetrt::core::Model &loaded = loadedModel(model, 1024);
+  std::unique_ptr<Session> session = newSession(loaded);
+  ASSERT_TRUE(session);
+  std::vector<Prompt> prompts = referencePrompts(model);
+  std::vector<Session::SequenceId> sequences;
+  std::vector<std::vector<int32_t>> generated(prompts.size());
+  std::string error;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(session->createSequence());
+    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
+        << error;
+    generated[i].push_back(greedy(*session));
+  }
+  const float *first = nullptr;
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step) {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ids.push_back(generated[i].back());
+    ASSERT_TRUE(session->decodeBatch(sequences, ids, error)) << error;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const float *logits = session->logits(i);
+      generated[i].push_back(static_cast<int32_t>(
+          std::max_element(logits, logits + session->vocabSize()) - logits));
+    }
+    first = session->logits(0);
+  }
+  ASSERT_TRUE(first);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(prompts[i].name);
+    EXPECT_EQ(generated[i], prompts[i].generated);
+  }
+  // A sequence given twice, or one that does not exist, is refused.
+  EXPECT_FALSE(session->decodeBatch({sequences[0], sequences[0]}, {1, 2},
+                                    error));
+  EXPECT_NE(error.find("in the batch twice"), std::string::npos) << error;
+  EXPECT_FALSE(session->decodeBatch({sequences[0], 999}, {1, 2}, error));
+  EXPECT_NE(error.find("there is no sequence 999"), std::string::npos)
+      << error;
+  EXPECT_FALSE(session->decodeBatch({sequences[0]}, {1, 2}, error));
+}
+
+TEST(PagedSessions, BatchedDecodeOfStories260KGivesTheReferenceTokens) {
+  expectBatchedReferenceTokens("stories260K");
+}
+
+TEST(PagedSessions, BatchedDecodeOfBabyLlama105GivesTheReferenceTokens) {
+  expectBatchedReferenceTokens("babyllama105");
+}
+
+TEST(PagedSessions, ABatchThatDoesNotFitThePoolIsRefused) {
+  // A pool of one block and no tier: two sequences cannot both be in it.
+  const hetrt::core::Model &model = loadedModel("stories260K", 256);
+  std::unique_ptr<Session> session = newSession(model);
+  ASSERT_TRUE(session);
+  uint64_t blockBytes = static_cast<uint64_t>(session->kvUsage().blockBytes);
+  std::string error;
+  ASSERT_TRUE(session->setKvBudget("pool", 2 * blockBytes, error)) << error;
+  std::vector<int32_t> prompt = referencePrompts("stories260K")[0].prompt;
+  std::vector<Session::SequenceId> sequences;
+  for (int i = 0; i < 3; ++i) {
+    sequences.push_back(session->createSequence());
+    ASSERT_TRUE(session->prefill(sequences.back(), prompt, error)) << error;
+  }
+  EXPECT_FALSE(session->decodeBatch(sequences, {1, 1, 1}, error));
+  EXPECT_NE(error.find("in the pool at once"), std::string::npos) << error;
+  // Two of them fit, the third's block moving out to host memory.
+  ASSERT_TRUE(session->decodeBatch({sequences[0], sequences[1]}, {1, 1}, error))
+      << error;
+  EXPECT_EQ(session->position(sequences[0]),
+            static_cast<int64_t>(prompt.size() + 1));
+}
+
 TEST(PagedSessions, InterleavedSequencesOfStories260KGiveTheReferenceTokens) {
   expectInterleavedReferenceTokens("stories260K");
 }

@@ -16,7 +16,7 @@
 // EXPORT-SAME: attributes {hetc.entry, hetc.kv_block_size = 16 : i64, llvm.emit_c_interface}
 // EXPORT-LABEL: func.func @helper
 // EXPORT-NOT: llvm.emit_c_interface
-// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 7, 300, 2, 4, 16, 64, 4, 0, 16]> : tensor<10xi64>) {addr_space = 0 : i32} : !llvm.array<10 x i64>
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 8, 300, 2, 4, 16, 64, 4, 0, 16]> : tensor<10xi64>) {addr_space = 0 : i32} : !llvm.array<10 x i64>
 // No weight is read in another layout than the file's: an empty table.
 // EXPORT: llvm.mlir.global external constant @hetc_weight_layouts(dense<0> : tensor<1xi64>)
 func.func @entry(%w: memref<?xi8> {llm.weights}, %t: memref<?xi32>,
@@ -41,7 +41,7 @@ func.func @helper(%x: memref<4xf32>) {
 // EXPORT-SAME: %{{.+}}: !llvm.ptr {hetc.runtime})
 // EXPORT: llvm.mlir.global external constant @hetc_signature_prefill_seg0(dense<[3, 1, 1, 1, -1, 0, 4, 2, -1, 64, 0, 4, 4, 2, 4, 8, 16]> : tensor<17xi64>)
 // EXPORT: llvm.mlir.global external constant @hetc_signature_prefill_seg1(dense<[1, 0, 2, 1, -1]> : tensor<5xi64>)
-// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 7, 0, 0, 0, 0, 0, 0, 81985529216486895, 0]> : tensor<10xi64>)
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 8, 0, 0, 0, 0, 0, 0, 81985529216486895, 0]> : tensor<10xi64>)
 // The weights hetc-x86-block-matmuls chose to interleave, after their count.
 // EXPORT: llvm.mlir.global external constant @hetc_weight_layouts(dense<[1, 0, 32, 36, 2, 1]> : tensor<6xi64>)
 module attributes {hetc.model_hash = "0123456789abcdef", hetc.x86.weight_layouts = array<i64: 0, 32, 36, 2, 1>} {
@@ -52,4 +52,16 @@ module attributes {hetc.model_hash = "0123456789abcdef", hetc.x86.weight_layouts
   func.func @prefill_seg1(%x: memref<?xf16>) attributes {hetc.segment_entry} {
     return
   }
+}
+
+// -----
+
+// A batched decode's logits have a row per token: any count, the
+// vocabulary static.
+// EXPORT-LABEL: func.func @decode_batch
+// EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 8, 300, 1, 4, 16, 64, 4, 0, 64]> : tensor<10xi64>)
+func.func @decode_batch(%w: memref<?xi8> {llm.weights}, %t: memref<?xi32>,
+                        %p: memref<?xi32>, %b: memref<?x?xi32> {hetc.kv_block_table},
+                        %c0: memref<2x4x64x16xf32>, %out: memref<?x300xf32>) attributes {hetc.kv_block_size = 64 : i64} {
+  return
 }

@@ -11,8 +11,8 @@ func.func @entry(%w: memref<?xi8> {llm.weights}) -> memref<4xf32> {
 // -----
 
 // The code record needs the logits' vocabulary: the last buffer must be a
-// static memref<NxVxf32>.
-// expected-error @+1 {{must take the logits as its last buffer argument, a static memref<NxVxf32>}}
+// memref<NxVxf32> of static V.
+// expected-error @+1 {{must take the logits as its last buffer argument, a memref<NxVxf32> of static V}}
 func.func @entry(%w: memref<?xi8> {llm.weights}, %out: memref<4xf32>) {
   return
 }
