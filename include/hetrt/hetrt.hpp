@@ -398,6 +398,32 @@ public:
     return detail::check(hetrt_session_decode(handle_.get(), id, &logits_),
                          status);
   }
+  /// A new sequence of a CPU session (hetrt_session_sequence_create).
+  bool createSequence(int32_t &sequence, Status &status) {
+    return detail::check(
+        hetrt_session_sequence_create(handle_.get(), &sequence), status);
+  }
+  bool prefill(int32_t sequence, const std::vector<int32_t> &ids,
+               Status &status) {
+    return detail::check(hetrt_session_sequence_prefill(handle_.get(),
+                                                        sequence, ids.data(),
+                                                        ids.size(), &logits_),
+                         status);
+  }
+  /// One token of each of `sequences` in one call; logits() then holds a
+  /// row per sequence.
+  bool decodeBatch(const std::vector<int32_t> &sequences,
+                   const std::vector<int32_t> &ids, Status &status) {
+    if (sequences.size() != ids.size()) {
+      status = {HETRT_INVALID_ARGUMENT,
+                "decodeBatch: one id per sequence is needed"};
+      return false;
+    }
+    return detail::check(
+        hetrt_session_decode_batch(handle_.get(), sequences.data(), ids.data(),
+                                   ids.size(), &logits_),
+        status);
+  }
   void reset() {
     hetrt_session_reset(handle_.get());
     logits_ = nullptr;

@@ -618,7 +618,8 @@ bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
   if (needed > blocks_.freeBlocks() + movableBlocks(-1)) {
     error = "the KV pool is full: the batch of " +
             std::to_string(sequences.size()) + " sequences needs " +
-            std::to_string(needed) + " more blocks of " +
+            std::to_string(needed) +
+            (needed == 1 ? " more block of " : " more blocks of ") +
             std::to_string(blockSize_) + " positions in the pool at once; " +
             "decode fewer sequences together, or compile with a larger "
             "--context";

@@ -53,6 +53,7 @@ struct BenchFlags {
   std::string device;
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::vector<int> batches;
 };
 
 /// Weight bytes one decode step reads: every tensor once, but only one row of
@@ -221,6 +222,43 @@ std::vector<int32_t> benchPrompt(int64_t count, int64_t vocabSize) {
   return prompt;
 }
 
+/// Batched decode: `sequences` copies of `prompt` prefilled, then the best
+/// of `repeats` runs of `steps` decode steps of all of them in one call each
+/// (after an untimed step), as tokens/s over the batch.
+bool timeBatch(hetrt::api::Session &session, const std::vector<int32_t> &prompt,
+               int sequences, int64_t steps, int repeats, double &rate,
+               std::string &error) {
+  hetrt::api::Status status;
+  std::vector<int32_t> members(static_cast<size_t>(sequences));
+  std::vector<int32_t> ids(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!session.createSequence(members[i], status) ||
+        !session.prefill(members[i], prompt, status)) {
+      error = status.message;
+      return false;
+    }
+    ids[i] = hetrt::core::argmax(session.logits(), session.vocabSize());
+  }
+  rate = 0;
+  for (int r = -1; r < repeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < (r < 0 ? 1 : steps); ++step) {
+      if (!session.decodeBatch(members, ids, status)) {
+        error = status.message;
+        return false;
+      }
+      for (size_t i = 0; i < ids.size(); ++i)
+        ids[i] = hetrt::core::argmax(
+            session.logits() + i * static_cast<size_t>(session.vocabSize()),
+            session.vocabSize());
+    }
+    if (r >= 0)
+      rate = std::max(rate, static_cast<double>(sequences * steps) /
+                                seconds(start));
+  }
+  return true;
+}
+
 /// The best of `repeats` prefills of `prompt` and decodes of `decodeTokens`
 /// greedy tokens after it (after one untimed round), as tokens/s.
 bool timeSession(hetrt::api::Session &session,
@@ -373,6 +411,11 @@ Action registerBenchCommand(CLI::App &app) {
                       "the devices it places work on")
       ->excludes("--device");
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
+  command
+      ->add_option("--batch", flags->batches,
+                   "Also measure decode steps of this many sequences in one "
+                   "call each, at the last thread count (repeat for several)")
+      ->check(wholeRange(1, 4096));
   command->add_flag("--json", flags->json, "Print the results as JSON");
   command->add_flag("--profile", flags->profile,
                     "After the measurements, time each kernel over a prefill "
@@ -400,6 +443,11 @@ Action registerBenchCommand(CLI::App &app) {
     }
     // The device and plan measurements open the model through the public
     // API alone.
+    if (onProgram && !flags->batches.empty()) {
+      std::cerr << "hetc bench: --batch measures the CPU's batched decode; "
+                   "drop it with --device or --system\n";
+      return 2;
+    }
     if (onProgram)
       return benchProgram(*flags, packPath);
     // The measurements run through the public API, as an embedder's would.
@@ -490,6 +538,37 @@ Action registerBenchCommand(CLI::App &app) {
                     prefillRate, decodeRate, bandwidth / 1e9, roofline,
                     decodeRate / roofline);
     }
+    // Batched decode: the tokens/s of several sequences decoded together,
+    // beside one sequence's (the last row's).
+    nlohmann::json batches = nlohmann::json::array();
+    double singleRate = results.empty()
+                            ? 0
+                            : results.back()["decode_tokens_per_s"].get<double>();
+    if (!flags->batches.empty() && !flags->json)
+      std::printf("\n%-10s %16s %16s %10s\n", "sequences", "decode tok/s",
+                  "per sequence", "vs one");
+    for (int sequences : flags->batches) {
+      std::unique_ptr<hetrt::api::Session> session =
+          hetrt::api::Session::create(*model, threadCounts.back(), status);
+      if (!session || !session->setFixedThreads(true, status)) {
+        std::cerr << "hetc bench: " << status.message << "\n";
+        return 1;
+      }
+      double rate = 0;
+      if (!timeBatch(*session, prompt, sequences, flags->decodeTokens,
+                     flags->repeats, rate, error)) {
+        std::cerr << "hetc bench: --batch " << sequences << ": " << error
+                  << "\n";
+        return 1;
+      }
+      batches.push_back({{"sequences", sequences},
+                         {"threads", threadCounts.back()},
+                         {"decode_tokens_per_s", rate},
+                         {"vs_one_sequence", rate / singleRate}});
+      if (!flags->json)
+        std::printf("%-10d %16.1f %16.1f %10.2f\n", sequences, rate,
+                    rate / sequences, rate / singleRate);
+    }
     if (flags->profile && !flags->json) {
       // Timing each kernel is the runtime's C++ core's business (a developer's
       // view, not the API's): the same steps as the last row's, after a
@@ -523,6 +602,8 @@ Action registerBenchCommand(CLI::App &app) {
                                {"prompt_tokens", flags->promptTokens},
                                {"decode_tokens", flags->decodeTokens},
                                {"results", results}};
+      if (!batches.empty())
+        report["batches"] = batches;
       std::cout << report.dump(2) << "\n";
     } else {
       std::printf("weights read per decode token: %.1f MB; code variant %s\n",
