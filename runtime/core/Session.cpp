@@ -539,29 +539,9 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
   for (int64_t i = 0; i < count; ++i)
     positions_[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
 
-  const cpu::CpuWeights &weights = model_.cpuWeights();
-  auto weightsDescriptor = describe<1>(
-      weights.data(), {static_cast<int64_t>(weights.size())});
-  auto tokensDescriptor = describe<1>(ids, {count});
-  auto positionsDescriptor = describe<1>(positions_.data(), {count});
   auto tableDescriptor = describe<1>(
       sequence.table.data(), {static_cast<int64_t>(sequence.table.size())});
-  std::vector<MemRefDescriptor<4>> cacheDescriptors;
-  cacheDescriptors.reserve(caches_.size());
-  for (auto &cache : caches_)
-    cacheDescriptors.push_back(describe<4>(
-        cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
-  logits_.resize(static_cast<size_t>(m.vocabSize));
-  auto logitsDescriptor = describe<2>(logits_.data(), {1, m.vocabSize});
-
-  std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
-                                   &positionsDescriptor, &tableDescriptor};
-  for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
-    arguments.push_back(&descriptor);
-  arguments.push_back(&logitsDescriptor);
-  // The runtime interface is passed as itself, not through a descriptor.
-  arguments.push_back(&runtimeInterface_);
-  entry(arguments.data());
+  callModel(entry, ids, count, &tableDescriptor, 1);
   sequence.tokens.insert(sequence.tokens.end(), ids, ids + count);
   lastPosition_ = sequence.length() - 1;
   if (!format::allFinite(logits_.data(), m.vocabSize)) {
@@ -570,6 +550,32 @@ bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
   }
   publishBlocks(sequence);
   return true;
+}
+
+void Session::callModel(cpu::EntryFunction entry, const int32_t *ids,
+                        int64_t count, void *tables, int64_t logitRows) {
+  const format::Manifest &m = model_.manifest();
+  const cpu::CpuWeights &weights = model_.cpuWeights();
+  auto weightsDescriptor = describe<1>(
+      weights.data(), {static_cast<int64_t>(weights.size())});
+  auto tokensDescriptor = describe<1>(ids, {count});
+  auto positionsDescriptor = describe<1>(positions_.data(), {count});
+  std::vector<MemRefDescriptor<4>> cacheDescriptors;
+  cacheDescriptors.reserve(caches_.size());
+  for (auto &cache : caches_)
+    cacheDescriptors.push_back(describe<4>(
+        cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
+  logits_.resize(static_cast<size_t>(logitRows * m.vocabSize));
+  auto logitsDescriptor =
+      describe<2>(logits_.data(), {logitRows, m.vocabSize});
+  std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
+                                   &positionsDescriptor, tables};
+  for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
+    arguments.push_back(&descriptor);
+  arguments.push_back(&logitsDescriptor);
+  // The runtime interface is passed as itself, not through a descriptor.
+  arguments.push_back(&runtimeInterface_);
+  entry(arguments.data());
 }
 
 bool Session::inBatch(SequenceId id) const {
@@ -641,28 +647,11 @@ bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
               tables_.begin() + static_cast<long>(i * width));
 
   int64_t count = static_cast<int64_t>(sequences.size());
-  logits_.resize(static_cast<size_t>(count * m.vocabSize));
-  const cpu::CpuWeights &weights = model_.cpuWeights();
-  auto weightsDescriptor = describe<1>(
-      weights.data(), {static_cast<int64_t>(weights.size())});
-  auto tokensDescriptor = describe<1>(ids.data(), {count});
-  auto positionsDescriptor = describe<1>(positions_.data(), {count});
   auto tablesDescriptor =
       describe<2>(tables_.data(), {count, static_cast<int64_t>(width)});
-  std::vector<MemRefDescriptor<4>> cacheDescriptors;
-  cacheDescriptors.reserve(caches_.size());
-  for (auto &cache : caches_)
-    cacheDescriptors.push_back(describe<4>(
-        cache.get(), {2, m.numKvHeads, m.kvSlots(), m.headDim}));
-  auto logitsDescriptor = describe<2>(logits_.data(), {count, m.vocabSize});
-  std::vector<void *> arguments = {&weightsDescriptor, &tokensDescriptor,
-                                   &positionsDescriptor, &tablesDescriptor};
-  for (MemRefDescriptor<4> &descriptor : cacheDescriptors)
-    arguments.push_back(&descriptor);
-  arguments.push_back(&logitsDescriptor);
-  arguments.push_back(&runtimeInterface_);
   pool_.setParallel(true);
-  model_.code().decodeBatch()(arguments.data());
+  callModel(model_.code().decodeBatch(), ids.data(), count, &tablesDescriptor,
+            count);
   for (size_t i = 0; i < members.size(); ++i)
     members[i]->tokens.push_back(ids[i]);
   for (int64_t i = 0; i < count; ++i) {

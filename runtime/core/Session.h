@@ -178,6 +178,11 @@ private:
   int64_t movableBlocks(SequenceId running) const;
   /// Brings the sequence's moved-out blocks back into the pool.
   bool makeResident(SequenceId id, KvSequence &sequence, std::string &error);
+  /// Calls the model code on `count` ids at positions_: `tables` is the
+  /// block tables' memref descriptor, and `logitRows` rows of logits come
+  /// back in logits_.
+  void callModel(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
+                 void *tables, int64_t logitRows);
   /// Whether `id` is in the batch being run, whose blocks stay in the pool.
   bool inBatch(SequenceId id) const;
   /// Why the logits are not finite: the first weight tensor, in forward

@@ -2,19 +2,12 @@
  * every device, a buffer is written from the host, filled, copied and read
  * back, one queue waits on another through an event, and a bad request is a
  * status with a message. Prints one line per device and check. */
+#include "check.h"
 #include "hetrt/hetrt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int check(hetrt_status_t status, const char *what) {
-  if (status == HETRT_OK)
-    return 1;
-  fprintf(stderr, "%s failed (status %d): %s\n", what, (int)status,
-          hetrt_last_error_message());
-  return 0;
-}
 
 static int exercise(int32_t device) {
   hetrt_device_info_t info;

@@ -1,19 +1,12 @@
 /* A C client of libhetrt: greedy generation through the public API only.
  * Usage: hetrt-capi-generate PACK PROMPT COUNT
  * Prints the prompt ids, then the generated ids, then the generated text. */
+#include "check.h"
 #include "hetrt/hetrt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int check(hetrt_status_t status, const char *what) {
-  if (status == HETRT_OK)
-    return 1;
-  fprintf(stderr, "%s failed (status %d): %s\n", what, (int)status,
-          hetrt_last_error_message());
-  return 0;
-}
 
 int main(int argc, char **argv) {
   if (argc != 4) {

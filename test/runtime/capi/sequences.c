@@ -7,19 +7,12 @@
  * sequences in turns over a pool of one block, with room for one more in
  * host memory and the rest on disk (in TMPDIR): every step moves blocks
  * out and back, and each sequence's ids must still be the first's. */
+#include "check.h"
 #include "hetrt/hetrt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int check(hetrt_status_t status, const char *what) {
-  if (status == HETRT_OK)
-    return 1;
-  fprintf(stderr, "%s failed (status %d): %s\n", what, (int)status,
-          hetrt_last_error_message());
-  return 0;
-}
 
 static int32_t greedy(const float *logits, int32_t vocab) {
   int32_t best = 0;

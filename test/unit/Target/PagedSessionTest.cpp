@@ -84,38 +84,56 @@ std::unique_ptr<Session> newSession(const hetrt::core::Model &model) {
   return session;
 }
 
+/// Each prompt prefilled in a sequence of its own (the session's default
+/// one first when `defaultFirst`), with its first greedy token.
+void prefillEach(Session &session, const std::vector<Prompt> &prompts,
+                 bool defaultFirst, std::vector<Session::SequenceId> &sequences,
+                 std::vector<std::vector<int32_t>> &generated) {
+  std::string error;
+  generated.assign(prompts.size(), {});
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(i == 0 && defaultFirst ? Session::kDefaultSequence
+                                               : session.createSequence());
+    ASSERT_TRUE(session.prefill(sequences[i], prompts[i].prompt, error))
+        << error;
+    generated[i].push_back(greedy(session));
+  }
+}
+
+/// The prompts prefilled, then decoded in turns of one token each until
+/// each has its reference's count, which its tokens must equal.
+void expectTokensInTurns(Session &session, const std::vector<Prompt> &prompts,
+                         bool defaultFirst,
+                         std::vector<Session::SequenceId> &sequences) {
+  std::vector<std::vector<int32_t>> generated;
+  prefillEach(session, prompts, defaultFirst, sequences, generated);
+  std::string error;
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (generated[i].size() >= prompts[i].generated.size())
+        continue;
+      ASSERT_TRUE(session.decode(sequences[i], generated[i].back(), error))
+          << error;
+      generated[i].push_back(greedy(session));
+    }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(prompts[i].name);
+    EXPECT_EQ(generated[i], prompts[i].generated);
+    EXPECT_EQ(session.position(sequences[i]),
+              static_cast<int64_t>(prompts[i].prompt.size() +
+                                   prompts[i].generated.size() - 1));
+  }
+}
+
 /// Every reference prompt in a sequence of its own, prefilled one after
 /// another and decoded in turns of one token each.
 void expectInterleavedReferenceTokens(const std::string &model) {
   const hetrt::core::Model &loaded = loadedModel(model, 1024);
   std::unique_ptr<Session> session = newSession(loaded);
   ASSERT_TRUE(session);
-  std::vector<Prompt> prompts = referencePrompts(model);
   std::vector<Session::SequenceId> sequences;
-  std::vector<std::vector<int32_t>> generated(prompts.size());
+  expectTokensInTurns(*session, referencePrompts(model), true, sequences);
   std::string error;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    sequences.push_back(i == 0 ? Session::kDefaultSequence
-                               : session->createSequence());
-    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
-        << error;
-    generated[i].push_back(greedy(*session));
-  }
-  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (generated[i].size() >= prompts[i].generated.size())
-        continue;
-      ASSERT_TRUE(session->decode(sequences[i], generated[i].back(), error))
-          << error;
-      generated[i].push_back(greedy(*session));
-    }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SCOPED_TRACE(prompts[i].name);
-    EXPECT_EQ(generated[i], prompts[i].generated);
-    EXPECT_EQ(session->position(sequences[i]),
-              static_cast<int64_t>(prompts[i].prompt.size() +
-                                   prompts[i].generated.size() - 1));
-  }
   // Removing every sequence returns every block to the pool.
   for (Session::SequenceId sequence : sequences)
     ASSERT_TRUE(session->removeSequence(sequence, error)) << error;
@@ -145,25 +163,8 @@ void expectReferenceTokensThroughTiers(const std::string &model,
   ASSERT_TRUE(session->setKvBudget("disk", 64 * blockBytes, error,
                                    testing::TempDir()))
       << error;
-  std::vector<Prompt> prompts = referencePrompts(model);
   std::vector<Session::SequenceId> sequences;
-  std::vector<std::vector<int32_t>> generated(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    sequences.push_back(session->createSequence());
-    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
-        << error;
-    generated[i].push_back(greedy(*session));
-  }
-  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      ASSERT_TRUE(session->decode(sequences[i], generated[i].back(), error))
-          << error;
-      generated[i].push_back(greedy(*session));
-    }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SCOPED_TRACE(prompts[i].name);
-    EXPECT_EQ(generated[i], prompts[i].generated);
-  }
+  expectTokensInTurns(*session, referencePrompts(model), false, sequences);
   hetrt::core::KvSwapStats swaps = session->kvUsage().swaps;
   EXPECT_GT(swaps.toHost, 0);
   EXPECT_GT(swaps.toDisk, 0);
@@ -222,14 +223,9 @@ void expectBatchedReferenceTokens(const std::string &model) {
   ASSERT_TRUE(session);
   std::vector<Prompt> prompts = referencePrompts(model);
   std::vector<Session::SequenceId> sequences;
-  std::vector<std::vector<int32_t>> generated(prompts.size());
+  std::vector<std::vector<int32_t>> generated;
+  prefillEach(*session, prompts, false, sequences, generated);
   std::string error;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    sequences.push_back(session->createSequence());
-    ASSERT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
-        << error;
-    generated[i].push_back(greedy(*session));
-  }
   const float *first = nullptr;
   for (size_t step = 1; step < prompts[0].generated.size(); ++step) {
     std::vector<int32_t> ids;
