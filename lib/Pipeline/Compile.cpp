@@ -266,7 +266,7 @@ constexpr int64_t kKvBlockSize = 64;
 /// The one-device case of the plan: the model planned on a CPU-only system
 /// and outlined, its one segment per step inlined again for the CPU
 /// target's whole-model entry points.
-void addSingleCpuPlan(mlir::OpPassManager &pm) {
+void addSingleCpuPlan(mlir::OpPassManager &pm, int64_t kvPoolBlocks = 0) {
   het::HetPartitionPassOptions partition;
   partition.system = kSingleCpuSystem;
   pm.addPass(het::createHetPartitionPass(partition));
@@ -275,6 +275,7 @@ void addSingleCpuPlan(mlir::OpPassManager &pm) {
   // The runtime decides where each block of a sequence's cache lives.
   het::HetPageKVCachePassOptions paging;
   paging.blockSize = kKvBlockSize;
+  paging.poolBlocks = kvPoolBlocks;
   pm.addPass(het::createHetPageKVCachePass(paging));
 }
 
@@ -370,7 +371,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   if (options.stopAfter != Phase::Pack) {
     progress("lowering llm → linalg → loops → LLVM");
     mlir::PassManager pm(&context);
-    addSingleCpuPlan(pm);
+    addSingleCpuPlan(pm, options.kvPoolBlocks);
     if (!target->buildPipeline(pm, device, options.stopAfter, error))
       return false;
     if (mlir::failed(pm.run(*module))) {
@@ -402,10 +403,13 @@ bool compileModel(const CompileOptions &options, std::string &error) {
   manifest.contextLength = options.contextLength > 0 ? options.contextLength
                                                      : config->contextLength;
   manifest.kvElementType = kvElementType;
-  // het-page-kv-cache's default pool: one sequence of the whole context.
+  // The pool het-page-kv-cache makes: as asked, or one sequence of the
+  // whole context.
   manifest.kvBlockSize = kKvBlockSize;
   manifest.kvPoolBlocks =
-      (manifest.contextLength + kKvBlockSize - 1) / kKvBlockSize;
+      options.kvPoolBlocks > 0
+          ? options.kvPoolBlocks
+          : (manifest.contextLength + kKvBlockSize - 1) / kKvBlockSize;
 
   hetrt::format::PackWriter pack;
   std::set<std::string> gpuTargets;
@@ -446,7 +450,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
 
   progress("planning the model on one CPU");
   mlir::PassManager plan(&context);
-  addSingleCpuPlan(plan);
+  addSingleCpuPlan(plan, options.kvPoolBlocks);
   if (mlir::failed(plan.run(*module))) {
     error = options.modelPath + ": planning on " + kSingleCpuSystem +
             " failed (see the diagnostics above)";

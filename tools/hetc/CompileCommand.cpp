@@ -23,6 +23,7 @@ struct CompileFlags {
   std::string compileTo = "pack";
   int64_t contextLength = 0;
   std::string kvType;
+  int64_t kvPoolBlocks = 0;
   std::vector<std::string> cpuVariants = {"all"};
   bool spirv = false;
   std::string system;
@@ -59,6 +60,11 @@ Action registerCompileCommand(CLI::App &app) {
                       "KV-cache capacity in tokens (default: the model's "
                       "context length)")
       ->check(wholeRange(0, INT32_MAX));
+  command->add_option("--kv-pool-blocks", flags->kvPoolBlocks,
+                      "Blocks of 64 positions in the CPU code's KV pool, "
+                      "which a session's sequences share (default: one "
+                      "sequence of the whole context)")
+      ->check(wholeRange(1, INT32_MAX / 64));
   command->add_option("--kv-type", flags->kvType,
                       "KV-cache element type: f16 (default, as llama.cpp; "
                       "half the bytes each decode step reads) or f32 "
@@ -107,6 +113,7 @@ Action registerCompileCommand(CLI::App &app) {
     options.modelPath = flags->model;
     options.stopAfter = *pipeline::parsePhase(flags->compileTo);
     options.contextLength = flags->contextLength;
+    options.kvPoolBlocks = flags->kvPoolBlocks;
     options.cpuVariants = flags->cpuVariants;
     options.spirv = flags->spirv;
     options.system = flags->system;

@@ -20,6 +20,9 @@ struct CompileOptions {
   Phase stopAfter = Phase::Pack;
   /// KV-cache capacity in tokens; 0 takes the model's context length.
   int64_t contextLength = 0;
+  /// Blocks of the CPU code's KV pool, shared by a session's sequences; 0
+  /// takes one sequence of the whole context.
+  int64_t kvPoolBlocks = 0;
   /// KV-cache element type, "f32" or "f16"; empty takes
   /// defaultKvElementType(*this).
   std::string kvElementType;
