@@ -68,6 +68,10 @@ inline constexpr const char *kModelHashAttrName = "hetc.model_hash";
 /// pools of blocks of this many slots (het-page-kv-cache), and the argument
 /// attribute of its block table.
 inline constexpr const char *kKvBlockSizeAttrName = "hetc.kv_block_size";
+/// Positions of a KV block as hetc compiles, plans and runs caches: a whole
+/// step of the CPU's tiled attention (64 keys), so each step reads one
+/// contiguous block, and the unit the planner counts KV memory in.
+inline constexpr int64_t kDefaultKvBlockSize = 64;
 inline constexpr const char *kKvBlockTableAttrName = "hetc.kv_block_table";
 
 /// "HETCREC1" read as a little-endian int64: tells a record from other bytes.

@@ -48,7 +48,7 @@ struct Built {
     // In double and clamped: a request past any memory must compare as too
     // large, never wrap.
     double bytes = unit.kvBytesPerContext * static_cast<double>(workload.batch) *
-                   static_cast<double>(workload.kvTokens());
+                   static_cast<double>(workload.kvPositions());
     return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
   }
 };

@@ -259,9 +259,8 @@ bool packGpuLibrary(mlir::MLIRContext *context, const std::string &target,
 /// CPU-only host, on which the plan is one CPU segment per step.
 constexpr const char *kSingleCpuSystem = "cpu-only-host";
 
-/// Slots of a block of the CPU code's paged KV caches: a whole step of the
-/// tiled attention's keys, so each step reads one contiguous block.
-constexpr int64_t kKvBlockSize = 64;
+/// Slots of a block of the CPU code's paged KV caches.
+constexpr int64_t kKvBlockSize = hetrt::format::kDefaultKvBlockSize;
 
 /// The one-device case of the plan: the model planned on a CPU-only system
 /// and outlined, its one segment per step inlined again for the CPU

@@ -2,6 +2,8 @@
 #include "passes/het/ModuleShape.h"
 #include "passes/het/Passes.h"
 
+#include "abi/CodeRecord.h"
+
 #include "dialects/het/HetDialect.h"
 #include "dialects/het/HetOps.h"
 #include "dialects/llm/LLMDialect.h"
@@ -33,7 +35,7 @@ using namespace hetc::het;
 namespace {
 
 /// Positions per KV-cache block in the tiers het-partition declares.
-constexpr int64_t kKVBlockTokens = 16;
+constexpr int64_t kKVBlockTokens = hetrt::format::kDefaultKvBlockSize;
 
 DeviceKind kindOf(hardware::DeviceKind kind) {
   switch (kind) {

@@ -67,7 +67,7 @@ DevicePlan planOn(const std::string &id, const hardware::Device &device,
   std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
   plan.kvBytes = static_cast<uint64_t>(
       static_cast<double>(workload.batch) *
-      static_cast<double>(workload.kvTokens()) *
+      static_cast<double>(workload.kvPositions()) *
       static_cast<double>(shape.numLayers) * shape.kvBytesPerTokenLayer(kvElement));
   for (const cost::Unit &unit : units)
     plan.weightBytes += unit.weightBytes;

@@ -5,6 +5,7 @@
 #ifndef HETC_COST_COSTMODEL_H
 #define HETC_COST_COSTMODEL_H
 
+#include "abi/CodeRecord.h"
 #include "hetc/Cost/ModelShape.h"
 #include "hetc/Hardware/Catalog.h"
 
@@ -26,6 +27,12 @@ struct Workload {
   /// Tokens each sequence's KV cache holds: the context of the decode step,
   /// which includes the prompt, and never less than the prompt itself.
   int64_t kvTokens() const { return context > promptTokens ? context : promptTokens; }
+  /// The positions those tokens take in a paged cache: whole blocks, as the
+  /// runtime allocates them.
+  int64_t kvPositions() const {
+    constexpr int64_t block = hetrt::format::kDefaultKvBlockSize;
+    return (kvTokens() + block - 1) / block * block;
+  }
 };
 
 /// Parts of a decoder the planner places as a whole.

@@ -125,6 +125,20 @@ Device testDevice(bool cpu) {
   return device;
 }
 
+TEST(CostModel, KvMemoryIsCountedInWholeBlocksAsTheRuntimeAllocatesIt) {
+  // A sequence of 100 positions holds two blocks of 64; one of 64 holds one;
+  // a prompt longer than the context is what the cache holds.
+  Workload workload;
+  workload.context = 100;
+  workload.promptTokens = 10;
+  EXPECT_EQ(workload.kvTokens(), 100);
+  EXPECT_EQ(workload.kvPositions(), 128);
+  workload.context = 64;
+  EXPECT_EQ(workload.kvPositions(), 64);
+  workload.promptTokens = 65;
+  EXPECT_EQ(workload.kvPositions(), 128);
+}
+
 TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
   std::string path = writeTemp("llama3-8b.json", kLlama3_8B);
   std::string error;
