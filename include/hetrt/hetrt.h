@@ -431,6 +431,8 @@ typedef struct hetrt_kv_stats_t {
   int64_t blocks_from_host;/* and back */
   int64_t blocks_to_disk;  /* blocks moved out to the disk tier */
   int64_t blocks_from_disk;/* and back */
+  int64_t host_bytes;      /* bytes the host tier holds now */
+  int64_t disk_bytes;      /* bytes the disk tier holds now */
 } hetrt_kv_stats_t;
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,
@@ -447,6 +449,15 @@ hetrt_session_kv_stats(const hetrt_session_t *session,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_set_kv_budget(hetrt_session_t *session, const char *space,
                             uint64_t bytes, const char *directory);
+/* How a CPU session's host and disk tiers keep the blocks moved out of the
+ * pool: "exact" (the default: the bytes the pool holds) or "int8" (each row
+ * of a head's keys or values as int8 with an f32 scale, as FlexGen and
+ * LMCache compress offloaded caches: fewer bytes to keep and move, but the
+ * keys and values that come back are rounded, so the logits change a
+ * little). Set before any block moves out; HETRT_INVALID_ARGUMENT for
+ * another format or once blocks have moved. Since API version 8. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_set_kv_tier_format(hetrt_session_t *session, const char *format);
 /* Prefix caching (on by default): a prefill whose first whole blocks of
  * ids an earlier sequence of the session computed takes their keys and
  * values instead of computing them again. Tokens are the same either way.

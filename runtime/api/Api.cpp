@@ -5,6 +5,7 @@
 
 #include "runtime/core/Limits.h"
 #include "runtime/core/Model.h"
+#include "runtime/format/InputFile.h"
 #include "runtime/format/MappedFiles.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
@@ -1119,8 +1120,33 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
                 usage.evictedBlocks,  usage.reusedTokens,
                 usage.blockBytes,     usage.swaps.toHost,
                 usage.swaps.fromHost, usage.swaps.toDisk,
-                usage.swaps.fromDisk};
+                usage.swaps.fromDisk,  usage.swaps.hostBytes,
+                usage.swaps.diskBytes};
   return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_set_kv_tier_format(hetrt_session_t *session,
+                                                const char *format) {
+  hetrt_status_t status = HETRT_OK;
+  hetrt::core::Session *cpu =
+      cpuSession(session, "hetrt_session_set_kv_tier_format", status);
+  if (!cpu)
+    return status;
+  std::string name = format ? format : "";
+  if (name != "exact" && name != "int8")
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_set_kv_tier_format: format \"" +
+                    hetrt::format::printable(name) +
+                    "\" is not one of exact, int8");
+  return guarded([&] {
+    std::string error;
+    if (!cpu->setKvTierFormat(name == "int8" ? hetrt::core::KvTierFormat::Int8
+                                             : hetrt::core::KvTierFormat::Exact,
+                              error))
+      return fail(HETRT_INVALID_ARGUMENT,
+                  "hetrt_session_set_kv_tier_format: " + error);
+    return HETRT_OK;
+  });
 }
 
 hetrt_status_t hetrt_session_set_kv_budget(hetrt_session_t *session,

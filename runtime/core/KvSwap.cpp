@@ -1,6 +1,10 @@
 #include "runtime/core/KvSwap.h"
 
+#include "runtime/format/Quantize.h"
+
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -9,9 +13,84 @@
 namespace hetrt::core {
 
 KvSwapSpace::KvSwapSpace(size_t blockBytes, int64_t hostBlocks,
-                         int64_t diskBlocks, std::string directory)
-    : blockBytes_(blockBytes), hostBlocks_(hostBlocks),
-      diskBlocks_(diskBlocks), directory_(std::move(directory)) {}
+                         int64_t diskBlocks, std::string directory,
+                         KvTierFormat format, KvBlockRows rows)
+    : blockBytes_(blockBytes), format_(format), rows_(rows),
+      storedBytes_(blockBytes), hostBlocks_(hostBlocks),
+      diskBlocks_(diskBlocks), directory_(std::move(directory)) {
+  if (format_ == KvTierFormat::Int8) {
+    size_t rowCount = blockBytes_ / (rows_.rowElements * rows_.elementBytes);
+    storedBytes_ = rowCount * (sizeof(float) + rows_.rowElements);
+    staged_.resize(storedBytes_);
+  }
+}
+
+namespace {
+float elementAt(const std::byte *row, size_t i, size_t elementBytes) {
+  if (elementBytes == 4) {
+    float value;
+    std::memcpy(&value, row + i * 4, 4);
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, row + i * 2, 2);
+  return format::fp16ToFp32(bits);
+}
+
+void storeElement(std::byte *row, size_t i, size_t elementBytes, float value) {
+  if (elementBytes == 4) {
+    std::memcpy(row + i * 4, &value, 4);
+    return;
+  }
+  uint16_t bits = format::fp32ToFp16(value);
+  std::memcpy(row + i * 2, &bits, 2);
+}
+} // namespace
+
+const std::byte *KvSwapSpace::encode(const std::byte *block) {
+  if (format_ == KvTierFormat::Exact)
+    return block;
+  size_t rowBytes = rows_.rowElements * rows_.elementBytes;
+  size_t rowCount = blockBytes_ / rowBytes;
+  std::byte *out = staged_.data();
+  for (size_t r = 0; r < rowCount; ++r) {
+    const std::byte *row = block + r * rowBytes;
+    float largest = 0;
+    for (size_t i = 0; i < rows_.rowElements; ++i)
+      largest = std::max(largest,
+                         std::fabs(elementAt(row, i, rows_.elementBytes)));
+    // Symmetric: the largest magnitude maps to 127.
+    float scale = largest > 0 ? largest / 127.0f : 1.0f;
+    std::memcpy(out, &scale, sizeof(float));
+    out += sizeof(float);
+    for (size_t i = 0; i < rows_.rowElements; ++i) {
+      float q = std::nearbyint(elementAt(row, i, rows_.elementBytes) / scale);
+      out[i] = static_cast<std::byte>(
+          static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+    }
+    out += rows_.rowElements;
+  }
+  return staged_.data();
+}
+
+void KvSwapSpace::decode(const std::byte *stored, std::byte *block) const {
+  if (format_ == KvTierFormat::Exact) {
+    std::memcpy(block, stored, blockBytes_);
+    return;
+  }
+  size_t rowBytes = rows_.rowElements * rows_.elementBytes;
+  size_t rowCount = blockBytes_ / rowBytes;
+  for (size_t r = 0; r < rowCount; ++r) {
+    float scale;
+    std::memcpy(&scale, stored, sizeof(float));
+    stored += sizeof(float);
+    std::byte *row = block + r * rowBytes;
+    for (size_t i = 0; i < rows_.rowElements; ++i)
+      storeElement(row, i, rows_.elementBytes,
+                   static_cast<float>(static_cast<int8_t>(stored[i])) * scale);
+    stored += rows_.rowElements;
+  }
+}
 
 KvSwapSpace::~KvSwapSpace() {
   if (fd_ >= 0)
@@ -39,7 +118,8 @@ bool KvSwapSpace::openFile(std::string &error) {
 }
 
 std::optional<KvSwapSpace::Handle>
-KvSwapSpace::store(const std::byte *block, std::string &error) {
+KvSwapSpace::store(const std::byte *original, std::string &error) {
+  const std::byte *block = encode(original);
   if (hostUsed_ < hostBlocks_) {
     int64_t index;
     if (!freeHost_.empty()) {
@@ -47,11 +127,12 @@ KvSwapSpace::store(const std::byte *block, std::string &error) {
       freeHost_.pop_back();
     } else {
       index = static_cast<int64_t>(host_.size());
-      host_.emplace_back(new std::byte[blockBytes_]);
+      host_.emplace_back(new std::byte[storedBytes_]);
     }
-    std::memcpy(host_[static_cast<size_t>(index)].get(), block, blockBytes_);
+    std::memcpy(host_[static_cast<size_t>(index)].get(), block, storedBytes_);
     ++hostUsed_;
     ++stats_.toHost;
+    stats_.hostBytes += static_cast<int64_t>(storedBytes_);
     return Handle{false, index};
   }
   if (diskUsed_ >= diskBlocks_) {
@@ -70,10 +151,10 @@ KvSwapSpace::store(const std::byte *block, std::string &error) {
   } else {
     index = diskSlots_++;
   }
-  off_t offset = static_cast<off_t>(index) * static_cast<off_t>(blockBytes_);
+  off_t offset = static_cast<off_t>(index) * static_cast<off_t>(storedBytes_);
   size_t written = 0;
-  while (written < blockBytes_) {
-    ssize_t n = ::pwrite(fd_, block + written, blockBytes_ - written,
+  while (written < storedBytes_) {
+    ssize_t n = ::pwrite(fd_, block + written, storedBytes_ - written,
                          offset + static_cast<off_t>(written));
     if (n < 0 && errno == EINTR)
       continue;
@@ -88,22 +169,24 @@ KvSwapSpace::store(const std::byte *block, std::string &error) {
   }
   ++diskUsed_;
   ++stats_.toDisk;
+  stats_.diskBytes += static_cast<int64_t>(storedBytes_);
   return Handle{true, index};
 }
 
 bool KvSwapSpace::load(Handle handle, std::byte *block, std::string &error) {
   if (!handle.onDisk) {
-    std::memcpy(block, host_[static_cast<size_t>(handle.index)].get(),
-                blockBytes_);
+    decode(host_[static_cast<size_t>(handle.index)].get(), block);
     ++stats_.fromHost;
     discard(handle);
     return true;
   }
   off_t offset =
-      static_cast<off_t>(handle.index) * static_cast<off_t>(blockBytes_);
+      static_cast<off_t>(handle.index) * static_cast<off_t>(storedBytes_);
+  // An exact block is read in place; a compressed one through staging.
+  std::byte *into = format_ == KvTierFormat::Exact ? block : staged_.data();
   size_t read = 0;
-  while (read < blockBytes_) {
-    ssize_t n = ::pread(fd_, block + read, blockBytes_ - read,
+  while (read < storedBytes_) {
+    ssize_t n = ::pread(fd_, into + read, storedBytes_ - read,
                         offset + static_cast<off_t>(read));
     if (n < 0 && errno == EINTR)
       continue;
@@ -116,6 +199,8 @@ bool KvSwapSpace::load(Handle handle, std::byte *block, std::string &error) {
     }
     read += static_cast<size_t>(n);
   }
+  if (format_ != KvTierFormat::Exact)
+    decode(staged_.data(), block);
   ++stats_.fromDisk;
   discard(handle);
   return true;
@@ -125,9 +210,11 @@ void KvSwapSpace::discard(Handle handle) {
   if (handle.onDisk) {
     freeDisk_.push_back(handle.index);
     --diskUsed_;
+    stats_.diskBytes -= static_cast<int64_t>(storedBytes_);
   } else {
     freeHost_.push_back(handle.index);
     --hostUsed_;
+    stats_.hostBytes -= static_cast<int64_t>(storedBytes_);
   }
 }
 

@@ -21,6 +21,21 @@ namespace hetrt::core {
 struct KvSwapStats {
   int64_t toHost = 0, fromHost = 0;
   int64_t toDisk = 0, fromDisk = 0;
+  /// Bytes the tiers hold now.
+  int64_t hostBytes = 0, diskBytes = 0;
+};
+
+/// How blocks are kept in the tiers: as the pool holds them (lossless), or
+/// as int8 with an f32 scale per row of a head's elements (as FlexGen and
+/// LMCache compress offloaded caches: a quarter of f32's bytes, about half
+/// of f16's, at the cost of rounding every key and value).
+enum class KvTierFormat { Exact, Int8 };
+
+/// A block's layout for compressing it: rows of `rowElements` elements of
+/// `elementBytes` (4: f32, 2: f16).
+struct KvBlockRows {
+  size_t rowElements = 0;
+  size_t elementBytes = 4;
 };
 
 /// Not thread-safe.
@@ -36,7 +51,8 @@ public:
   /// and `diskBlocks` in a file under `directory` (created when first
   /// needed). A budget of 0 leaves the tier out.
   KvSwapSpace(size_t blockBytes, int64_t hostBlocks, int64_t diskBlocks,
-              std::string directory);
+              std::string directory, KvTierFormat format = KvTierFormat::Exact,
+              KvBlockRows rows = {});
   ~KvSwapSpace();
   KvSwapSpace(const KvSwapSpace &) = delete;
   KvSwapSpace &operator=(const KvSwapSpace &) = delete;
@@ -52,10 +68,20 @@ public:
   void discard(Handle handle);
   const KvSwapStats &stats() const { return stats_; }
 
+  KvTierFormat format() const { return format_; }
+
 private:
   bool openFile(std::string &error);
+  /// A block in the tiers' format (compressed into staged_), and back.
+  const std::byte *encode(const std::byte *block);
+  void decode(const std::byte *stored, std::byte *block) const;
 
   size_t blockBytes_;
+  KvTierFormat format_;
+  KvBlockRows rows_;
+  /// Bytes of a block as the tiers keep it.
+  size_t storedBytes_;
+  std::vector<std::byte> staged_;
   int64_t hostBlocks_, diskBlocks_;
   std::string directory_;
   std::vector<std::unique_ptr<std::byte[]>> host_;

@@ -71,8 +71,36 @@ Session::Session(const Model &model, int numThreads)
   }
   logits_.assign(static_cast<size_t>(m.vocabSize), 0.0f);
   blockBuffer_.resize(blockBytes());
+  swapDirectory_ = defaultSwapDirectory();
+  resetTiers();
+}
+
+void Session::resetTiers() {
+  const format::Manifest &m = model_.manifest();
+  KvBlockRows rows{static_cast<size_t>(m.headDim),
+                   static_cast<size_t>(m.kvElementBytes())};
   swap_ = std::make_unique<KvSwapSpace>(blockBytes(), hostBudget_,
-                                        diskBudget_, defaultSwapDirectory());
+                                        diskBudget_, swapDirectory_,
+                                        tierFormat_, rows);
+}
+
+bool Session::anyBlockMovedOut() const {
+  for (const auto &[id, sequence] : sequences_)
+    for (int32_t block : sequence.table)
+      if (block < 0)
+        return true;
+  return false;
+}
+
+bool Session::setKvTierFormat(KvTierFormat format, std::string &error) {
+  if (anyBlockMovedOut()) {
+    error = "the KV tiers hold blocks already; choose their format before "
+            "the first run";
+    return false;
+  }
+  tierFormat_ = format;
+  resetTiers();
+  return true;
 }
 
 std::unique_ptr<Session> Session::create(const Model &model,
@@ -367,10 +395,7 @@ bool Session::setKvBudget(const std::string &space, uint64_t bytes,
   int64_t blocks = static_cast<int64_t>(
       std::min<uint64_t>(bytes / blockBytes(), INT64_MAX / 4));
   bool anyBlockUsed = blocks_.freeBlocks() != blocks_.blocks();
-  bool anySwapped = false;
-  for (const auto &[id, sequence] : sequences_)
-    for (int32_t block : sequence.table)
-      anySwapped |= block < 0;
+  bool anySwapped = anyBlockMovedOut();
   if (space == "pool") {
     int64_t compiled = model_.manifest().kvPoolBlocks;
     if (blocks < 1 || blocks > compiled) {
@@ -401,10 +426,11 @@ bool Session::setKvBudget(const std::string &space, uint64_t bytes,
   }
   int64_t host = space == "host" ? blocks : hostBudget_;
   int64_t disk = space == "disk" ? blocks : diskBudget_;
-  std::string where = directory.empty() ? defaultSwapDirectory() : directory;
-  swap_ = std::make_unique<KvSwapSpace>(blockBytes(), host, disk, where);
   hostBudget_ = host;
   diskBudget_ = disk;
+  if (!directory.empty())
+    swapDirectory_ = directory;
+  resetTiers();
   return true;
 }
 

@@ -120,6 +120,10 @@ public:
   /// another space, a pool of no block, or tiers that hold blocks already.
   bool setKvBudget(const std::string &space, uint64_t bytes,
                    std::string &error, const std::string &directory = "");
+  /// How the host and disk tiers keep blocks: exact (the default) or int8
+  /// with a scale per row, which changes the keys and values that come
+  /// back. False with `error` once blocks were moved out.
+  bool setKvTierFormat(KvTierFormat format, std::string &error);
 
   /// Logits of the last token run, `vocabSize()` values.
   const float *logits() const { return logits_.data(); }
@@ -178,6 +182,9 @@ private:
   int64_t movableBlocks(SequenceId running) const;
   /// Brings the sequence's moved-out blocks back into the pool.
   bool makeResident(SequenceId id, KvSequence &sequence, std::string &error);
+  /// The tiers anew, empty, with the budgets, directory and format set.
+  void resetTiers();
+  bool anyBlockMovedOut() const;
   /// Calls the model code on `count` ids at positions_: `tables` is the
   /// block tables' memref descriptor, and `logitRows` rows of logits come
   /// back in logits_.
@@ -213,6 +220,8 @@ private:
   /// out first), no disk until a budget is given.
   int64_t hostBudget_ = INT64_MAX / 4;
   int64_t diskBudget_ = 0;
+  std::string swapDirectory_;
+  KvTierFormat tierFormat_ = KvTierFormat::Exact;
   std::vector<std::byte> blockBuffer_;
   uint64_t runs_ = 0;
   /// The sequences of the batch being run, and its block tables.

@@ -204,6 +204,17 @@ int main(int argc, char **argv) {
          stats.blocks_from_host > 0 && stats.blocks_from_disk > 0 ? "yes"
                                                                    : "no");
   hetrt_session_release(tiered);
+  /* The tiers' format is a name; another is refused. */
+  hetrt_session_t *named = NULL;
+  if (!check(hetrt_session_create(model, 0, &named), "hetrt_session_create"))
+    return 1;
+  status = hetrt_session_set_kv_tier_format(named, "int4");
+  printf("tier format: status %d: %s\n", (int)status,
+         hetrt_last_error_message());
+  if (!check(hetrt_session_set_kv_tier_format(named, "int8"),
+             "hetrt_session_set_kv_tier_format"))
+    return 1;
+  hetrt_session_release(named);
   hetrt_model_release(model);
   return 0;
 }

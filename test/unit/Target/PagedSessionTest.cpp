@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -186,6 +188,100 @@ TEST(PagedSessions, Stories260KGivesTheReferenceTokensThroughHostAndDisk) {
   // One block per sequence: a pool of one block moves every other
   // sequence's block out at every step.
   expectReferenceTokensThroughTiers("stories260K", 1, 1, true);
+}
+
+/// The reference prompts in turns over a pool of `poolBlocks` blocks with
+/// the rest in host memory, fed the reference's tokens (teacher forcing):
+/// every step's logits, sequence by sequence, and how many blocks came back.
+std::vector<std::vector<float>> forcedLogits(const std::string &model,
+                                             int64_t poolBlocks,
+                                             hetrt::core::KvTierFormat format,
+                                             int64_t &blocksBack) {
+  const hetrt::core::Model &loaded = loadedModel(model, 1024);
+  std::unique_ptr<Session> session = newSession(loaded);
+  std::vector<std::vector<float>> logits;
+  if (!session)
+    return logits;
+  std::string error;
+  uint64_t blockBytes = static_cast<uint64_t>(session->kvUsage().blockBytes);
+  EXPECT_TRUE(session->setKvBudget("pool", poolBlocks * blockBytes, error))
+      << error;
+  EXPECT_TRUE(session->setKvTierFormat(format, error)) << error;
+  std::vector<Prompt> prompts = referencePrompts(model);
+  logits.resize(prompts.size());
+  std::vector<Session::SequenceId> sequences;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(session->createSequence());
+    EXPECT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
+        << error;
+  }
+  int64_t vocab = session->vocabSize();
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!session->decode(sequences[i], prompts[i].generated[step - 1],
+                           error)) {
+        ADD_FAILURE() << error;
+        return logits;
+      }
+      logits[i].insert(logits[i].end(), session->logits(),
+                       session->logits() + vocab);
+    }
+  blocksBack = session->kvUsage().swaps.fromHost;
+  return logits;
+}
+
+/// Int8 tiers round every key and value that goes out: the logits move, and
+/// the greedy tokens stay the reference's at nearly every step.
+void expectCompressedTiersCloseToExact(const std::string &model,
+                                       int64_t poolBlocks) {
+  int64_t exactBack = 0, int8Back = 0;
+  std::vector<std::vector<float>> exact = forcedLogits(
+      model, poolBlocks, hetrt::core::KvTierFormat::Exact, exactBack);
+  std::vector<std::vector<float>> int8 = forcedLogits(
+      model, poolBlocks, hetrt::core::KvTierFormat::Int8, int8Back);
+  std::vector<Prompt> prompts = referencePrompts(model);
+  ASSERT_EQ(exact.size(), prompts.size());
+  ASSERT_EQ(int8.size(), prompts.size());
+  EXPECT_GT(int8Back, 0);
+  EXPECT_EQ(int8Back, exactBack);
+  size_t vocab = 0, steps = 0, agreeing = 0, exactAgreeing = 0;
+  double largestError = 0, largestLogit = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    size_t count = prompts[i].generated.size() - 1;
+    vocab = exact[i].size() / count;
+    for (size_t step = 0; step < count; ++step) {
+      const float *e = exact[i].data() + step * vocab;
+      const float *q = int8[i].data() + step * vocab;
+      for (size_t v = 0; v < vocab; ++v) {
+        largestError = std::max(largestError, double(std::fabs(e[v] - q[v])));
+        largestLogit = std::max(largestLogit, double(std::fabs(e[v])));
+      }
+      int32_t expected = prompts[i].generated[step + 1];
+      agreeing += std::max_element(q, q + vocab) - q == expected;
+      exactAgreeing += std::max_element(e, e + vocab) - e == expected;
+      ++steps;
+    }
+  }
+  double agreement = double(agreeing) / double(steps);
+  std::printf("%s: int8 KV tiers: largest logit error %.4f (largest logit "
+              "%.2f), greedy tokens agree with the reference at %zu of %zu "
+              "steps (%.1f %%)\n",
+              model.c_str(), largestError, largestLogit, agreeing, steps,
+              100 * agreement);
+  // Exact tiers give exactly the reference; int8 ones are lossy but close.
+  EXPECT_EQ(exactAgreeing, steps);
+  EXPECT_GT(largestError, 0);
+  EXPECT_GE(agreement, 0.9);
+}
+
+TEST(PagedSessions, Int8TiersOfStories260KStayCloseToTheExactOnes) {
+  // One block per sequence: a pool of one.
+  expectCompressedTiersCloseToExact("stories260K", 1);
+}
+
+TEST(PagedSessions, Int8TiersOfBabyLlama105StayCloseToTheExactOnes) {
+  // Up to three blocks per sequence: a pool of three.
+  expectCompressedTiersCloseToExact("babyllama105", 3);
 }
 
 TEST(PagedSessions, BudgetsAreCheckedAndNamed) {
