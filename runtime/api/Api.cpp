@@ -951,12 +951,10 @@ hetrt::core::Session *cpuSession(const hetrt_session_t *session,
   return session->session.get();
 }
 
-/// A run's failure: a full KV pool is out of memory, the rest bad input.
-hetrt_status_t runFailure(const std::string &error) {
-  return fail(error.find("the KV pool is full") != std::string::npos
-                  ? HETRT_OUT_OF_MEMORY
-                  : HETRT_INVALID_ARGUMENT,
-              error);
+/// A failed run of `cpu`, with the status of its kind.
+hetrt_status_t runFailure(const hetrt::core::Session &cpu,
+                          const std::string &error) {
+  return fail(statusOf(cpu.lastFailure()), error);
 }
 
 } // namespace
@@ -1030,7 +1028,7 @@ hetrt_status_t hetrt_session_sequence_prefill(hetrt_session_t *session,
   return guarded([&] {
     std::string error;
     if (!cpu->prefill(sequence, std::vector<int32_t>(ids, ids + count), error))
-      return runFailure(error);
+      return runFailure(*cpu, error);
     *out_logits = cpu->logits();
     return HETRT_OK;
   });
@@ -1051,7 +1049,7 @@ hetrt_status_t hetrt_session_sequence_decode(hetrt_session_t *session,
   return guarded([&] {
     std::string error;
     if (!cpu->decode(sequence, id, error))
-      return runFailure(error);
+      return runFailure(*cpu, error);
     *out_logits = cpu->logits();
     return HETRT_OK;
   });
@@ -1078,7 +1076,7 @@ hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
     std::string error;
     if (!cpu->decodeBatch(std::vector<int32_t>(sequences, sequences + count),
                           std::vector<int32_t>(ids, ids + count), error))
-      return runFailure(error);
+      return runFailure(*cpu, error);
     *out_logits = cpu->logits();
     return HETRT_OK;
   });

@@ -108,6 +108,7 @@ bool KvSwapSpace::openFile(std::string &error) {
   std::string pattern = directory_ + "/hetc-kv-XXXXXX";
   fd_ = ::mkstemp(pattern.data());
   if (fd_ < 0) {
+    failure_ = Failure::Io;
     error = "cannot create the KV cache's disk tier in " + directory_ + ": " +
             std::strerror(errno) +
             "; give another directory (TMPDIR) or a larger host budget";
@@ -136,6 +137,7 @@ KvSwapSpace::store(const std::byte *original, std::string &error) {
     return Handle{false, index};
   }
   if (diskUsed_ >= diskBlocks_) {
+    failure_ = Failure::OutOfMemory;
     error = "the KV cache's tiers are full: host memory holds " +
             std::to_string(hostBlocks_) + " blocks and disk " +
             std::to_string(diskBlocks_) +
@@ -159,6 +161,7 @@ KvSwapSpace::store(const std::byte *original, std::string &error) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
+      failure_ = Failure::Io;
       error = "cannot write a KV block to the disk tier in " + directory_ +
               ": " + std::strerror(n < 0 ? errno : ENOSPC) +
               "; free disk space or give the disk tier a smaller budget";
@@ -191,6 +194,7 @@ bool KvSwapSpace::load(Handle handle, std::byte *block, std::string &error) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
+      failure_ = Failure::Io;
       error = "cannot read a KV block back from the disk tier in " +
               directory_ + ": " +
               (n < 0 ? std::string(std::strerror(errno))

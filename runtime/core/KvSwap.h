@@ -8,6 +8,8 @@
 #ifndef HETRT_CORE_KVSWAP_H
 #define HETRT_CORE_KVSWAP_H
 
+#include "runtime/core/Failure.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,6 +69,9 @@ public:
   /// Frees a stored block's slot without reading it.
   void discard(Handle handle);
   const KvSwapStats &stats() const { return stats_; }
+  /// The kind of the last failure of store or load: OutOfMemory when the
+  /// tiers are full, Io when the disk file cannot be made, written or read.
+  Failure failure() const { return failure_; }
 
   KvTierFormat format() const { return format_; }
 
@@ -93,6 +98,7 @@ private:
   std::vector<int64_t> freeDisk_;
   int64_t diskUsed_ = 0;
   KvSwapStats stats_;
+  Failure failure_ = Failure::Io;
 };
 
 } // namespace hetrt::core

@@ -279,23 +279,21 @@ size_t Session::blockBytes() const {
                              m.headDim * m.kvElementBytes());
 }
 
-/// Calls `run(base, blockOffset, runBytes)` for each run of a block's rows:
-/// each cache is [2, kvHeads, slots, headDim], so a block is one run per
-/// (layer, keys or values, head).
-template <typename Body>
-static void forEachBlockRun(const format::Manifest &m,
-                            std::vector<std::unique_ptr<std::byte[],
-                                                        Session::CacheDeleter>>
-                                &caches,
-                            int64_t blockSize, int32_t block, Body body) {
+size_t Session::blockRuns() const {
+  const format::Manifest &m = model_.manifest();
+  return static_cast<size_t>(m.numLayers * 2 * m.numKvHeads);
+}
+
+std::byte *Session::blockRun(int32_t block, size_t run) const {
+  // Each cache is [2, kvHeads, slots, headDim]: a block is one run of its
+  // rows per (layer, keys or values, head).
+  const format::Manifest &m = model_.manifest();
+  size_t perLayer = 2 * static_cast<size_t>(m.numKvHeads);
   size_t rowBytes = static_cast<size_t>(m.headDim * m.kvElementBytes());
-  size_t runBytes = static_cast<size_t>(blockSize) * rowBytes;
   size_t slots = static_cast<size_t>(m.kvSlots());
-  for (auto &cache : caches)
-    for (size_t run = 0; run < 2 * static_cast<size_t>(m.numKvHeads); ++run)
-      body(cache.get() + run * slots * rowBytes +
-               static_cast<size_t>(block) * runBytes,
-           runBytes);
+  return caches_[run / perLayer].get() +
+         (run % perLayer) * slots * rowBytes +
+         static_cast<size_t>(block) * blockBytes() / blockRuns();
 }
 
 void Session::copyBlock(int32_t from, int32_t to) {
@@ -304,20 +302,32 @@ void Session::copyBlock(int32_t from, int32_t to) {
 }
 
 void Session::gatherBlock(int32_t block, std::byte *out) const {
-  auto &caches = const_cast<Session *>(this)->caches_;
-  forEachBlockRun(model_.manifest(), caches, blockSize_, block,
-                  [&](std::byte *run, size_t bytes) {
-                    std::memcpy(out, run, bytes);
-                    out += bytes;
-                  });
+  size_t runBytes = blockBytes() / blockRuns();
+  for (size_t run = 0; run < blockRuns(); ++run)
+    std::memcpy(out + run * runBytes, blockRun(block, run), runBytes);
 }
 
 void Session::scatterBlock(const std::byte *in, int32_t block) {
-  forEachBlockRun(model_.manifest(), caches_, blockSize_, block,
-                  [&](std::byte *run, size_t bytes) {
-                    std::memcpy(run, in, bytes);
-                    in += bytes;
-                  });
+  size_t runBytes = blockBytes() / blockRuns();
+  for (size_t run = 0; run < blockRuns(); ++run)
+    std::memcpy(blockRun(block, run), in + run * runBytes, runBytes);
+}
+
+int64_t Session::blocksToWrite(const KvSequence &sequence,
+                               int64_t count) const {
+  int64_t first = sequence.length() / blockSize_;
+  int64_t last = (sequence.length() + count - 1) / blockSize_;
+  int64_t needed = 0;
+  for (int64_t index = first; index <= last; ++index) {
+    if (index >= static_cast<int64_t>(sequence.table.size())) {
+      ++needed;
+      continue;
+    }
+    // A moved-out block comes back unshared; a shared one is copied.
+    int32_t block = sequence.table[static_cast<size_t>(index)];
+    needed += block >= 0 && blocks_.references(block) > 1;
+  }
+  return needed;
 }
 
 int64_t Session::movableBlocks(SequenceId running) const {
@@ -350,6 +360,7 @@ std::optional<int32_t> Session::allocateBlock(SequenceId running,
       }
   }
   if (!victim) {
+    failure_ = Failure::OutOfMemory;
     error = "the KV pool is full: every block of its " +
             std::to_string(blocks_.blocks()) +
             " is held by the running sequence or shared; remove sequences, "
@@ -360,8 +371,10 @@ std::optional<int32_t> Session::allocateBlock(SequenceId running,
   gatherBlock(block, blockBuffer_.data());
   std::optional<KvSwapSpace::Handle> handle =
       swap_->store(blockBuffer_.data(), error);
-  if (!handle)
+  if (!handle) {
+    failure_ = swap_->failure();
     return std::nullopt;
+  }
   // Its bytes now live in a tier: the prefix cache can no longer point at
   // the pool's block.
   blocks_.unpublish(block);
@@ -380,6 +393,7 @@ bool Session::makeResident(SequenceId id, KvSequence &sequence,
     if (!block)
       return false;
     if (!swap_->load(*sequence.swapped[i], blockBuffer_.data(), error)) {
+      failure_ = swap_->failure();
       blocks_.release(*block);
       return false;
     }
@@ -438,12 +452,13 @@ bool Session::prepareBlocks(SequenceId id, KvSequence &sequence,
                             int64_t count, std::string &error) {
   int64_t first = sequence.length() / blockSize_;
   int64_t last = (sequence.length() + count - 1) / blockSize_;
-  int64_t needed = 0;
-  for (int64_t index = first; index <= last; ++index)
-    needed += index >= static_cast<int64_t>(sequence.table.size()) ||
-              blocks_.references(sequence.table[static_cast<size_t>(index)]) > 1;
-  int64_t available = blocks_.freeBlocks() + movableBlocks(id);
+  int64_t needed = blocksToWrite(sequence, count);
+  // Other sequences' blocks are counted only when the free ones fall short.
+  int64_t available = blocks_.freeBlocks();
+  if (needed > available)
+    available += movableBlocks(id);
   if (needed > available) {
+    failure_ = Failure::OutOfMemory;
     error = "the KV pool is full: " + std::to_string(count) +
             (count == 1 ? " more token needs " : " more tokens need ") +
             std::to_string(needed) + (needed == 1 ? " block of " : " blocks of ") +
@@ -522,6 +537,7 @@ bool Session::decode(SequenceId sequence, int32_t id, std::string &error) {
 
 KvSequence *Session::checkRun(SequenceId id, const int32_t *ids, int64_t count,
                               std::string &error) {
+  failure_ = Failure::InvalidInput;
   const format::Manifest &m = model_.manifest();
   auto found = sequences_.find(id);
   if (found == sequences_.end()) {
@@ -612,6 +628,7 @@ bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
                           const std::vector<int32_t> &ids,
                           std::string &error) {
   const format::Manifest &m = model_.manifest();
+  failure_ = Failure::InvalidInput;
   if (sequences.empty() || sequences.size() != ids.size()) {
     error = "a batch needs one id per sequence and at least one sequence (" +
             std::to_string(sequences.size()) + " sequences, " +
@@ -640,14 +657,11 @@ bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
   int64_t needed = 0;
   for (KvSequence *member : members) {
     member->lastRun = ++runs_;
-    for (int32_t block : member->table)
-      needed += block < 0;
-    // A new block, or a copy of a shared last one.
-    needed += member->length() % blockSize_ == 0 ||
-              (member->table.back() >= 0 &&
-               blocks_.references(member->table.back()) > 1);
+    needed += std::count(member->table.begin(), member->table.end(), -1) +
+              blocksToWrite(*member, 1);
   }
   if (needed > blocks_.freeBlocks() + movableBlocks(-1)) {
+    failure_ = Failure::OutOfMemory;
     error = "the KV pool is full: the batch of " +
             std::to_string(sequences.size()) + " sequences needs " +
             std::to_string(needed) +

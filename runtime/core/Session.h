@@ -108,6 +108,10 @@ public:
   /// Positions `sequence` holds (0 for one that does not exist).
   int64_t position(SequenceId sequence) const;
   KvUsage kvUsage() const;
+  /// The kind of the last failed run's failure: OutOfMemory when the pool
+  /// or the tiers had no room, Io when the disk tier failed, InvalidInput
+  /// otherwise.
+  Failure lastFailure() const { return failure_; }
   /// Whether prefill takes the blocks of a prompt's prefix that an earlier
   /// sequence computed (on by default). Tokens are the same either way.
   void setPrefixCaching(bool enabled) { prefixCaching_ = enabled; }
@@ -172,6 +176,13 @@ private:
   size_t blockBytes() const;
   /// Copies block `from` to block `to` in every layer's pool.
   void copyBlock(int32_t from, int32_t to);
+  /// Runs of a block's rows (one per layer, keys or values, and head), and
+  /// where run `run` of `block` starts.
+  size_t blockRuns() const;
+  std::byte *blockRun(int32_t block, size_t run) const;
+  /// Blocks a run of `count` more ids takes from the pool: new ones past
+  /// the sequence's table, and copies of shared ones it writes.
+  int64_t blocksToWrite(const KvSequence &sequence, int64_t count) const;
   /// A block's bytes in every layer's pool, to and from one buffer.
   void gatherBlock(int32_t block, std::byte *out) const;
   void scatterBlock(const std::byte *in, int32_t block);
@@ -201,12 +212,9 @@ private:
   CpuRuntimeInterface runtimeInterface_;
   /// One KV cache per layer, of the manifest's element type, on a cache
   /// line boundary.
-public:
   struct CacheDeleter {
     void operator()(std::byte *data) const;
   };
-
-private:
   std::vector<std::unique_ptr<std::byte[], CacheDeleter>> caches_;
   KvBlockPool blocks_;
   int64_t blockSize_;
@@ -226,6 +234,7 @@ private:
   uint64_t runs_ = 0;
   /// The sequences of the batch being run, and its block tables.
   std::vector<SequenceId> batch_;
+  Failure failure_ = Failure::InvalidInput;
   std::vector<int32_t> tables_;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;

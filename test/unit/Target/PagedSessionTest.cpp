@@ -322,7 +322,6 @@ void expectBatchedReferenceTokens(const std::string &model) {
   std::vector<std::vector<int32_t>> generated;
   prefillEach(*session, prompts, false, sequences, generated);
   std::string error;
-  const float *first = nullptr;
   for (size_t step = 1; step < prompts[0].generated.size(); ++step) {
     std::vector<int32_t> ids;
     for (size_t i = 0; i < prompts.size(); ++i)
@@ -333,9 +332,7 @@ void expectBatchedReferenceTokens(const std::string &model) {
       generated[i].push_back(static_cast<int32_t>(
           std::max_element(logits, logits + session->vocabSize()) - logits));
     }
-    first = session->logits(0);
   }
-  ASSERT_TRUE(first);
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE(prompts[i].name);
     EXPECT_EQ(generated[i], prompts[i].generated);
