@@ -18,7 +18,7 @@
 namespace hetc::abi {
 
 /// Bumped on any change to the structures below or their meaning.
-inline constexpr int kProgramVersion = 3;
+inline constexpr int kProgramVersion = 4;
 
 /// ceil((constant + perToken * tokens + perKey * keys) / divisor).
 struct ProgramValue {
@@ -59,6 +59,10 @@ enum class BufferRole {
   /// The model file's tensor data as a whole, which code compiled for a CPU
   /// segment reads at the offsets it was compiled with; mapped, not copied.
   WeightFile,
+  /// Where a weight the plan streams (kept in another device's memory, the
+  /// source of a Transfer step) lands before the steps that read it. The
+  /// programs of a model share it by name: they never run at once.
+  StreamedWeight,
 };
 
 /// A device the program runs on: the id the plan gave it (the runtime's
@@ -66,8 +70,10 @@ enum class BufferRole {
 /// on the device the caller picks) and the target whose code it runs.
 struct ProgramDevice {
   std::string name;
-  /// "x86" (code the x86 target compiled for the program's CPU segments) or
-  /// "spirv" (the SPIR-V kernel library).
+  /// "x86" (code the x86 target compiled for the program's CPU segments),
+  /// "spirv", "nvptx" or "amdgpu" (the kernel library built for the
+  /// target), or "host-memory": a CPU that runs nothing, whose memory holds
+  /// the weights other devices stream.
   std::string target;
 };
 

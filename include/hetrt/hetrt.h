@@ -37,7 +37,7 @@ extern "C" {
  *    a decode step of several at once (hetrt_session_decode_batch),
  *    the cache's statistics (hetrt_session_kv_stats) and prefix caching
  *    (hetrt_session_set_prefix_caching). */
-#define HETRT_API_VERSION 8
+#define HETRT_API_VERSION 9
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -346,6 +346,33 @@ typedef struct hetrt_device_stats_t {
   int64_t units;           /* decoder units the plan puts on it; 0 outside
                               a plan (since 6) */
 } hetrt_device_stats_t;
+/* The memory one device of a session holds, and the weights the plan
+ * streams into it (hetc compile --system with --device-memory below the
+ * model): they live in another device's memory and are copied in before
+ * each layer that reads them, a layer ahead, while the layer before
+ * computes. Since API version 9. */
+typedef struct hetrt_device_memory_t {
+  uint64_t weight_bytes;   /* weights resident in its memory */
+  uint64_t kv_cache_bytes; /* KV caches (a CPU session's pool) */
+  uint64_t stream_buffer_bytes; /* buffers streamed weights land in */
+  uint64_t work_bytes;     /* activations and parameters */
+  uint64_t streamed_bytes; /* weights copied in since the session began */
+  uint64_t stream_ns;      /* time those copies took */
+  uint64_t stream_wait_ns; /* time the device's work waited for them: the
+                              part of stream_ns not hidden behind compute */
+  uint64_t steps;          /* steps (prefill chunks and decode steps) it
+                              took part in */
+  /* What the plan predicted the first three hold (0 outside a plan, or
+   * for a pack planned without predictions). */
+  uint64_t planned_weight_bytes;
+  uint64_t planned_kv_cache_bytes;
+  uint64_t planned_stream_buffer_bytes;
+} hetrt_device_memory_t;
+/* Device index's memory (index < hetrt_session_device_count). Memory read
+ * in place, as the mapped model file a CPU reads, is not counted. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_device_memory(const hetrt_session_t *session, size_t index,
+                            hetrt_device_memory_t *out_memory);
 /* What a session runs on; the strings are valid while it lives. Since API
  * version 6. */
 typedef struct hetrt_session_info_t {

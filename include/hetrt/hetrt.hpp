@@ -353,6 +353,8 @@ struct DeviceStats {
   uint64_t dispatches = 0;
   uint64_t bytesIn = 0;
   uint64_t bytesOut = 0;
+  /// hetrt_device_memory_t.
+  hetrt_device_memory_t memory = {};
 };
 
 /// One sequence's state over a model (hetrt_session_t). Not thread-safe.
@@ -452,8 +454,13 @@ public:
       if (!detail::check(hetrt_session_device_stats(handle_.get(), d, &stats),
                          ignored))
         break;
+      hetrt_device_memory_t memory;
+      if (!detail::check(hetrt_session_device_memory(handle_.get(), d, &memory),
+                         ignored))
+        break;
       out.push_back({stats.device_name, stats.code, stats.units,
-                     stats.dispatches, stats.bytes_in, stats.bytes_out});
+                     stats.dispatches, stats.bytes_in, stats.bytes_out,
+                     memory});
     }
     return out;
   }

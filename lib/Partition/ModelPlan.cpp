@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 namespace hetc::partition {
 
@@ -53,10 +54,12 @@ struct Built {
   }
 };
 
-/// hetc's CPU code keeps an f32 cache; accelerators keep f16.
-double kvElementBytes(const hardware::Device &device) {
-  return device.kind == hardware::DeviceKind::Cpu ? 4 : 2;
-}
+/// The value of an option no plan should take while another fits.
+constexpr double kNeverChosen = 1e30;
+
+/// A plan runs as programs, which keep f32 caches on every device (the
+/// SPIR-V and GPU kernels and the CPU segments alike).
+double kvElementBytes(const hardware::Device &) { return 4; }
 
 /// The fastest link between any memory of `device` and memory `target`.
 const hardware::Link *linkTo(const hardware::System &system, int device,
@@ -104,7 +107,7 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
       std::string name = entry.id + "." + tier.name;
       built.problem.memories.push_back({name, tier.capacityBytes});
       built.memories.push_back(
-          {name, d, tier.capacityBytes, 0, 0, static_cast<int>(t)});
+          {name, d, tier.capacityBytes, 0, 0, 0, static_cast<int>(t)});
     }
   }
   double idleWatts = 0, usdPerSecond = 0;
@@ -207,6 +210,11 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
             kvHomes.push_back(static_cast<int>(t));
       }
       for (const Home &home : homes) {
+        // A streamed unit's weights cross whole on every step: the
+        // embedding's table too, not only the rows a step reads.
+        cost::Unit read = costed;
+        if (home.streamed)
+          read.weightBytesPerStep = static_cast<double>(read.weightBytes);
         if (costed.weightBytes > built.problem.memories[home.memory].capacityBytes)
           continue;
         for (int kvTier : kvHomes) {
@@ -222,16 +230,16 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
           meaning.kvMemory = kvMemory;
           meaning.streamed = home.streamed;
           meaning.kvBytes = kvMemory >= 0 ? kvBytes : 0;
-          meaning.decode = cost::decodeStep(costed, workload, device,
+          meaning.decode = cost::decodeStep(read, workload, device,
                                             home.read(), kv, efficiency);
           cost::Workload empty = workload;
           empty.context = 0;
           meaning.emptyCacheDecodeSeconds =
-              cost::decodeStep(costed, empty, device, home.read(), kv,
+              cost::decodeStep(read, empty, device, home.read(), kv,
                                efficiency)
                   .seconds();
           meaning.prefillSeconds =
-              cost::prefill(costed, workload, device, home.read(), kv,
+              cost::prefill(read, workload, device, home.read(), kv,
                             efficiency)
                   .seconds();
           if (costed.kind == cost::UnitKind::Embedding) {
@@ -400,6 +408,118 @@ std::string kvShortfall(const cost::ModelShape &shape,
          " of memory a KV cache can live in";
 }
 
+uint64_t streamBufferBytes(const cost::ModelShape &shape, size_t numUnits,
+                           const std::vector<std::pair<size_t, int>> &streamed,
+                           int device) {
+  // Per streamed unit on the device: how many of its weights have each size.
+  std::vector<std::map<uint64_t, uint64_t>> sizes(streamed.size());
+  for (const cost::WeightInfo &weight : shape.weights) {
+    size_t unit = cost::unitIndexOf(weight, numUnits);
+    for (size_t s = 0; s < streamed.size(); ++s)
+      if (streamed[s].first == unit && streamed[s].second == device)
+        ++sizes[s][std::max<uint64_t>(4, (weight.bytes + 3) / 4 * 4)];
+  }
+  std::map<uint64_t, uint64_t> buffers;
+  for (size_t s = 0; s < streamed.size(); ++s) {
+    std::map<uint64_t, uint64_t> live = sizes[s];
+    if (s + 1 < streamed.size())
+      for (const auto &[size, count] : sizes[s + 1])
+        live[size] += count;
+    for (const auto &[size, count] : live)
+      buffers[size] = std::max(buffers[size], count);
+  }
+  uint64_t bytes = 0;
+  for (const auto &[size, count] : buffers)
+    bytes += size * count;
+  return bytes;
+}
+
+namespace {
+
+/// The streamed units of a solution, in order, with their devices.
+std::vector<std::pair<size_t, int>> streamedUnits(const Built &built,
+                                                  const Plan &solution) {
+  std::vector<std::pair<size_t, int>> streamed;
+  for (size_t u = 0; u < built.units.size(); ++u) {
+    const OptionMeaning &meaning =
+        built.meanings[u][static_cast<size_t>(solution.option[u])];
+    if (meaning.streamed)
+      streamed.emplace_back(u, meaning.device);
+  }
+  return streamed;
+}
+
+} // namespace
+
+namespace {
+
+/// Plans again so that each device's first memory holds the buffers the
+/// weights streamed to it land in (streamBufferBytes), beside what the plan
+/// keeps there. What is set aside grows to what the last plan needs, until
+/// a plan fits beside it; the best plan that streams nothing competes
+/// (setting buffers aside can cost more than streaming saves). `first` is
+/// the plan without buffers.
+template <typename Solve>
+Result setAsideStreamBuffers(const cost::ModelShape &shape, const Built &built,
+                             const Solve &solve, Result first) {
+  size_t numDevices = built.memoryIndex.size();
+  auto needs = [&](const Plan &plan) {
+    std::vector<uint64_t> bytes(numDevices);
+    std::vector<std::pair<size_t, int>> streamed = streamedUnits(built, plan);
+    for (size_t d = 0; d < numDevices; ++d)
+      bytes[d] = streamBufferBytes(shape, built.units.size(), streamed,
+                                   static_cast<int>(d));
+    return bytes;
+  };
+  // Whether `plan` fits with its buffers in the unreduced memories.
+  auto fits = [&](const Plan &plan) {
+    std::vector<uint64_t> held(built.problem.memories.size(), 0);
+    for (size_t u = 0; u < built.units.size(); ++u) {
+      const Option &option =
+          built.problem.units[u].options[static_cast<size_t>(plan.option[u])];
+      for (size_t m = 0; m < held.size(); ++m)
+        held[m] += option.bytes[m];
+    }
+    std::vector<uint64_t> buffers = needs(plan);
+    for (size_t d = 0; d < numDevices; ++d)
+      held[built.memoryIndex[d].front()] += buffers[d];
+    for (size_t m = 0; m < held.size(); ++m)
+      if (held[m] > built.problem.memories[m].capacityBytes)
+        return false;
+    return true;
+  };
+  Result result = std::move(first);
+  std::vector<uint64_t> reserved(numDevices, 0);
+  for (int round = 0; result && round < 8 && !fits(*result.plan); ++round) {
+    std::vector<uint64_t> buffers = needs(*result.plan);
+    Problem reduced = built.problem;
+    for (size_t d = 0; d < numDevices; ++d) {
+      reserved[d] = std::max(reserved[d], buffers[d]);
+      uint64_t &capacity =
+          reduced.memories[built.memoryIndex[d].front()].capacityBytes;
+      capacity -= std::min(capacity, reserved[d]);
+    }
+    result = solve(reduced);
+  }
+  bool streams = result && !streamedUnits(built, *result.plan).empty();
+  if (result && streams && !fits(*result.plan))
+    result = Result();
+  if (!streams)
+    return result;
+  Problem resident = built.problem;
+  for (size_t u = 0; u < resident.units.size(); ++u)
+    for (size_t o = 0; o < resident.units[u].options.size(); ++o)
+      if (built.meanings[u][o].streamed)
+        resident.units[u].options[o].value = kNeverChosen;
+  Result alternative = solve(resident);
+  if (alternative && alternative.plan->objective < kNeverChosen &&
+      (!result || alternative.plan->objective <= result.plan->objective))
+    return alternative;
+  return result;
+}
+
+} // namespace
+
 std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
                                    const hardware::System &system,
                                    const PlanRequest &request,
@@ -414,20 +534,28 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
       error = noPlacementError(shape, system, request, built, u);
       return std::nullopt;
     }
-  ChainDpOptions options = dpOptions(built.problem);
-  Result result = solveChainDp(built.problem, options);
-  // An unproven plan is solved again at finer granules, a bounded number
-  // of times, so planning stays fast and deterministic.
-  for (int step = 0; step < kRefinements && result && !result.optimal &&
-                     options.byteGranularity > 1;
-       ++step) {
-    options.byteGranularity = std::max<uint64_t>(1, options.byteGranularity / 8);
-    options.startFrom = result.plan->option;
-    Result finer = solveChainDp(built.problem, options);
-    if (!finer)
-      break;
-    result = std::move(finer);
-  }
+  auto solve = [](const Problem &problem) {
+    ChainDpOptions options = dpOptions(problem);
+    Result result = solveChainDp(problem, options);
+    // An unproven plan is solved again at finer granules, a bounded number
+    // of times, so planning stays fast and deterministic.
+    for (int step = 0; step < kRefinements && result && !result.optimal &&
+                       options.byteGranularity > 1;
+         ++step) {
+      options.byteGranularity =
+          std::max<uint64_t>(1, options.byteGranularity / 8);
+      options.startFrom = result.plan->option;
+      Result finer = solveChainDp(problem, options);
+      if (!finer)
+        break;
+      result = std::move(finer);
+    }
+    return result;
+  };
+  int numDevices = static_cast<int>(system.devices.size());
+  Result result = solve(built.problem);
+  if (result && !streamedUnits(built, *result.plan).empty())
+    result = setAsideStreamBuffers(shape, built, solve, std::move(result));
   if (!result) {
     error = result.shortfall
                 ? shape.origin + " does not fit " + system.name + ": " +
@@ -449,7 +577,10 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
   plan.memories = built.memories;
   for (const hardware::SystemDevice &entry : system.devices)
     plan.devices.push_back({entry.id, &entry.device, 0, 0, 0, 0});
-  int numDevices = static_cast<int>(system.devices.size());
+  for (int d = 0; d < numDevices; ++d)
+    plan.memories[built.memoryIndex[d].front()].streamBufferBytes =
+        streamBufferBytes(shape, built.units.size(),
+                          streamedUnits(built, *result.plan), d);
   double activationBytes =
       static_cast<double>(workload.batch * shape.dim) * sizeof(float);
   for (size_t u = 0; u < built.units.size(); ++u) {

@@ -198,6 +198,25 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     for (mlir::NamedAttribute entry : units)
       if (auto count = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))
         code.units.emplace_back(entry.getName().str(), count.getInt());
+  if (auto memory = plan ? plan.getAs<mlir::DictionaryAttr>("memory") : nullptr)
+    for (mlir::NamedAttribute entry : memory) {
+      auto fields = llvm::dyn_cast<mlir::DictionaryAttr>(entry.getValue());
+      if (!fields)
+        continue;
+      hetrt::format::PlannedCode::PlannedMemory use;
+      use.device = entry.getName().str();
+      auto bytes = [&](llvm::StringRef name) -> uint64_t {
+        auto value = fields.getAs<mlir::IntegerAttr>(name);
+        return value ? static_cast<uint64_t>(value.getInt()) : 0;
+      };
+      use.weightBytes = bytes("weight_bytes");
+      use.kvCacheBytes = bytes("kv_cache_bytes");
+      use.streamBufferBytes = bytes("stream_buffer_bytes");
+      code.memory.push_back(std::move(use));
+    }
+  if (auto seconds =
+          plan ? plan.getAs<mlir::FloatAttr>("decode_seconds_per_step") : nullptr)
+    code.decodeSecondsPerStep = seconds.getValueAsDouble();
 
   if (!code.cpuKernels.empty()) {
     if (options.progress)

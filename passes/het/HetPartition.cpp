@@ -225,9 +225,9 @@ struct HetPartitionPass
     request.objective = *goal;
     request.workload.batch = batch;
     request.workload.promptTokens = prompt;
-    // Reserve the whole cache the module declares: the prompt plus the
-    // context a decode step reads.
-    request.workload.context = capacity - prompt;
+    // Reserve the whole cache the module declares (a decode step's context
+    // includes the prompt), as the programs allocate it.
+    request.workload.context = capacity;
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *machine, request, error);
     if (!plan)
@@ -334,9 +334,28 @@ struct HetPartitionPass
   void writeSummary(ModuleOp module, const hardware::System &machine,
                     const partition::ModelPlan &plan, int64_t prompt) {
     Builder b(module.getContext());
-    NamedAttrList units;
-    for (const partition::DeviceUse &device : plan.devices)
+    NamedAttrList units, memory;
+    for (size_t d = 0; d < plan.devices.size(); ++d) {
+      const partition::DeviceUse &device = plan.devices[d];
       units.append(device.id, b.getI64IntegerAttr(device.units));
+      // What the plan keeps in the device's memories, as the runtime
+      // counts it (a CPU's weights are the mapped model file).
+      int64_t weights = 0, kv = 0, streamBuffers = 0;
+      for (const partition::MemoryUse &use : plan.memories)
+        if (use.device == static_cast<int>(d)) {
+          weights += static_cast<int64_t>(use.weightBytes);
+          kv += static_cast<int64_t>(use.kvBytes);
+          streamBuffers += static_cast<int64_t>(use.streamBufferBytes);
+        }
+      memory.append(device.id,
+                    b.getDictionaryAttr(
+                        {b.getNamedAttr("weight_bytes",
+                                        b.getI64IntegerAttr(weights)),
+                         b.getNamedAttr("kv_cache_bytes",
+                                        b.getI64IntegerAttr(kv)),
+                         b.getNamedAttr("stream_buffer_bytes",
+                                        b.getI64IntegerAttr(streamBuffers))}));
+    }
     NamedAttrList summary;
     summary.append("system", b.getStringAttr(machine.name));
     summary.append("objective", b.getStringAttr(objective.getValue()));
@@ -351,6 +370,9 @@ struct HetPartitionPass
                    b.getF64FloatAttr(plan.usdPerMillionTokens));
     summary.append("limit", b.getStringAttr(plan.limit));
     summary.append("units", b.getDictionaryAttr(units));
+    summary.append("memory", b.getDictionaryAttr(memory));
+    summary.append("decode_seconds_per_step",
+                   b.getF64FloatAttr(plan.decodeStepSeconds));
     module->setAttr(HetDialect::kPlanAttrName, b.getDictionaryAttr(summary));
   }
 

@@ -95,9 +95,15 @@ def HetLowerToProgramPass : Pass<"het-lower-to-program", "mlir::ModuleOp"> {
     x86 target compiles, and one dispatch of it; each `het.transfer` of an
     activation becomes a transfer step (the runtime orders it after the work
     that wrote its source, and the work that reads it after it, which is
-    what `het.wait` asked). A streamed weight is uploaded once to each device
-    that reads it. KV caches stay on the device of the segment that first
-    reads them.
+    what `het.wait` asked). A weight the plan streams to a GPU stays in its
+    home (a buffer of the device that owns the memory, such as the CPU's
+    DRAM) and is copied into a `streamed-weight` buffer of the GPU on every
+    step, a unit ahead: the first step that reads unit U's weights (a
+    layer's attention or FFN) issues the next streamed unit's copies, into
+    the buffers the unit before U has released, so the copy overlaps U
+    (double buffering). CPU code reads every weight where it
+    lives. KV caches stay on the device of the segment that first reads
+    them.
 
     The function gets `hetc.program_steps`, the program's step count; with
     `print`, the program is printed in words (buffers with their device,

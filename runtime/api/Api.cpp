@@ -30,6 +30,7 @@ struct hetrt_session_t {
   std::vector<std::string> deviceNames;
   std::vector<std::string> deviceCodes;
   std::vector<int64_t> deviceUnits;
+  std::vector<hetrt::format::PlannedCode::PlannedMemory> devicePlannedMemory;
   std::string devices;
   std::string system;
   int32_t threads = 0;
@@ -43,11 +44,17 @@ struct hetrt_session_t {
         deviceNames.push_back(stats.name);
         deviceCodes.push_back(stats.code);
         int64_t units = 0;
-        if (manifest.plan && !device)
+        hetrt::format::PlannedCode::PlannedMemory planned;
+        if (manifest.plan && !device) {
           for (const auto &[id, count] : manifest.plan->units)
             if (id == spirv->planDeviceName(stats.name))
               units = count;
+          for (const auto &use : manifest.plan->memory)
+            if (use.device == spirv->planDeviceName(stats.name))
+              planned = use;
+        }
         deviceUnits.push_back(units);
+        devicePlannedMemory.push_back(planned);
       }
       devices = spirv->deviceName();
       if (manifest.plan && !device)
@@ -56,6 +63,7 @@ struct hetrt_session_t {
       deviceNames = {"cpu0"};
       deviceCodes = {"x86 " + model.code().variantName()};
       deviceUnits = {0};
+      devicePlannedMemory = {{}};
       devices = "cpu0";
       threads = static_cast<int32_t>(session->numThreads());
     }
@@ -863,6 +871,35 @@ hetrt_status_t hetrt_session_device_stats(const hetrt_session_t *session,
   *out_stats = {session->deviceNames[index].c_str(), dispatches, bytesIn,
                 bytesOut, session->deviceCodes[index].c_str(),
                 session->deviceUnits[index]};
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_device_memory(const hetrt_session_t *session,
+                                           size_t index,
+                                           hetrt_device_memory_t *out_memory) {
+  if (!session || !out_memory ||
+      index >= hetrt_session_device_count(session))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_device_memory: needs a session, an index "
+                "below hetrt_session_device_count and out_memory");
+  *out_memory = {};
+  if (session->spirv) {
+    hetrt::core::ProgramRunner::DeviceStats stats =
+        session->spirv->deviceStats().at(index);
+    *out_memory = {stats.weightBytes,       stats.kvCacheBytes,
+                   stats.streamBufferBytes, stats.workBytes,
+                   stats.streamedBytes,
+                   stats.streamNanoseconds, stats.streamWaitNanoseconds,
+                   stats.steps};
+    const auto &planned = session->devicePlannedMemory.at(index);
+    out_memory->planned_weight_bytes = planned.weightBytes;
+    out_memory->planned_kv_cache_bytes = planned.kvCacheBytes;
+    out_memory->planned_stream_buffer_bytes = planned.streamBufferBytes;
+  } else if (session->session) {
+    hetrt::core::KvUsage usage = session->session->kvUsage();
+    out_memory->kv_cache_bytes =
+        static_cast<uint64_t>(usage.blocks * usage.blockBytes);
+  }
   return HETRT_OK;
 }
 

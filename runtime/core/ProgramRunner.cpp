@@ -39,10 +39,12 @@ constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;
 
 ProgramRunner::~ProgramRunner() {
   for (RunnerDevice &device : devices_)
-    if (device.queue) {
-      hal::Error ignored;
-      (void)device.queue->finish(ignored);
-    }
+    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get(),
+                              device.streamQueue.get()})
+      if (queue) {
+        hal::Error ignored;
+        (void)queue->finish(ignored);
+      }
 }
 
 std::unique_ptr<ProgramRunner>
@@ -64,10 +66,12 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
     RunnerDevice device;
     device.stats.name = code.device->info().name;
     device.stats.code = code.description;
-    device.executable = code.device->loadExecutable(code.format, code.binary,
-                                                    code.kernels, error);
-    if (!device.executable)
-      return nullptr;
+    if (code.runsCode) {
+      device.executable = code.device->loadExecutable(
+          code.format, code.binary, code.kernels, error);
+      if (!device.executable)
+        return nullptr;
+    }
     device.queue = code.device->createQueue(error);
     if (!device.queue)
       return nullptr;
@@ -79,6 +83,12 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
       return nullptr;
     device.copyEvent = code.device->createEvent(0, error);
     if (!device.copyEvent)
+      return nullptr;
+    device.streamQueue = code.device->createQueue(error);
+    if (!device.streamQueue)
+      return nullptr;
+    device.streamEvent = code.device->createEvent(0, error);
+    if (!device.streamEvent)
       return nullptr;
     device.code = std::move(code);
     runner->devices_.push_back(std::move(device));
@@ -116,7 +126,15 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
         device.target == "x86"     ? hal::ExecutableFormat::X86SharedObject
         : device.target == "spirv" ? hal::ExecutableFormat::SpirV
                                    : hal::ExecutableFormat::GpuModule;
-    if (devices_[found].code.format != format)
+    if (device.target == "host-memory" || !devices_[found].code.runsCode) {
+      if (device.target != "host-memory" || devices_[found].code.runsCode)
+        return fail(error, where + ": " + devices_[found].stats.name +
+                               (devices_[found].code.runsCode
+                                    ? " runs code, but the program only "
+                                      "keeps memory on it"
+                                    : " runs no code, but the program "
+                                      "runs " + device.target + " code on it"));
+    } else if (devices_[found].code.format != format)
       return fail(error, where + ": " + devices_[found].stats.name +
                              " runs other code than the " + device.target +
                              " code the program dispatches");
@@ -126,9 +144,14 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     int device = prepared.devices[buffer.device];
     hal::Device &hal = *devices_[device].code.device;
     hal::Queue &queue = *devices_[device].queue;
+    prepared.inPlace.push_back(nullptr);
     if (buffer.role == BufferRole::WeightFile) {
+      if (!devices_[device].executable)
+        return fail(error, where + ": keeps the model file on " +
+                               devices_[device].stats.name +
+                               ", which runs no code to read it");
       // Read in place: CPU segment code reads the weights at compiled offsets.
-      std::shared_ptr<hal::Buffer> &file = shared_[{device, "\n"}];
+      std::shared_ptr<hal::Buffer> &file = shared_[{device, "\n"}].buffer;
       if (!file) {
         const std::vector<int64_t> *layouts =
             cpu::segmentWeightLayouts(*devices_[device].executable);
@@ -153,7 +176,8 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
                              std::to_string(bytes) +
                              " bytes is outside 1 byte to 1 TiB");
     bool shared = buffer.role == BufferRole::Weight ||
-                  buffer.role == BufferRole::KvCache;
+                  buffer.role == BufferRole::KvCache ||
+                  buffer.role == BufferRole::StreamedWeight;
     if (buffer.role == BufferRole::KvCache) {
       // The steps of one sequence read one cache: it may not move.
       auto [home, added] = cacheDevices_.emplace(buffer.name, device);
@@ -166,42 +190,62 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     if (shared) {
       auto found = shared_.find({device, buffer.name});
       if (found != shared_.end()) {
-        if (found->second->size() != paddedBytes(bytes))
+        if (found->second.bytes != bytes)
           return fail(error, where + ": buffer \"" + buffer.name +
                                  "\" has another size than in an earlier "
                                  "program");
-        prepared.buffers.push_back(found->second);
+        prepared.buffers.push_back(found->second.buffer);
+        prepared.inPlace.back() = found->second.inPlace;
         continue;
       }
     }
+    const format::GgufTensorInfo *tensor = nullptr;
+    if (buffer.role == BufferRole::Weight) {
+      tensor = weights.findTensor(buffer.weight);
+      if (!tensor)
+        return fail(error, weights.path() + ": has no tensor \"" +
+                               buffer.weight + "\", which " + where +
+                               " reads; give the model the program was "
+                               "compiled from");
+      if (static_cast<int64_t>(tensor->sizeBytes) != bytes)
+        return fail(error, weights.path() + ": tensor \"" + buffer.weight +
+                               "\" holds " + std::to_string(tensor->sizeBytes) +
+                               " bytes, but " + where + " reads " +
+                               std::to_string(bytes) +
+                               "; give the model the program was compiled "
+                               "from");
+    }
+    // A weight a CPU holds for another device to stream is read where the
+    // model file maps it.
+    bool inPlace = tensor && hal.info().kind == "cpu";
     std::shared_ptr<hal::Buffer> allocated =
-        hal.allocate(0, paddedBytes(bytes), error);
+        inPlace ? hal.importHostMemory(weights.tensorData(*tensor), bytes, error)
+                : hal.allocate(0, paddedBytes(bytes), error);
     if (!allocated)
       return false;
     prepared.buffers.push_back(allocated);
+    if (inPlace)
+      prepared.inPlace.back() = weights.tensorData(*tensor);
     if (buffer.role == BufferRole::Logits)
       vocab_ = bytes / 4;
+    DeviceStats &held = devices_[device].stats;
+    if (!inPlace)
+      (buffer.role == BufferRole::Weight           ? held.weightBytes
+       : buffer.role == BufferRole::KvCache        ? held.kvCacheBytes
+       : buffer.role == BufferRole::StreamedWeight ? held.streamBufferBytes
+                                                   : held.workBytes) +=
+          allocated->size();
     if (!shared)
       continue;
-    shared_[{device, buffer.name}] = allocated;
+    shared_[{device, buffer.name}] = {allocated, bytes,
+                                      prepared.inPlace.back()};
     if (buffer.role == BufferRole::KvCache) {
       if (!queue.fill(*allocated, 0, allocated->size(), 0, 4, error))
         return false;
       continue;
     }
-    const format::GgufTensorInfo *tensor = weights.findTensor(buffer.weight);
-    if (!tensor)
-      return fail(error, weights.path() + ": has no tensor \"" +
-                             buffer.weight + "\", which " + where +
-                             " reads; give the model the program was "
-                             "compiled from");
-    if (static_cast<int64_t>(tensor->sizeBytes) != bytes)
-      return fail(error, weights.path() + ": tensor \"" + buffer.weight +
-                             "\" holds " + std::to_string(tensor->sizeBytes) +
-                             " bytes, but " + where + " reads " +
-                             std::to_string(bytes) +
-                             "; give the model the program was compiled "
-                             "from");
+    if (inPlace || buffer.role == BufferRole::StreamedWeight)
+      continue;
     std::vector<char> staged(allocated->size(), 0);
     std::memcpy(staged.data(), weights.tensorData(*tensor), bytes);
     staging_.push_back(std::move(staged));
@@ -213,6 +257,7 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
   if (!format::checkTransferWaits(program, problem))
     return fail(error, where + ": " + problem);
   prepared.transferDone.assign(program.steps.size(), 0);
+  prepared.streamed.assign(program.steps.size(), false);
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ProgramStep &step = program.steps[s];
     std::string stepWhere = where + ", step " + std::to_string(s);
@@ -266,6 +311,9 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       }
       continue;
     }
+    if (!device.executable)
+      return fail(error, stepWhere + ": dispatches on " + device.stats.name +
+                             ", which runs no code in this program");
     int kernel = device.executable->kernelIndex(step.kernel);
     if (kernel < 0)
       return fail(error, stepWhere + ": the kernel library has no kernel \"" +
@@ -288,6 +336,7 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     if (!params)
       return false;
     prepared.params.back() = params;
+    device.stats.workBytes += params->size();
   }
   prepared.writtenParams.resize(program.steps.size());
   prepared_.push_back(std::move(prepared));
@@ -297,7 +346,8 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
 bool ProgramRunner::finishAll(hal::Error &error) {
   bool ok = true;
   for (RunnerDevice &device : devices_)
-    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get()}) {
+    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get(),
+                              device.streamQueue.get()}) {
       hal::Error failure;
       if (!queue->finish(failure) && ok) {
         error = failure;
@@ -309,8 +359,11 @@ bool ProgramRunner::finishAll(hal::Error &error) {
 
 std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {
   std::vector<DeviceStats> out;
-  for (const RunnerDevice &device : devices_)
+  for (const RunnerDevice &device : devices_) {
     out.push_back(device.stats);
+    out.back().streamNanoseconds = device.streamQueue->busyNanoseconds();
+    out.back().streamWaitNanoseconds = device.streamEvent->blockedNanoseconds();
+  }
   return out;
 }
 
@@ -389,6 +442,26 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
           return abandon();
         continue;
       }
+      const void *home = prepared.inPlace[step.buffers[0]];
+      if (!home && from.role == BufferRole::Weight)
+        home = source.hostPointer();
+      if (from.role == BufferRole::Weight && home) {
+        // A weight never changes: its copy waits only for the target's
+        // steps before it (the last readers of the buffer it fills), and is
+        // written from where the weight lives.
+        uint64_t reached = ++device.eventValue;
+        uint64_t copied = ++device.streamValue;
+        hal::Queue &stream = *device.streamQueue;
+        if (!queue.signal(*device.event, reached, error) ||
+            !stream.wait(*device.event, reached, error) ||
+            !stream.write(home, target, 0, bytes, error) ||
+            !stream.signal(*device.streamEvent, copied, error))
+          return abandon();
+        prepared.transferDone[s] = copied;
+        prepared.streamed[s] = true;
+        device.stats.streamedBytes += static_cast<uint64_t>(bytes);
+        continue;
+      }
       // Read in order on the source's queue (after the steps that computed
       // the source, before any that reuse it); written by the target's copy
       // queue once the read is done and the target's earlier steps (which
@@ -414,8 +487,10 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
       continue;
     }
     if (step.kind == StepKind::Wait) {
-      if (!queue.wait(*device.copyEvent, prepared.transferDone[step.transfer],
-                      error))
+      hal::Event &copied = prepared.streamed[step.transfer]
+                               ? *device.streamEvent
+                               : *device.copyEvent;
+      if (!queue.wait(copied, prepared.transferDone[step.transfer], error))
         return abandon();
       continue;
     }
@@ -508,6 +583,11 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
   if (!ok)
     return abandon();
   staging_.clear();
+  std::vector<int> ran = prepared.devices;
+  std::sort(ran.begin(), ran.end());
+  ran.erase(std::unique(ran.begin(), ran.end()), ran.end());
+  for (int device : ran)
+    ++devices_[device].stats.steps;
   return true;
 }
 

@@ -39,6 +39,9 @@ public:
     std::vector<hal::KernelSignature> kernels;
     /// The code in words, for reports ("spirv subgroup", "x86 avx512").
     std::string description;
+    /// Whether it runs code: a device that only holds memory (a program's
+    /// "host-memory" device) runs none.
+    bool runsCode = true;
   };
 
   /// What ran on one device since the runner was made.
@@ -47,12 +50,28 @@ public:
     /// DeviceCode::description of the code it runs.
     std::string code;
     uint64_t dispatches = 0;
+    /// Runs of programs with steps on it.
+    uint64_t steps = 0;
     /// Parameter buffers written: a dispatch whose parameters are those of
     /// its step's last run (a decode step's products) writes none.
     uint64_t parameterWrites = 0;
     /// Bytes of activations copied into and out of the device's memory.
     uint64_t bytesIn = 0;
     uint64_t bytesOut = 0;
+    /// Weights the plan streams: bytes copied in from their home in
+    /// another device's memory, the time the copies took, and how long the
+    /// device's work waited for them (the part not hidden behind compute).
+    uint64_t streamedBytes = 0;
+    uint64_t streamNanoseconds = 0;
+    uint64_t streamWaitNanoseconds = 0;
+    /// Bytes the runner holds in the device's memory, by what they hold:
+    /// resident weights, KV caches, the buffers streamed weights land in,
+    /// and those of activations and parameters (host memory read in place,
+    /// such as the mapped model file, is not counted).
+    uint64_t weightBytes = 0;
+    uint64_t kvCacheBytes = 0;
+    uint64_t streamBufferBytes = 0;
+    uint64_t workBytes = 0;
   };
 
   /// Loads each device's code, matches the programs' devices to `devices`
@@ -87,9 +106,10 @@ public:
   int64_t vocab() const { return vocab_; }
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
-  /// The code loaded on device `index` (create()'s order).
-  const hal::Executable &executable(size_t index) const {
-    return *devices_.at(index).executable;
+  /// The code loaded on device `index` (create()'s order); null for a
+  /// device that only holds memory.
+  const hal::Executable *executable(size_t index) const {
+    return devices_.at(index).executable.get();
   }
 
 private:
@@ -98,6 +118,9 @@ private:
     /// The runner's device of each of the program's devices.
     std::vector<int> devices;
     std::vector<std::shared_ptr<hal::Buffer>> buffers;
+    /// Per buffer, the host memory a weight is read from in place (the
+    /// mapped model file), or null.
+    std::vector<const void *> inPlace;
     /// One parameter buffer per SPIR-V dispatch step (null for other steps),
     /// and the kernel index of each dispatch.
     std::vector<std::shared_ptr<hal::Buffer>> params;
@@ -106,8 +129,10 @@ private:
     std::vector<std::vector<int32_t>> writtenParams;
     std::vector<int> kernels;
     /// Per transfer step between devices, the value its target's copy
-    /// event reaches once this run's copy is done (for its Wait step).
+    /// event (stream event, for a streamed weight) reaches once this run's
+    /// copy is done (for its Wait step).
     std::vector<uint64_t> transferDone;
+    std::vector<bool> streamed;
   };
 
   struct RunnerDevice {
@@ -123,6 +148,12 @@ private:
     std::unique_ptr<hal::Queue> copyQueue;
     std::shared_ptr<hal::Event> copyEvent;
     uint64_t copyValue = 0;
+    /// Where streamed weights are written into this device's memory, beside
+    /// its queue's work; its event marks each copy done, and how long the
+    /// queue's work waited for one.
+    std::unique_ptr<hal::Queue> streamQueue;
+    std::shared_ptr<hal::Event> streamEvent;
+    uint64_t streamValue = 0;
     DeviceStats stats;
   };
 
@@ -135,8 +166,14 @@ private:
   /// The weights as each CPU device's code reads them (a rewritten copy
   /// when it reads some in an interleaved layout), by runner device.
   std::map<int, std::unique_ptr<cpu::CpuWeights>> cpuWeights_;
-  /// Weights and caches by (runner device, name), shared by the entries.
-  std::map<std::pair<int, std::string>, std::shared_ptr<hal::Buffer>> shared_;
+  /// Weights and caches by (runner device, name), shared by the entries,
+  /// with the bytes the program declared.
+  struct SharedBuffer {
+    std::shared_ptr<hal::Buffer> buffer;
+    int64_t bytes = 0;
+    const void *inPlace = nullptr;
+  };
+  std::map<std::pair<int, std::string>, SharedBuffer> shared_;
   std::vector<Prepared> prepared_;
   /// The runner device of each KV cache, by name.
   std::map<std::string, int> cacheDevices_;

@@ -161,7 +161,7 @@ namespace {
 
 /// The kind of runtime device that runs a program target's code.
 std::string runtimeKindOf(const std::string &target) {
-  if (target == "x86")
+  if (target == "x86" || target == "host-memory")
     return "cpu";
   if (target == "spirv")
     return "vulkan";
@@ -355,7 +355,13 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       if (candidate->info().name == wanted.name)
         device = candidate;
     ProgramRunner::DeviceCode code;
-    if (wanted.target == "spirv") {
+    if (wanted.target == "host-memory") {
+      // Holds streamed weights; runs nothing.
+      code.device = device;
+      code.format = hal::ExecutableFormat::X86SharedObject;
+      code.description = "host memory";
+      code.runsCode = false;
+    } else if (wanted.target == "spirv") {
       if (!manifest.spirv) {
         error = pack.path() + ": the plan runs SPIR-V on " + wanted.name +
                 ", but the pack holds no SPIR-V kernel library (compile the "
@@ -430,7 +436,9 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   // compiled for: its record must name this model file.
   for (size_t d = 0; d < session->runner_->stats().size(); ++d) {
     const auto *record =
-        cpu::segmentCodeRecord(session->runner_->executable(d));
+        session->runner_->executable(d)
+            ? cpu::segmentCodeRecord(*session->runner_->executable(d))
+            : nullptr;
     if (record && !cpu::checkModelHash(*record,
                                        pack.path() + ": the plan's CPU code",
                                        manifest.weightsHash, error))

@@ -128,6 +128,16 @@ std::string Manifest::toJson() const {
                     {"cpu_variants", variantsJson(plan->cpuVariants)},
                     {"cpu_kernels", kernelsJson(plan->cpuKernels)},
                     {"units", units}};
+    if (!plan->memory.empty()) {
+      nlohmann::json memory = nlohmann::json::object();
+      for (const PlannedCode::PlannedMemory &use : plan->memory)
+        memory[use.device] = {{"weight_bytes", use.weightBytes},
+                              {"kv_cache_bytes", use.kvCacheBytes},
+                              {"stream_buffer_bytes", use.streamBufferBytes}};
+      json["plan"]["predicted"] = {
+          {"memory", memory},
+          {"decode_seconds_per_step", plan->decodeSecondsPerStep}};
+    }
   }
   return json.dump(2);
 }
@@ -534,6 +544,44 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
           !plain(it.key()))
         return fail(shape);
       code.units.emplace_back(it.key(), it.value().get<int64_t>());
+    }
+    if (auto predicted = plan->find("predicted"); predicted != plan->end()) {
+      const char *predictedShape =
+          "field \"plan.predicted\" must hold \"decode_seconds_per_step\", "
+          "a number from 0 to 1e6, and \"memory\", by device of the plan's "
+          "units {\"weight_bytes\", \"kv_cache_bytes\", "
+          "\"stream_buffer_bytes\"} of 0 to 2^60";
+      auto seconds = predicted->is_object()
+                         ? predicted->find("decode_seconds_per_step")
+                         : predicted->end();
+      auto memory = predicted->is_object() ? predicted->find("memory")
+                                           : predicted->end();
+      if (seconds == predicted->end() || !seconds->is_number() ||
+          !(seconds->get<double>() >= 0 && seconds->get<double>() <= 1e6) ||
+          memory == predicted->end() || !memory->is_object() ||
+          memory->size() > code.units.size())
+        return fail(predictedShape);
+      code.decodeSecondsPerStep = seconds->get<double>();
+      for (auto it = memory->begin(); it != memory->end(); ++it) {
+        PlannedCode::PlannedMemory use;
+        use.device = it.key();
+        bool known = std::any_of(
+            code.units.begin(), code.units.end(),
+            [&](const auto &unit) { return unit.first == use.device; });
+        if (!known || !it.value().is_object() || it.value().size() != 3)
+          return fail(predictedShape);
+        for (auto [field, out] :
+             {std::pair{"weight_bytes", &use.weightBytes},
+              std::pair{"kv_cache_bytes", &use.kvCacheBytes},
+              std::pair{"stream_buffer_bytes", &use.streamBufferBytes}}) {
+          auto value = it.value().find(field);
+          if (value == it.value().end() || !value->is_number_unsigned() ||
+              value->get<uint64_t>() > (uint64_t(1) << 60))
+            return fail(predictedShape);
+          *out = value->get<uint64_t>();
+        }
+        code.memory.push_back(std::move(use));
+      }
     }
     manifest.plan = std::move(code);
   }

@@ -102,6 +102,17 @@ struct PlannedCode {
   std::vector<std::pair<std::string, int>> cpuKernels;
   /// Decoder units (embedding, attention, FFN, output) per device id.
   std::vector<std::pair<std::string, int64_t>> units;
+  /// What the plan predicts each device's memories hold, by device id
+  /// (none in packs planned before predictions were recorded).
+  struct PlannedMemory {
+    std::string device;
+    uint64_t weightBytes = 0;
+    uint64_t kvCacheBytes = 0;
+    uint64_t streamBufferBytes = 0;
+  };
+  std::vector<PlannedMemory> memory;
+  /// The plan's decode step at its context (0: not recorded).
+  double decodeSecondsPerStep = 0;
 };
 
 /// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for a type

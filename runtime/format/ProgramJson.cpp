@@ -23,8 +23,10 @@ namespace {
 
 const char *const kRoleNames[] = {"tokens",   "positions",  "weight",
                                   "activation", "kv-cache", "rope-table",
-                                  "logits", "weight-file"};
-const char *const kTargetNames[] = {"x86", "spirv", "nvptx", "amdgpu"};
+                                  "logits", "weight-file",
+                                  "streamed-weight"};
+const char *const kTargetNames[] = {"x86", "spirv", "nvptx", "amdgpu",
+                                    "host-memory"};
 constexpr size_t kMaxDevices = 16;
 
 json valueToJson(const ProgramValue &value) {

@@ -102,6 +102,9 @@ public:
   virtual bool hostWait(uint64_t value, uint64_t timeoutNanoseconds) = 0;
   /// The failure of the queue that should have signaled, if any.
   virtual const Error *failure() const = 0;
+  /// How long queues' waits for it have held their work back, in all: the
+  /// time a transfer it marks was not hidden behind other work.
+  virtual uint64_t blockedNanoseconds() const = 0;
 };
 
 /// What a kernel of an executable takes: its entry point, the storage
@@ -190,6 +193,8 @@ public:
   /// Blocks until everything submitted is done; false with the first
   /// failure of the work since the last finish().
   virtual bool finish(Error &error) = 0;
+  /// How long the queue has spent running its work, waits left out.
+  virtual uint64_t busyNanoseconds() const = 0;
 };
 
 class Device {

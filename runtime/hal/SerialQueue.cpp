@@ -82,6 +82,23 @@ bool HostEvent::hostWait(uint64_t value, uint64_t timeoutNanoseconds) {
                            reached);
 }
 
+void HostEvent::queueWait(uint64_t value) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (value_ >= value)
+    return;
+  auto start = std::chrono::steady_clock::now();
+  changed_.wait(lock, [&] { return value_ >= value; });
+  blockedNanoseconds_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+uint64_t HostEvent::blockedNanoseconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return blockedNanoseconds_;
+}
+
 const Error *HostEvent::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return failure_ ? &*failure_ : nullptr;
@@ -116,14 +133,17 @@ bool SerialQueue::wait(Event &event, uint64_t value, Error &error) {
     return failWith(error, core::Failure::InvalidInput,
                     "wait: the event does not come from the device layer's "
                     "createEvent");
-  submit([hostEvent, value](Error &failure) {
-    hostEvent->hostWait(value, std::numeric_limits<uint64_t>::max());
-    if (const Error *upstream = hostEvent->failure()) {
-      failure = *upstream;
-      return false;
-    }
-    return true;
-  });
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back({[hostEvent, value](Error &failure) {
+                      hostEvent->queueWait(value);
+                      if (const Error *upstream = hostEvent->failure()) {
+                        failure = *upstream;
+                        return false;
+                      }
+                      return true;
+                    },
+                    nullptr, /*waits=*/true});
+  changed_.notify_all();
   return true;
 }
 
@@ -141,6 +161,10 @@ bool SerialQueue::signal(Event &event, uint64_t value, Error &error) {
                     hostEvent});
   changed_.notify_all();
   return true;
+}
+
+uint64_t SerialQueue::busyNanoseconds() const {
+  return busyNanoseconds_.load(std::memory_order_relaxed);
 }
 
 bool SerialQueue::finish(Error &error) {
@@ -179,8 +203,16 @@ void SerialQueue::run() {
         task.signals->fail(*failed);
     } else {
       Error error;
+      auto start = std::chrono::steady_clock::now();
       if (!task.work(error))
         failed = error;
+      if (!task.waits)
+        busyNanoseconds_.fetch_add(
+            static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count()),
+            std::memory_order_relaxed);
     }
     lock.lock();
     if (failed && !failure_)

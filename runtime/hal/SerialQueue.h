@@ -9,6 +9,7 @@
 
 #include "runtime/hal/Device.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -50,13 +51,18 @@ public:
   void signal(uint64_t value) override;
   bool hostWait(uint64_t value, uint64_t timeoutNanoseconds) override;
   const Error *failure() const override;
+  uint64_t blockedNanoseconds() const override;
   /// Records `error` and releases every waiter.
   void fail(const Error &error);
+  /// A queue's wait: as hostWait without a limit, counting the time it
+  /// blocked.
+  void queueWait(uint64_t value);
 
 private:
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t value_;
+  uint64_t blockedNanoseconds_ = 0;
   std::optional<Error> failure_;
 };
 
@@ -69,6 +75,7 @@ public:
   bool wait(Event &event, uint64_t value, Error &error) override;
   bool signal(Event &event, uint64_t value, Error &error) override;
   bool finish(Error &error) override;
+  uint64_t busyNanoseconds() const override;
 
 protected:
   /// Queues `work`; it runs after everything submitted before it, and is
@@ -85,6 +92,8 @@ private:
     /// For signals: failed instead of skipped after a failure, so its
     /// waiters wake.
     HostEvent *signals = nullptr;
+    /// Waits are not counted as busy time.
+    bool waits = false;
   };
   void run();
 
@@ -94,6 +103,7 @@ private:
   bool running_ = false;
   bool stopping_ = false;
   std::optional<Error> failure_;
+  std::atomic<uint64_t> busyNanoseconds_{0};
   std::thread worker_;
 };
 

@@ -225,12 +225,15 @@ Action registerPlanCommand(CLI::App &app) {
         for (const partition::MemoryUse &memory : plan.memories) {
           if (memory.device != static_cast<int>(d))
             continue;
-          held += memory.weightBytes + memory.kvBytes;
+          held += memory.weightBytes + memory.kvBytes +
+                  memory.streamBufferBytes;
           capacity += memory.capacityBytes;
-          memories.push_back({{"name", memory.name},
-                              {"weight_bytes", memory.weightBytes},
-                              {"kv_bytes", memory.kvBytes},
-                              {"capacity_bytes", memory.capacityBytes}});
+          memories.push_back(
+              {{"name", memory.name},
+               {"weight_bytes", memory.weightBytes},
+               {"kv_bytes", memory.kvBytes},
+               {"stream_buffer_bytes", memory.streamBufferBytes},
+               {"capacity_bytes", memory.capacityBytes}});
         }
         devices.push_back({{"id", device.id},
                            {"device", device.device->name},
@@ -331,11 +334,18 @@ Action registerPlanCommand(CLI::App &app) {
                   gib(weightBytes).c_str(), gib(kvBytes).c_str(),
                   device.decodeSeconds * 1e3, device.utilization * 100);
     }
-    for (const partition::MemoryUse &memory : plan.memories)
-      if (memory.weightBytes + memory.kvBytes > 0)
-        std::printf("  %-20s %12s of %12s\n", memory.name.c_str(),
-                    gib(memory.weightBytes + memory.kvBytes).c_str(),
-                    gib(memory.capacityBytes).c_str());
+    for (const partition::MemoryUse &memory : plan.memories) {
+      uint64_t held =
+          memory.weightBytes + memory.kvBytes + memory.streamBufferBytes;
+      if (held == 0)
+        continue;
+      std::printf("  %-20s %12s of %12s", memory.name.c_str(),
+                  gib(held).c_str(), gib(memory.capacityBytes).c_str());
+      if (memory.streamBufferBytes > 0)
+        std::printf(" (%s of it for streamed weights to land in)",
+                    gib(memory.streamBufferBytes).c_str());
+      std::printf("\n");
+    }
     int streamed = 0;
     for (const partition::PlacedUnit &unit : plan.units)
       streamed += unit.streamed ? 1 : 0;

@@ -1,6 +1,7 @@
 // `hetc run`: generate text from a model. A GGUF is compiled on first use and
 // the pack cached by the model's content hash.
 #include "Commands.h"
+#include "DeviceJson.h"
 #include "Flags.h"
 #include "PackCache.h"
 
@@ -542,6 +543,7 @@ Action registerRunCommand(CLI::App &app) {
                                   {"bytes_out", stats.bytesOut}};
           if (planned)
             entry["units"] = stats.units;
+          entry["memory"] = hetc::cli::memoryJson(stats.memory);
           devices.push_back(entry);
         }
         result["devices"] = devices;

@@ -6,6 +6,7 @@
 #include "hetrt/hetrt.h"
 #include "runtime/format/InputFile.h"
 
+#include "DeviceJson.h"
 #include "Flags.h"
 
 #include <CLI/CLI.hpp>
@@ -298,12 +299,17 @@ int run(const RunnerFlags &flags) {
       if (!report(hetrt_session_device_stats(session.get, i, &stats),
                   "hetrt_session_device_stats"))
         return failed();
+      hetrt_device_memory_t memory;
+      if (!report(hetrt_session_device_memory(session.get, i, &memory),
+                  "hetrt_session_device_memory"))
+        return failed();
       devices.push_back({{"name", stats.device_name},
                          {"code", stats.code},
                          {"units", stats.units},
                          {"dispatches", stats.dispatches},
                          {"bytes_in", stats.bytes_in},
-                         {"bytes_out", stats.bytes_out}});
+                         {"bytes_out", stats.bytes_out},
+                         {"memory", hetc::cli::memoryJson(memory)}});
     }
     result["devices"] = devices;
     // A CPU session's paged cache: the blocks the run took, and what the

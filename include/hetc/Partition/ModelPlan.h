@@ -73,6 +73,9 @@ struct MemoryUse {
   uint64_t capacityBytes = 0;
   uint64_t weightBytes = 0;
   uint64_t kvBytes = 0;
+  /// The buffers weights streamed to the device land in (its first memory
+  /// only): see streamBufferBytes.
+  uint64_t streamBufferBytes = 0;
   /// Index into the device's memory list.
   int tier = 0;
 };
@@ -126,7 +129,19 @@ Problem buildProblem(const cost::ModelShape &shape,
                      const hardware::System &system,
                      const PlanRequest &request);
 
-/// Solves the problem exactly (the chain DP) and reads the plan back. The
+/// Bytes of the buffers the weights of the units a plan streams to `device`
+/// land in, as the programs allocate them: a buffer per weight (in whole
+/// 4-byte words), reused by a weight of the same size two streamed units
+/// later, since a unit's copies are issued while the streamed unit before
+/// it computes. `streamed` lists the streamed units' indices in order and
+/// the device each runs on.
+uint64_t streamBufferBytes(const cost::ModelShape &shape, size_t numUnits,
+                           const std::vector<std::pair<size_t, int>> &streamed,
+                           int device);
+
+/// Solves the problem exactly (the chain DP) and reads the plan back. A
+/// device that streams weights first sets aside the buffers they land in
+/// (streamBufferBytes) in its first memory. The
 /// plan refers to `system`'s devices, so `system` must outlive it. When
 /// nothing fits, returns nothing and sets `error` to the memory that fails
 /// and by how many bytes.

@@ -1,6 +1,7 @@
 #include "passes/target/spirv/ProgramBuilder.h"
 
 #include "abi/CodeRecord.h"
+#include "hetc/Cost/CostModel.h"
 #include "dialects/het/HetDialect.h"
 #include "dialects/het/HetOps.h"
 #include "dialects/llm/LLMOps.h"
@@ -12,6 +13,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -19,7 +21,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 using namespace mlir;
@@ -118,6 +122,11 @@ public:
     }
     if (planned_) {
       program_.devices.clear();
+      function_.walk([&](het::SegmentOp segment) {
+        segmentDevices_.try_emplace(segment.getDevice().getName().str(),
+                                    segment.getDevice());
+      });
+      collectStreams();
       for (Operation &op : body)
         if (failed(lowerPlanned(op)))
           return failure();
@@ -197,7 +206,7 @@ private:
   void release(int upTo) {
     for (auto it = live_.begin(); it != live_.end();) {
       if (bufferLastUse_.lookup(*it) <= upTo) {
-        free_.push_back(*it);
+        (streamBuffers_.contains(*it) ? streamFree_ : free_).push_back(*it);
         it = live_.erase(it);
       } else {
         ++it;
@@ -225,6 +234,9 @@ private:
   /// token ids, positions and weights have a buffer on each device that
   /// reads them; any other value must have been moved there.
   int buf(Value value) {
+    // Reading a streamed unit sends the next one on its way.
+    if (auto stream = streams_.find(value); stream != streams_.end())
+      issueStreamsThrough(stream->second.group + 1);
     auto found = bufferOf_.find(value);
     if (found != bufferOf_.end() &&
         program_.buffers[found->second].device == device_)
@@ -255,7 +267,7 @@ private:
 
   FailureOr<int> weight(Operation *op, Value value) {
     auto get = value.getDefiningOp<llm::GetWeightOp>();
-    if (!get && !weights_.count(value))
+    if (!get && !weights_.count(value) && !streams_.count(value))
       return op->emitOpError()
              << "reads a weight that is not an llm.get_weight";
     int buffer = buf(value);
@@ -752,7 +764,10 @@ private:
   /// read, once; activations are copied each step.
   LogicalResult lowerTransfer(het::TransferOp transfer) {
     Value source = transfer.getSource();
+    if (streams_.count(transfer.getResult()))
+      return success();
     if (auto weight = weights_.find(source); weight != weights_.end()) {
+      // CPU code reads the weight where it lives (the mapped file).
       weights_[transfer.getResult()] = weight->second;
       return success();
     }
@@ -786,6 +801,134 @@ private:
     program_.steps.push_back(std::move(step));
     release(order_.lookup(transfer));
     return success();
+  }
+
+  /// The plan's unit of a weight (the embedding, a layer's attention or
+  /// FFN, the output): the weights a unit streams are copied together.
+  static size_t unitOf(const std::string &name) {
+    cost::WeightInfo info;
+    info.name = name;
+    cost::classifyWeight(info);
+    return cost::unitIndexOf(info, std::numeric_limits<size_t>::max());
+  }
+
+  /// Finds the weights GPU segments read from another device's memory (a
+  /// het.transfer of an llm.get_weight into a segment that is not a CPU's)
+  /// and groups them by unit, in order of first use over the function, so
+  /// that reading one unit can send the next on its way, in whatever
+  /// segment it is.
+  void collectStreams() {
+    for (Operation &op : function_.getBody().front()) {
+      auto transfer = dyn_cast<het::TransferOp>(op);
+      auto get = transfer ? transfer.getSource().getDefiningOp<llm::GetWeightOp>()
+                          : nullptr;
+      if (!get)
+        continue;
+      het::SegmentOp reader;
+      for (Operation *user : transfer.getResult().getUsers())
+        if ((reader = user->getParentOfType<het::SegmentOp>()))
+          break;
+      if (!reader || reader.getDevice().getKind() == het::DeviceKind::cpu)
+        continue;
+      Stream stream;
+      stream.weight = get.getResult();
+      stream.home = transfer.getFrom().getOwner().str();
+      stream.unit = unitOf(get.getName().str());
+      streams_[transfer.getResult()] = stream;
+    }
+    std::optional<size_t> groupUnit;
+    function_.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        auto stream = streams_.find(operand);
+        if (stream == streams_.end() || stream->second.group >= 0)
+          continue;
+        if (stream->second.unit != groupUnit) {
+          streamGroups_.emplace_back();
+          groupUnit = stream->second.unit;
+        }
+        stream->second.group = static_cast<int>(streamGroups_.size()) - 1;
+        streamGroups_.back().push_back(operand);
+      }
+    });
+  }
+
+  /// Issues the copies of every streamed group up to `last` not yet issued:
+  /// a reader of group g issues g + 1 too, so that the next unit's weights
+  /// cross the link while this unit computes, into buffers the unit before
+  /// has released (double buffering).
+  void issueStreamsThrough(int last) {
+    last = std::min(last, static_cast<int>(streamGroups_.size()) - 1);
+    int saved = device_;
+    for (; issuedGroups_ <= last; ++issuedGroups_)
+      for (Value value : streamGroups_[issuedGroups_])
+        issueStream(value);
+    device_ = saved;
+  }
+
+  void issueStream(Value value) {
+    Stream &stream = streams_[value];
+    stream.issued = true;
+    int target = device_;
+    for (Operation *user : value.getUsers())
+      if (auto segment = user->getParentOfType<het::SegmentOp>()) {
+        auto named = segmentDevices_.find(segment.getDevice().getName().str());
+        FailureOr<int> index = deviceIndex(segment, named->second);
+        if (succeeded(index))
+          target = *index;
+        break;
+      }
+    // The weight's home holds its buffer: a device of the program, or one
+    // that only lends its memory.
+    int homeIndex = -1;
+    if (auto home = segmentDevices_.find(stream.home);
+        home != segmentDevices_.end()) {
+      FailureOr<int> index = deviceIndex(value.getDefiningOp(), home->second);
+      homeIndex = succeeded(index) ? *index : -1;
+    } else {
+      for (size_t d = 0; d < program_.devices.size(); ++d)
+        if (program_.devices[d].name == stream.home)
+          homeIndex = static_cast<int>(d);
+      if (homeIndex < 0) {
+        program_.devices.push_back({stream.home, "host-memory"});
+        homeIndex = static_cast<int>(program_.devices.size()) - 1;
+      }
+    }
+    if (homeIndex < 0 || homeIndex == target) {
+      weights_[value] = weights_.lookup(stream.weight);
+      return;
+    }
+    device_ = homeIndex;
+    int source = buf(stream.weight);
+    device_ = target;
+    ProgramValue bytes = program_.buffers[source].bytes;
+    int slot = -1;
+    for (auto it = streamFree_.begin(); it != streamFree_.end(); ++it)
+      if (program_.buffers[*it].bytes == bytes &&
+          program_.buffers[*it].device == target) {
+        slot = *it;
+        streamFree_.erase(it);
+        break;
+      }
+    if (slot < 0) {
+      // Named by size, so that the prefill and the decode programs, which
+      // stream the same weights, share their buffers.
+      int sameSize = llvm::count_if(streamBuffers_, [&](int other) {
+        return program_.buffers[other].bytes == bytes &&
+               program_.buffers[other].device == target;
+      });
+      slot = addBuffer("stream." + std::to_string(bytes.constant) + "." +
+                           std::to_string(sameSize),
+                       BufferRole::StreamedWeight, bytes);
+      streamBuffers_.insert(slot);
+    }
+    live_.push_back(slot);
+    assign(value, slot);
+    ProgramStep step;
+    step.kind = StepKind::Transfer;
+    step.device = target;
+    step.buffers = {source, slot};
+    step.params = {bytes};
+    program_.steps.push_back(std::move(step));
   }
 
   /// A GPU segment: each op a dispatch of the kernel library on its
@@ -1249,6 +1392,29 @@ private:
   llvm::DenseMap<int, int> bufferLastUse_;
   /// Activation buffers in use, and free ones.
   std::vector<int> live_, free_;
+  /// A weight a GPU segment reads from another device's memory (the plan's
+  /// streamed weights): copied into a buffer of the reading device before
+  /// its use, a unit ahead, so that the copy overlaps the unit before.
+  struct Stream {
+    /// The llm.get_weight value, whose buffer lives on `home`.
+    Value weight;
+    std::string home;
+    /// The plan's unit, whose copies are issued together.
+    size_t unit = 0;
+    int group = -1;
+    bool issued = false;
+  };
+  /// By the het.transfer result the segment reads.
+  llvm::MapVector<Value, Stream> streams_;
+  /// The streamed values of each group, groups in order of first use.
+  std::vector<std::vector<Value>> streamGroups_;
+  int issuedGroups_ = 0;
+  /// Buffers that receive streamed weights, and free ones: a buffer is
+  /// reused by the same weight of a later layer once its reader has run.
+  llvm::DenseSet<int> streamBuffers_;
+  std::vector<int> streamFree_;
+  /// The device of every segment of the function, by name.
+  std::map<std::string, het::DeviceAttr> segmentDevices_;
   int segmentsBuilt_ = 0;
   /// The scratch buffer of each device.
   std::map<int, int> scratch_;
@@ -1314,6 +1480,8 @@ const char *roleName(BufferRole role) {
     return "logits";
   case BufferRole::WeightFile:
     return "weight-file";
+  case BufferRole::StreamedWeight:
+    return "streamed-weight";
   }
   return "?";
 }

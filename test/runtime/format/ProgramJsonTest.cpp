@@ -83,7 +83,7 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
     const char *message;
   } cases[] = {
       {[](nlohmann::json &p) { p["schema"] = "hetc.program/0"; },
-       "field \"schema\" is not \"hetc.program/3\""},
+       "field \"schema\" is not \"hetc.program/4\""},
       {[](nlohmann::json &p) { p["buffers"][0]["role"] = "scratch"; },
        "field \"buffers[0].role\" is \"scratch\", not a role"},
       {[](nlohmann::json &p) { p["buffers"][2].erase("weight"); },

@@ -11,11 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace hetrt::hal;
@@ -222,6 +224,35 @@ TEST_P(DeviceConformance, HostSignalsReleaseQueuesAndNeverLowerAnEvent) {
   uint32_t value;
   std::memcpy(&value, bytes.data(), 4);
   EXPECT_EQ(value, 7u);
+}
+
+// What the runtime reports as the hidden share of a transfer: a queue's busy
+// time leaves its waits out, and an event counts how long queues waited for
+// it (none for a value already reached).
+TEST_P(DeviceConformance, CountsBusyTimeAndTheTimeQueuesWaitForAnEvent) {
+  Error error;
+  std::shared_ptr<Event> started = device().createEvent(0, error);
+  std::shared_ptr<Event> gate = device().createEvent(1, error);
+  ASSERT_TRUE(started && gate) << error.message;
+  std::shared_ptr<Buffer> buffer = allocate(0, 1 << 20);
+  std::unique_ptr<Queue> q = queue();
+  ASSERT_TRUE(q->wait(*gate, 1, error));
+  ASSERT_TRUE(q->fill(*buffer, 0, 1 << 20, 1, 4, error));
+  ASSERT_TRUE(q->finish(error)) << error.message;
+  EXPECT_EQ(gate->blockedNanoseconds(), 0u);
+  EXPECT_GT(q->busyNanoseconds(), 0u);
+  uint64_t busy = q->busyNanoseconds();
+  // The queue is waiting (or about to) once `started` is reached; the host
+  // signals the gate well after.
+  ASSERT_TRUE(q->signal(*started, 1, error));
+  ASSERT_TRUE(q->wait(*gate, 2, error));
+  ASSERT_TRUE(started->hostWait(1, kForever));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  gate->signal(2);
+  ASSERT_TRUE(q->finish(error)) << error.message;
+  EXPECT_GT(gate->blockedNanoseconds(), 0u);
+  // The wait is not busy time: far less than the 200 ms were added.
+  EXPECT_LT(q->busyNanoseconds() - busy, 100000000u);
 }
 
 std::string deviceName(const ::testing::TestParamInfo<std::shared_ptr<Device>> &info) {

@@ -210,7 +210,7 @@ TEST(Scenario, NvlinkC2cStreamsMoreWeightsThanPcie) {
               streamedBytes(grace) / 1e9, streamedBytes(host) / 1e9);
 }
 
-// A KV cache for 64 sequences of 32k tokens (about 690 GB beside the
+// A KV cache for 64 sequences of 32k tokens (about 1.4 TB beside the
 // weights) fits in no memory of the desktop that may hold a KV cache: the
 // error names a memory and the shortfall in bytes.
 TEST(Scenario, RequestThatFitsNowhereFailsWithTheShortfall) {

@@ -1,0 +1,44 @@
+// The JSON both runners (hetc run and hetrt-run) print for what a device of
+// a session holds, so scripts read one shape from either.
+#ifndef HETC_TOOLS_HETC_DEVICEJSON_H
+#define HETC_TOOLS_HETC_DEVICEJSON_H
+
+#include "hetrt/hetrt.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace hetc::cli {
+
+/// hetrt_device_memory_t as {"weight_bytes", "kv_cache_bytes", "work_bytes",
+/// "streamed": {...}}; the streamed weights' object holds the bytes per step
+/// and the share of the copies' time that computing hid.
+inline nlohmann::json memoryJson(const hetrt_device_memory_t &memory) {
+  nlohmann::json out = {{"weight_bytes", memory.weight_bytes},
+                        {"kv_cache_bytes", memory.kv_cache_bytes},
+                        {"stream_buffer_bytes", memory.stream_buffer_bytes},
+                        {"work_bytes", memory.work_bytes}};
+  if (memory.planned_weight_bytes || memory.planned_kv_cache_bytes ||
+      memory.planned_stream_buffer_bytes)
+    out["planned"] = {
+        {"weight_bytes", memory.planned_weight_bytes},
+        {"kv_cache_bytes", memory.planned_kv_cache_bytes},
+        {"stream_buffer_bytes", memory.planned_stream_buffer_bytes}};
+  if (memory.streamed_bytes == 0)
+    return out;
+  double copyMs = memory.stream_ns / 1e6;
+  double waitMs = memory.stream_wait_ns / 1e6;
+  out["streamed"] = {
+      {"bytes", memory.streamed_bytes},
+      {"bytes_per_step",
+       memory.steps ? memory.streamed_bytes / memory.steps : 0},
+      {"copy_ms", copyMs},
+      {"wait_ms", waitMs},
+      {"hidden", copyMs > 0 ? std::max(0.0, 1.0 - waitMs / copyMs) : 1.0}};
+  return out;
+}
+
+} // namespace hetc::cli
+
+#endif // HETC_TOOLS_HETC_DEVICEJSON_H
