@@ -279,6 +279,15 @@ HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_describe(const hetrt_model_t *model,
                      hetrt_model_description_t *out_description);
 
+/* The decode step the pack's plan predicts (hetc compile --system) with
+ * `context` positions in the KV cache, in seconds: between its predictions
+ * with an empty cache and at the context it was planned for, linearly, as
+ * the cost model's attention grows. HETRT_UNSUPPORTED for a pack without a
+ * plan or planned before predictions were recorded. Since API version 9. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_planned_decode_seconds(const hetrt_model_t *model,
+                                   int64_t context, double *out_seconds);
+
 /* Whether id ends a generation (EOS, end-of-turn and the like, as the
  * model's tokenizer marks them): *out_is_end is 1 or 0. An id outside the
  * vocabulary is HETRT_INVALID_ARGUMENT. */

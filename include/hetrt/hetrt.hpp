@@ -270,6 +270,14 @@ public:
   const hetrt_model_description_t &description() const { return description_; }
   int32_t vocabSize() const { return description_.vocab_size; }
   int32_t contextLength() const { return description_.context_length; }
+  /// The plan's predicted decode step with `context` positions cached
+  /// (hetrt_model_planned_decode_seconds).
+  bool plannedDecodeSeconds(int64_t context, double &seconds,
+                            Status &status) const {
+    return detail::check(
+        hetrt_model_planned_decode_seconds(handle(), context, &seconds),
+        status);
+  }
   /// The KV cache each session allocates.
   bool kvCacheInfo(hetrt_kv_cache_info_t &info, Status &status) const {
     return detail::check(hetrt_model_kv_cache_info(handle(), &info), status);

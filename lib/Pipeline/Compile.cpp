@@ -152,6 +152,7 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   partition.system = options.system;
   partition.deviceMemory.assign(options.deviceMemory.begin(),
                                 options.deviceMemory.end());
+  partition.objective = options.objective;
   pm.addPass(het::createHetPartitionPass(partition));
   pm.addPass(het::createHetOutlinePass());
   pm.addPass(het::createHetVerifyPartitionedPass());
@@ -214,9 +215,15 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
       use.streamBufferBytes = bytes("stream_buffer_bytes");
       code.memory.push_back(std::move(use));
     }
-  if (auto seconds =
-          plan ? plan.getAs<mlir::FloatAttr>("decode_seconds_per_step") : nullptr)
-    code.decodeSecondsPerStep = seconds.getValueAsDouble();
+  auto seconds = [&](llvm::StringRef name) {
+    auto value = plan ? plan.getAs<mlir::FloatAttr>(name) : nullptr;
+    return value ? value.getValueAsDouble() : 0.0;
+  };
+  code.decodeSecondsPerStep = seconds("decode_seconds_per_step");
+  code.emptyCacheDecodeSecondsPerStep =
+      seconds("decode_seconds_per_step_empty_cache");
+  if (auto context = plan ? plan.getAs<mlir::IntegerAttr>("context") : nullptr)
+    code.plannedContext = context.getInt();
 
   if (!code.cpuKernels.empty()) {
     if (options.progress)

@@ -241,7 +241,7 @@ struct HetPartitionPass
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
         return failure();
-    writeSummary(module, *machine, *plan, prompt);
+    writeSummary(module, *machine, *plan, prompt, capacity);
     return success();
   }
 
@@ -332,7 +332,8 @@ struct HetPartitionPass
   }
 
   void writeSummary(ModuleOp module, const hardware::System &machine,
-                    const partition::ModelPlan &plan, int64_t prompt) {
+                    const partition::ModelPlan &plan, int64_t prompt,
+                    int64_t context) {
     Builder b(module.getContext());
     NamedAttrList units, memory;
     for (size_t d = 0; d < plan.devices.size(); ++d) {
@@ -371,8 +372,16 @@ struct HetPartitionPass
     summary.append("limit", b.getStringAttr(plan.limit));
     summary.append("units", b.getDictionaryAttr(units));
     summary.append("memory", b.getDictionaryAttr(memory));
+    // The step at the planned context and with an empty cache: a step at
+    // another context lies between, as each unit's does.
+    double emptyCache = plan.decodeStepSeconds;
+    for (const partition::PlacedUnit &unit : plan.units)
+      emptyCache -= unit.decodeSeconds - unit.emptyCacheDecodeSeconds;
     summary.append("decode_seconds_per_step",
                    b.getF64FloatAttr(plan.decodeStepSeconds));
+    summary.append("decode_seconds_per_step_empty_cache",
+                   b.getF64FloatAttr(emptyCache));
+    summary.append("context", b.getI64IntegerAttr(context));
     module->setAttr(HetDialect::kPlanAttrName, b.getDictionaryAttr(summary));
   }
 

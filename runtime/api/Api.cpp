@@ -761,6 +761,26 @@ hetrt_status_t hetrt_model_describe(const hetrt_model_t *model,
   return HETRT_OK;
 }
 
+hetrt_status_t hetrt_model_planned_decode_seconds(const hetrt_model_t *model,
+                                                  int64_t context,
+                                                  double *out_seconds) {
+  if (!model || !out_seconds || context < 0)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_planned_decode_seconds: needs a model, a context "
+                "of 0 or more and out_seconds");
+  const auto &plan = model->model->manifest().plan;
+  if (!plan || plan->plannedContext <= 0)
+    return fail(HETRT_UNSUPPORTED,
+                model->model->pack().path() +
+                    ": the pack holds no plan with predictions; compile it "
+                    "with `hetc compile --system SYSTEM`");
+  double empty = plan->emptyCacheDecodeSecondsPerStep;
+  *out_seconds = empty + (plan->decodeSecondsPerStep - empty) *
+                             static_cast<double>(context) /
+                             static_cast<double>(plan->plannedContext);
+  return HETRT_OK;
+}
+
 hetrt_status_t hetrt_session_create(const hetrt_model_t *model,
                                     int32_t num_threads,
                                     hetrt_session_t **out_session) {

@@ -136,7 +136,10 @@ std::string Manifest::toJson() const {
                               {"stream_buffer_bytes", use.streamBufferBytes}};
       json["plan"]["predicted"] = {
           {"memory", memory},
-          {"decode_seconds_per_step", plan->decodeSecondsPerStep}};
+          {"decode_seconds_per_step", plan->decodeSecondsPerStep},
+          {"decode_seconds_per_step_empty_cache",
+           plan->emptyCacheDecodeSecondsPerStep},
+          {"context", plan->plannedContext}};
     }
   }
   return json.dump(2);
@@ -547,21 +550,33 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
     }
     if (auto predicted = plan->find("predicted"); predicted != plan->end()) {
       const char *predictedShape =
-          "field \"plan.predicted\" must hold \"decode_seconds_per_step\", "
-          "a number from 0 to 1e6, and \"memory\", by device of the plan's "
-          "units {\"weight_bytes\", \"kv_cache_bytes\", "
+          "field \"plan.predicted\" must hold \"decode_seconds_per_step\" "
+          "and \"decode_seconds_per_step_empty_cache\", numbers from 0 to "
+          "1e6, \"context\", 1 to 2^31, and \"memory\", by device of the "
+          "plan's units {\"weight_bytes\", \"kv_cache_bytes\", "
           "\"stream_buffer_bytes\"} of 0 to 2^60";
-      auto seconds = predicted->is_object()
-                         ? predicted->find("decode_seconds_per_step")
-                         : predicted->end();
-      auto memory = predicted->is_object() ? predicted->find("memory")
-                                           : predicted->end();
-      if (seconds == predicted->end() || !seconds->is_number() ||
-          !(seconds->get<double>() >= 0 && seconds->get<double>() <= 1e6) ||
+      if (!predicted->is_object())
+        return fail(predictedShape);
+      auto seconds = [&](const char *field, double &out) {
+        auto value = predicted->find(field);
+        if (value == predicted->end() || !value->is_number() ||
+            !(value->get<double>() >= 0 && value->get<double>() <= 1e6))
+          return false;
+        out = value->get<double>();
+        return true;
+      };
+      auto context = predicted->find("context");
+      auto memory = predicted->find("memory");
+      if (!seconds("decode_seconds_per_step", code.decodeSecondsPerStep) ||
+          !seconds("decode_seconds_per_step_empty_cache",
+                   code.emptyCacheDecodeSecondsPerStep) ||
+          context == predicted->end() || !context->is_number_integer() ||
+          context->get<int64_t>() < 1 ||
+          context->get<int64_t>() > (int64_t(1) << 31) ||
           memory == predicted->end() || !memory->is_object() ||
           memory->size() > code.units.size())
         return fail(predictedShape);
-      code.decodeSecondsPerStep = seconds->get<double>();
+      code.plannedContext = context->get<int64_t>();
       for (auto it = memory->begin(); it != memory->end(); ++it) {
         PlannedCode::PlannedMemory use;
         use.device = it.key();

@@ -111,8 +111,11 @@ struct PlannedCode {
     uint64_t streamBufferBytes = 0;
   };
   std::vector<PlannedMemory> memory;
-  /// The plan's decode step at its context (0: not recorded).
+  /// The plan's decode step at its context `plannedContext` and with an
+  /// empty cache (0: not recorded).
   double decodeSecondsPerStep = 0;
+  double emptyCacheDecodeSecondsPerStep = 0;
+  int64_t plannedContext = 0;
 };
 
 /// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for a type

@@ -1,6 +1,7 @@
 // `hetc bench`: prefill and decode speed at each thread count, beside the
 // machine's read bandwidth and the decode roofline measured in the same run.
 #include "Commands.h"
+#include "DeviceJson.h"
 #include "Flags.h"
 #include "PackCache.h"
 #include "Topology.h"
@@ -53,6 +54,7 @@ struct BenchFlags {
   std::string device;
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::string objective = "latency";
   std::vector<int> batches;
 };
 
@@ -350,7 +352,17 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                            {"code", stats.code},
                            {"dispatches", stats.dispatches},
                            {"bytes_in", stats.bytesIn},
-                           {"bytes_out", stats.bytesOut}});
+                           {"bytes_out", stats.bytesOut},
+                           {"memory", memoryJson(stats.memory)}});
+  // The plan's decode step at the measured steps' middle context, beside
+  // the measured one.
+  double plannedSeconds = 0;
+  hetrt::api::Status noPlan;
+  bool predicted =
+      !flags.system.empty() &&
+      model->plannedDecodeSeconds(flags.promptTokens + flags.decodeTokens / 2,
+                                  plannedSeconds, noPlan) &&
+      plannedSeconds > 0;
   if (flags.json) {
     nlohmann::json report = {{"model", flags.model},
                              {"device", devicesName},
@@ -360,12 +372,20 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                              {"prefill_tokens_per_s", prefillRate},
                              {"decode_tokens_per_s", decodeRate},
                              {"devices", devicesJson}};
+    if (predicted) {
+      report["planned_decode_tokens_per_s"] = 1 / plannedSeconds;
+      report["decode_vs_plan"] = decodeRate * plannedSeconds;
+    }
     std::cout << report.dump(2) << "\n";
     return 0;
   }
   std::printf("%-16s %14s %14s\n", "device", "prefill tok/s", "decode tok/s");
   std::printf("%-16s %14.1f %14.1f\n", devicesName.c_str(), prefillRate,
               decodeRate);
+  if (predicted)
+    std::printf("the plan predicts %.1f decode tokens/s: measured/planned "
+                "%.2f\n",
+                1 / plannedSeconds, decodeRate * plannedSeconds);
   for (const hetrt::api::DeviceStats &stats : session->deviceStats())
     std::printf("%s (%s): %llu dispatches, %.1f KiB in and %.1f KiB out over "
                 "%lld rounds\n",
@@ -373,6 +393,17 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                 static_cast<unsigned long long>(stats.dispatches),
                 stats.bytesIn / 1024.0, stats.bytesOut / 1024.0,
                 static_cast<long long>(rounds));
+  for (const hetrt::api::DeviceStats &stats : session->deviceStats())
+    if (stats.memory.streamed_bytes > 0)
+      std::printf("%s: %.1f KiB of weights streamed per step, %.0f%% of the "
+                  "copies' time hidden behind compute\n",
+                  stats.name.c_str(),
+                  stats.memory.streamed_bytes / 1024.0 / stats.memory.steps,
+                  stats.memory.stream_ns
+                      ? 100.0 * (1.0 - std::min<double>(
+                                           1.0, double(stats.memory.stream_wait_ns) /
+                                                    double(stats.memory.stream_ns)))
+                      : 100.0);
   return 0;
 }
 
@@ -411,6 +442,7 @@ Action registerBenchCommand(CLI::App &app) {
                       "the devices it places work on")
       ->excludes("--device");
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
+  addObjectiveOption(*command, flags->objective, "With --system: ");
   command
       ->add_option("--batch", flags->batches,
                    "Also measure decode steps of this many sequences in one "
@@ -430,12 +462,18 @@ Action registerBenchCommand(CLI::App &app) {
                    "too\n";
       return 2;
     }
+    if (flags->objective != "latency" && flags->system.empty()) {
+      std::cerr << "hetc bench: --objective chooses a plan; give --system "
+                   "too\n";
+      return 2;
+    }
     bool onProgram = !flags->system.empty() ||
                      (!flags->device.empty() && flags->device != "cpu0");
     PackNeeds needs;
     needs.spirv = onProgram && flags->system.empty();
     needs.system = flags->system;
     needs.deviceMemory = flags->deviceMemory;
+    needs.objective = flags->objective;
     std::string packPath = packFor(flags->model, 0, "hetc bench", error, needs);
     if (packPath.empty()) {
       std::cerr << "hetc bench: " << error << "\n";

@@ -28,6 +28,7 @@ struct CompileFlags {
   bool spirv = false;
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::string objective = "latency";
   bool printPipeline = false;
   bool quiet = false;
 };
@@ -80,6 +81,7 @@ Action registerCompileCommand(CLI::App &app) {
                       "name) and pack the plan's program over its devices "
                       "(hetc run --system)");
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
+  addObjectiveOption(*command, flags->objective, "With --system: ");
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "
@@ -118,6 +120,7 @@ Action registerCompileCommand(CLI::App &app) {
     options.spirv = flags->spirv;
     options.system = flags->system;
     options.deviceMemory = flags->deviceMemory;
+    options.objective = flags->objective;
     options.kvElementType = flags->kvType;
     if (std::optional<std::string> problem =
             pipeline::checkKvElementType(options)) {
@@ -126,6 +129,11 @@ Action registerCompileCommand(CLI::App &app) {
     }
     if (!options.deviceMemory.empty() && options.system.empty()) {
       std::cerr << "hetc compile: --device-memory caps a plan; give --system "
+                   "too\n";
+      return 2;
+    }
+    if (flags->objective != "latency" && options.system.empty()) {
+      std::cerr << "hetc compile: --objective chooses a plan; give --system "
                    "too\n";
       return 2;
     }

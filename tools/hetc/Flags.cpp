@@ -214,6 +214,13 @@ void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+void addObjectiveOption(CLI::App &command, std::string &objective,
+                        const std::string &scope) {
+  command.add_option("--objective", objective, scope + "What the plan optimizes")
+      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
+      ->capture_default_str();
+}
+
 std::pair<std::string, uint64_t> kvBudgetOf(const std::string &budget) {
   size_t equals = budget.find('=');
   std::string space = budget.substr(0, equals);

@@ -52,6 +52,11 @@ void addModelArgument(CLI::App *command, std::string &model,
 void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
                            const std::string &scope);
 
+/// --objective latency|throughput|cost|energy into `objective`: what a
+/// plan minimizes; `scope` as for addDeviceMemoryOption.
+void addObjectiveOption(CLI::App &command, std::string &objective,
+                        const std::string &scope);
+
 /// --kv-budget SPACE=SIZE (pool, host or disk), repeatable or
 /// comma-separated, into `budgets`, each checked as it is read.
 void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets);

@@ -32,9 +32,7 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
                   "Weight type to plan a config.json with")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
       ->capture_default_str();
-  command.add_option("--objective", flags.objective, "What the plan optimizes")
-      ->check(CLI::IsMember({"latency", "throughput", "cost", "energy"}))
-      ->capture_default_str();
+  addObjectiveOption(command, flags.objective, "");
   command.add_option("--batch", flags.batch, "Sequences decoded together")
       ->check(wholeRange(1, int64_t(1) << 20))
       ->capture_default_str();

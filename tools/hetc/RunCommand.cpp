@@ -50,6 +50,7 @@ struct RunFlags {
   std::string device;
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::string objective = "latency";
   std::vector<std::string> kvBudgets;
 };
 
@@ -239,6 +240,7 @@ Action registerRunCommand(CLI::App &app) {
                       "(a system JSON, as `hetc calibrate` writes for this "
                       "machine), over the devices it places work on");
   addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
+  addObjectiveOption(*command, flags->objective, "With --system: ");
   addKvBudgetOption(*command, flags->kvBudgets);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
@@ -291,6 +293,11 @@ Action registerRunCommand(CLI::App &app) {
                    "too\n";
       return 2;
     }
+    if (flags->objective != "latency" && !planned) {
+      std::cerr << "hetc run: --objective chooses a plan; give --system "
+                   "too\n";
+      return 2;
+    }
     // The device is found before any compiling: a wrong name fails at once.
     int32_t deviceIndex = 0;
     bool onCpu = !planned && (flags->device.empty() || flags->device == "cpu0");
@@ -306,6 +313,7 @@ Action registerRunCommand(CLI::App &app) {
     needs.spirv = !onCpu && !planned;
     needs.system = flags->system;
     needs.deviceMemory = flags->deviceMemory;
+    needs.objective = flags->objective;
     needs.beforeCompiling = [&](std::string &why) {
       promptCode = checkPromptBeforeCompiling(
           flags->model, flags->contextLength, promptText, why);

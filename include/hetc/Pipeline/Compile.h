@@ -37,6 +37,8 @@ struct CompileOptions {
   std::string system;
   /// Caps on what the plan may use of a device's memory ("vulkan0=64MiB").
   std::vector<std::string> deviceMemory;
+  /// What the plan minimizes: "latency", "throughput", "cost" or "energy".
+  std::string objective = "latency";
   /// Called with a line describing each step, for progress display.
   std::function<void(const std::string &)> progress;
 };

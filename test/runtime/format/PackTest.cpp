@@ -8,6 +8,7 @@
 #include "runtime/format/Pack.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <xxhash.h>
 
 #include <cstring>
@@ -279,6 +280,63 @@ TEST(PackTest, MalformedGpuLibrariesAreRefused) {
     std::string error;
     EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error)) << json;
     EXPECT_NE(error.find("field \"" + field + "\" must hold"),
+              std::string::npos)
+        << error;
+  }
+}
+
+namespace {
+
+Manifest plannedManifest() {
+  Manifest manifest = sampleManifest();
+  PlannedCode plan;
+  plan.system = "host-vulkan";
+  plan.prefillSection = "program/plan/prefill.json";
+  plan.decodeSection = "program/plan/decode.json";
+  plan.maxPrefillTokens = 64;
+  plan.units = {{"cpu0", 1}, {"vulkan0", 5}};
+  plan.memory = {{"cpu0", 1000, 0, 0}, {"vulkan0", 2000, 4096, 512}};
+  plan.decodeSecondsPerStep = 0.002;
+  plan.emptyCacheDecodeSecondsPerStep = 0.001;
+  plan.plannedContext = 64;
+  manifest.plan = plan;
+  return manifest;
+}
+
+} // namespace
+
+// The plan's predictions travel with the pack, and what is not a plan's
+// prediction is refused with the field named.
+TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
+  std::string error;
+  std::optional<Manifest> parsed =
+      Manifest::fromJson(plannedManifest().toJson(), "test.hetpack", error);
+  ASSERT_TRUE(parsed && parsed->plan) << error;
+  ASSERT_EQ(parsed->plan->memory.size(), 2u);
+  EXPECT_EQ(parsed->plan->memory[1].device, "vulkan0");
+  EXPECT_EQ(parsed->plan->memory[1].weightBytes, 2000u);
+  EXPECT_EQ(parsed->plan->memory[1].kvCacheBytes, 4096u);
+  EXPECT_EQ(parsed->plan->memory[1].streamBufferBytes, 512u);
+  EXPECT_DOUBLE_EQ(parsed->plan->decodeSecondsPerStep, 0.002);
+  EXPECT_DOUBLE_EQ(parsed->plan->emptyCacheDecodeSecondsPerStep, 0.001);
+  EXPECT_EQ(parsed->plan->plannedContext, 64);
+
+  auto edited = [](auto edit) {
+    nlohmann::json json = nlohmann::json::parse(plannedManifest().toJson());
+    edit(json["plan"]["predicted"]);
+    return json.dump();
+  };
+  std::vector<std::string> cases = {
+      edited([](nlohmann::json &p) { p["memory"]["gpu9"] = p["memory"]["cpu0"]; }),
+      edited([](nlohmann::json &p) { p["memory"]["cpu0"]["weight_bytes"] = -1; }),
+      edited([](nlohmann::json &p) { p["memory"]["cpu0"].erase("kv_cache_bytes"); }),
+      edited([](nlohmann::json &p) { p["decode_seconds_per_step"] = "fast"; }),
+      edited([](nlohmann::json &p) { p["context"] = 0; }),
+      edited([](nlohmann::json &p) { p = nlohmann::json::array(); }),
+  };
+  for (const std::string &json : cases) {
+    EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error)) << json;
+    EXPECT_NE(error.find("field \"plan.predicted\" must hold"),
               std::string::npos)
         << error;
   }
