@@ -5,7 +5,8 @@
 # pool, sequences over the paged KV cache and its tiers, and a whole
 # generation through libhetrt on
 # stories260K (packed by the regular build's hetc) on the CPU and on each
-# Vulkan device, the planner's solver
+# Vulkan device (alone, split with the CPU, and with weights streamed into
+# it), the planner's solver
 # and scenario tests, and the GGUF and pack fuzzers (libFuzzer, built with
 # ASan+UBSan in the regular build) over a fixed number of inputs each
 # (HETC_FUZZ_RUNS, default 200000).
@@ -63,6 +64,15 @@ if "$asan/bin/hetrt-run" --list-devices | grep -q '^vulkan0 '; then
     --system "$repo/test/tools/hetc/Inputs/host-vulkan.json" \
     --device-memory vulkan0=800KB
   "$asan/bin/hetrt-run" "$planpack" --planned -p "Once upon a time" -n 48 \
+    --temp 0 --json > /dev/null
+  # Weights streamed into a capped vulkan0 from the mapped file, a unit
+  # ahead, on a queue of their own.
+  streampack="$asan/stories260K-streamed.hetpack"
+  "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" \
+    -o "$streampack" --cpu-variants host -q \
+    --system "$repo/test/tools/hetc/Inputs/host-vulkan-streaming.json" \
+    --device-memory vulkan0=900KB
+  "$asan/bin/hetrt-run" "$streampack" --planned -p "Once upon a time" -n 48 \
     --temp 0 --json > /dev/null
 else
   echo "sanitize: no Vulkan device; the SPIR-V programs are not run" >&2

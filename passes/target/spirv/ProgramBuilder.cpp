@@ -1,10 +1,10 @@
 #include "passes/target/spirv/ProgramBuilder.h"
 
 #include "abi/CodeRecord.h"
-#include "hetc/Cost/CostModel.h"
 #include "dialects/het/HetDialect.h"
 #include "dialects/het/HetOps.h"
 #include "dialects/llm/LLMOps.h"
+#include "hetc/Cost/CostModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -866,8 +866,7 @@ private:
   }
 
   void issueStream(Value value) {
-    Stream &stream = streams_[value];
-    stream.issued = true;
+    const Stream &stream = streams_[value];
     int target = device_;
     for (Operation *user : value.getUsers())
       if (auto segment = user->getParentOfType<het::SegmentOp>()) {
@@ -1402,7 +1401,6 @@ private:
     /// The plan's unit, whose copies are issued together.
     size_t unit = 0;
     int group = -1;
-    bool issued = false;
   };
   /// By the het.transfer result the segment reads.
   llvm::MapVector<Value, Stream> streams_;
@@ -1410,7 +1408,7 @@ private:
   std::vector<std::vector<Value>> streamGroups_;
   int issuedGroups_ = 0;
   /// Buffers that receive streamed weights, and free ones: a buffer is
-  /// reused by the same weight of a later layer once its reader has run.
+  /// reused by a weight of its size once its reader has run.
   llvm::DenseSet<int> streamBuffers_;
   std::vector<int> streamFree_;
   /// The device of every segment of the function, by name.

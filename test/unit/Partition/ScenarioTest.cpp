@@ -99,7 +99,8 @@ uint64_t streamedBytes(const ModelPlan &plan) {
 
 void expectWithinCapacities(const ModelPlan &plan) {
   for (const MemoryUse &memory : plan.memories)
-    EXPECT_LE(memory.weightBytes + memory.kvBytes, memory.capacityBytes)
+    EXPECT_LE(memory.weightBytes + memory.kvBytes + memory.streamBufferBytes,
+              memory.capacityBytes)
         << memory.name;
 }
 
@@ -205,6 +206,14 @@ TEST(Scenario, NvlinkC2cStreamsMoreWeightsThanPcie) {
   expectWithinCapacities(host);
   EXPECT_GT(streamedBytes(grace), 0u);
   EXPECT_GT(streamedBytes(grace), streamedBytes(host));
+  // The GPU that streams keeps buffers for them in its HBM, beside the rest.
+  int gpu = gh200.deviceIndex("gpu0");
+  ASSERT_GE(gpu, 0);
+  uint64_t buffers = 0;
+  for (const MemoryUse &memory : grace.memories)
+    if (memory.device == gpu)
+      buffers += memory.streamBufferBytes;
+  EXPECT_GT(buffers, 0u);
   std::printf("70B F16 streamed to the GPU: GH200 %.1f GB, H100 + EPYC over "
               "PCIe %.1f GB\n",
               streamedBytes(grace) / 1e9, streamedBytes(host) / 1e9);
@@ -309,3 +318,32 @@ TEST(Scenario, SimulatedRequestFollowsThePlan) {
 }
 
 } // namespace
+
+// The buffers streamed weights land in, as the programs allocate them: a
+// buffer per weight, reused by a weight of its size two streamed units
+// later, so each size needs as many as two consecutive streamed units on
+// the device hold; sizes are whole 4-byte words.
+TEST(StreamBuffers, TwoConsecutiveStreamedUnitsOfEachSize) {
+  cost::ModelShape model;
+  for (const auto &[name, bytes] :
+       std::vector<std::pair<std::string, uint64_t>>{
+           {"blk.0.attn_q.weight", 100}, {"blk.0.ffn_up.weight", 200},
+           {"blk.1.attn_q.weight", 100}, {"blk.1.ffn_up.weight", 200},
+           {"blk.1.ffn_down.weight", 101}}) {
+    cost::WeightInfo weight;
+    weight.name = name;
+    weight.bytes = bytes;
+    cost::classifyWeight(weight);
+    model.weights.push_back(weight);
+  }
+  // Units: embedding 0, attention 1 and 3, FFN 2 and 4, output 5.
+  size_t units = 6;
+  EXPECT_EQ(streamBufferBytes(model, units, {{1, 0}, {2, 0}, {3, 0}, {4, 0}}, 0),
+            100u + 200 + 104);
+  // Attention alone: the two attentions are consecutive streamed units.
+  EXPECT_EQ(streamBufferBytes(model, units, {{1, 0}, {3, 0}}, 0), 200u);
+  // On two devices, each holds its own unit's.
+  EXPECT_EQ(streamBufferBytes(model, units, {{1, 0}, {3, 1}}, 0), 100u);
+  EXPECT_EQ(streamBufferBytes(model, units, {{1, 0}, {3, 1}}, 1), 100u);
+  EXPECT_EQ(streamBufferBytes(model, units, {}, 0), 0u);
+}
