@@ -906,15 +906,13 @@ hetrt_status_t hetrt_session_device_memory(const hetrt_session_t *session,
   if (session->spirv) {
     hetrt::core::ProgramRunner::DeviceStats stats =
         session->spirv->deviceStats().at(index);
+    const auto &planned = session->devicePlannedMemory.at(index);
     *out_memory = {stats.weightBytes,       stats.kvCacheBytes,
                    stats.streamBufferBytes, stats.workBytes,
-                   stats.streamedBytes,
-                   stats.streamNanoseconds, stats.streamWaitNanoseconds,
-                   stats.steps};
-    const auto &planned = session->devicePlannedMemory.at(index);
-    out_memory->planned_weight_bytes = planned.weightBytes;
-    out_memory->planned_kv_cache_bytes = planned.kvCacheBytes;
-    out_memory->planned_stream_buffer_bytes = planned.streamBufferBytes;
+                   stats.streamedBytes,     stats.streamNanoseconds,
+                   stats.streamWaitNanoseconds, stats.steps,
+                   planned.weightBytes,     planned.kvCacheBytes,
+                   planned.streamBufferBytes};
   } else if (session->session) {
     hetrt::core::KvUsage usage = session->session->kvUsage();
     out_memory->kv_cache_bytes =

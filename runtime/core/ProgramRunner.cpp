@@ -339,7 +339,75 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     device.stats.workBytes += params->size();
   }
   prepared.writtenParams.resize(program.steps.size());
+  // A weight copy of fixed size into a device with nothing before it in the
+  // program can be sent before the run.
+  std::vector<bool> busy(program.devices.size(), false);
+  prepared.leading.assign(program.steps.size(), false);
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ProgramStep &step = program.steps[s];
+    bool weightCopy =
+        step.kind == StepKind::Transfer &&
+        program.buffers[step.buffers[0]].role == BufferRole::Weight &&
+        program.buffers[step.buffers[1]].role == BufferRole::StreamedWeight &&
+        program.buffers[step.buffers[0]].device != step.device &&
+        step.params[0].perToken == 0 && step.params[0].perKey == 0 &&
+        weightHome(prepared, step.buffers[0]);
+    if (weightCopy && !busy[step.device])
+      prepared.leading[s] = true;
+    else if (step.kind != StepKind::Wait && !weightCopy)
+      busy[step.device] = true;
+  }
   prepared_.push_back(std::move(prepared));
+  return true;
+}
+
+const void *ProgramRunner::weightHome(Prepared &prepared,
+                                      int32_t buffer) const {
+  if (prepared.entry.program.buffers[buffer].role != BufferRole::Weight)
+    return nullptr;
+  if (const void *mapped = prepared.inPlace[buffer])
+    return mapped;
+  return prepared.buffers[buffer]->hostPointer();
+}
+
+bool ProgramRunner::sendWeight(Prepared &prepared, size_t s, int64_t bytes,
+                               hal::Error &error) {
+  const ProgramStep &step = prepared.entry.program.steps[s];
+  RunnerDevice &device = devices_[prepared.devices[step.device]];
+  // A weight never changes: its copy waits only for the target's steps
+  // before it (the last readers of the buffer it fills), and is written
+  // from where the weight lives.
+  uint64_t reached = ++device.eventValue;
+  uint64_t copied = ++device.streamValue;
+  hal::Queue &stream = *device.streamQueue;
+  if (!device.queue->signal(*device.event, reached, error) ||
+      !stream.wait(*device.event, reached, error) ||
+      !stream.write(weightHome(prepared, step.buffers[0]),
+                    *prepared.buffers[step.buffers[1]], 0, bytes, error) ||
+      !stream.signal(*device.streamEvent, copied, error))
+    return false;
+  prepared.transferDone[s] = copied;
+  prepared.streamed[s] = true;
+  return true;
+}
+
+bool ProgramRunner::prefetch(size_t entry, hal::Error &error) {
+  if (entry >= prepared_.size())
+    return fail(error, "prefetch: there is no program " + std::to_string(entry));
+  Prepared &prepared = prepared_[entry];
+  prefetched_.reset();
+  for (size_t s = 0; s < prepared.leading.size(); ++s) {
+    if (!prepared.leading[s])
+      continue;
+    const ProgramStep &step = prepared.entry.program.steps[s];
+    int64_t bytes = step.params[0].at(0, 0);
+    if (!sendWeight(prepared, s, bytes, error)) {
+      hal::Error ignored;
+      (void)finishAll(ignored);
+      return false;
+    }
+  }
+  prefetched_ = entry;
   return true;
 }
 
@@ -381,6 +449,9 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     return fail(error, "run: position " + std::to_string(start) +
                            " is outside the 32-bit positions");
   int64_t keys = start + count;
+  // The leading streams prefetch() sent serve this entry's run only.
+  bool usePrefetched = prefetched_ == entry;
+  prefetched_.reset();
   auto stage = [&](const void *bytes, size_t size) -> char * {
     staging_.emplace_back(static_cast<const char *>(bytes),
                           static_cast<const char *>(bytes) + size);
@@ -442,23 +513,11 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
           return abandon();
         continue;
       }
-      const void *home = prepared.inPlace[step.buffers[0]];
-      if (!home && from.role == BufferRole::Weight)
-        home = source.hostPointer();
-      if (from.role == BufferRole::Weight && home) {
-        // A weight never changes: its copy waits only for the target's
-        // steps before it (the last readers of the buffer it fills), and is
-        // written from where the weight lives.
-        uint64_t reached = ++device.eventValue;
-        uint64_t copied = ++device.streamValue;
-        hal::Queue &stream = *device.streamQueue;
-        if (!queue.signal(*device.event, reached, error) ||
-            !stream.wait(*device.event, reached, error) ||
-            !stream.write(home, target, 0, bytes, error) ||
-            !stream.signal(*device.streamEvent, copied, error))
+      if (weightHome(prepared, step.buffers[0])) {
+        // Sent by prefetch() already, or now.
+        if (!(usePrefetched && prepared.leading[s]) &&
+            !sendWeight(prepared, s, bytes, error))
           return abandon();
-        prepared.transferDone[s] = copied;
-        prepared.streamed[s] = true;
         device.stats.streamedBytes += static_cast<uint64_t>(bytes);
         continue;
       }

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,12 @@ public:
   bool run(size_t entry, const int32_t *tokens, int64_t count, int64_t start,
            float *logits, hal::Error &error);
 
+  /// Sends entry `entry`'s first streamed weights (the copies a run issues
+  /// before its target device has anything else to do) now, so that they
+  /// cross while the host samples; the next run() of `entry` uses them
+  /// instead of copying again, and a run of another entry drops them.
+  bool prefetch(size_t entry, hal::Error &error);
+
   /// Waits for the work still queued: uploads of a failed create() or the
   /// steps of a failed run() read buffers and host memory freed after it.
   ~ProgramRunner();
@@ -133,6 +140,10 @@ private:
     /// copy is done (for its Wait step).
     std::vector<uint64_t> transferDone;
     std::vector<bool> streamed;
+    /// Per step, whether it is a streamed weight's transfer before its
+    /// target device's first other step, which prefetch() may send ahead of
+    /// the run.
+    std::vector<bool> leading;
   };
 
   struct RunnerDevice {
@@ -158,6 +169,13 @@ private:
   };
 
   ProgramRunner() = default;
+  /// Queues transfer step `step` of `prepared`, a weight readable from the
+  /// host, on its target's stream queue after the target's work so far.
+  bool sendWeight(Prepared &prepared, size_t step, int64_t bytes,
+                  hal::Error &error);
+  /// The host memory weight buffer `buffer` of `prepared` can be copied
+  /// from, or null.
+  const void *weightHome(Prepared &prepared, int32_t buffer) const;
   bool prepare(size_t index, Entry entry, const format::GgufFile &weights,
                hal::Error &error);
   bool finishAll(hal::Error &error);
@@ -175,6 +193,9 @@ private:
   };
   std::map<std::pair<int, std::string>, SharedBuffer> shared_;
   std::vector<Prepared> prepared_;
+  /// The entry whose leading streams prefetch() sent, if any (counted as
+  /// streamed once a run uses them).
+  std::optional<size_t> prefetched_;
   /// The runner device of each KV cache, by name.
   std::map<std::string, int> cacheDevices_;
   int64_t vocab_ = 0;

@@ -470,6 +470,12 @@ bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
     return false;
   }
   position_ += count;
+  // A decode step follows: its first streamed weights cross while the
+  // host samples the token.
+  if (!runner_->prefetch(kDecodeEntry, halError)) {
+    error = deviceName_ + ": " + halError.message;
+    return false;
+  }
   return true;
 }
 
@@ -478,7 +484,7 @@ bool ProgramSession::prefill(const std::vector<int32_t> &tokens,
   for (size_t done = 0; done < tokens.size();) {
     int64_t count = std::min<int64_t>(maxPrefillTokens_,
                                       static_cast<int64_t>(tokens.size() - done));
-    if (!step(0, tokens.data() + done, count, error))
+    if (!step(kPrefillEntry, tokens.data() + done, count, error))
       return false;
     done += static_cast<size_t>(count);
   }
@@ -486,7 +492,7 @@ bool ProgramSession::prefill(const std::vector<int32_t> &tokens,
 }
 
 bool ProgramSession::decode(int32_t token, std::string &error) {
-  return step(1, &token, 1, error);
+  return step(kDecodeEntry, &token, 1, error);
 }
 
 } // namespace hetrt::core

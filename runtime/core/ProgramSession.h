@@ -89,6 +89,9 @@ private:
         std::string &error, Failure &failure);
   bool step(size_t program, const int32_t *tokens, int64_t count,
             std::string &error);
+  /// The runner's entries: the prefill program, then the decode program.
+  static constexpr size_t kPrefillEntry = 0;
+  static constexpr size_t kDecodeEntry = 1;
 
   std::unique_ptr<ProgramRunner> runner_;
   std::vector<float> logits_;
