@@ -352,6 +352,17 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
         program.buffers[step.buffers[0]].device != step.device &&
         step.params[0].perToken == 0 && step.params[0].perKey == 0 &&
         weightHome(prepared, step.buffers[0]);
+    // What run() checks of every transfer's size, checked here for the
+    // copies prefetch() sends without it.
+    if (weightCopy) {
+      int64_t bytes = step.params[0].at(0, 0);
+      weightCopy =
+          bytes >= 0 &&
+          static_cast<uint64_t>(bytes) <=
+              prepared.buffers[step.buffers[0]]->size() &&
+          static_cast<uint64_t>(bytes) <=
+              prepared.buffers[step.buffers[1]]->size();
+    }
     if (weightCopy && !busy[step.device])
       prepared.leading[s] = true;
     else if (step.kind != StepKind::Wait && !weightCopy)
