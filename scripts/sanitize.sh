@@ -56,24 +56,22 @@ spirvpack="$asan/stories260K-spirv.hetpack"
 if "$asan/bin/hetrt-run" --list-devices | grep -q '^vulkan0 '; then
   "$asan/bin/hetrt-run" "$spirvpack" --device vulkan0 -p "Once upon a time" -n 48 \
     --temp 0 --json > /dev/null
+  # Packs stories260K for a plan on test system $2 with vulkan0 capped to
+  # $3 into $1, and plays it through the C API.
+  run_planned() {
+    "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" \
+      -o "$1" --cpu-variants host -q \
+      --system "$repo/test/tools/hetc/Inputs/$2" --device-memory "vulkan0=$3"
+    "$asan/bin/hetrt-run" "$1" --planned -p "Once upon a time" -n 48 \
+      --temp 0 --json > /dev/null
+  }
   # A plan split between vulkan0 and cpu0: CPU segment code on the CPU
   # device, transfers between the devices (ProgramRunner, C API 5).
   planpack="$asan/stories260K-plan.hetpack"
-  "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" \
-    -o "$planpack" --cpu-variants host -q \
-    --system "$repo/test/tools/hetc/Inputs/host-vulkan.json" \
-    --device-memory vulkan0=800KB
-  "$asan/bin/hetrt-run" "$planpack" --planned -p "Once upon a time" -n 48 \
-    --temp 0 --json > /dev/null
+  run_planned "$planpack" host-vulkan.json 800KB
   # Weights streamed into a capped vulkan0 from the mapped file, a unit
   # ahead, on a queue of their own.
-  streampack="$asan/stories260K-streamed.hetpack"
-  "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" \
-    -o "$streampack" --cpu-variants host -q \
-    --system "$repo/test/tools/hetc/Inputs/host-vulkan-streaming.json" \
-    --device-memory vulkan0=900KB
-  "$asan/bin/hetrt-run" "$streampack" --planned -p "Once upon a time" -n 48 \
-    --temp 0 --json > /dev/null
+  run_planned "$asan/stories260K-streamed.hetpack" host-vulkan-streaming.json 900KB
 else
   echo "sanitize: no Vulkan device; the SPIR-V programs are not run" >&2
 fi

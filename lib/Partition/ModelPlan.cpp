@@ -59,7 +59,7 @@ constexpr double kNeverChosen = 1e30;
 
 /// A plan runs as programs, which keep f32 caches on every device (the
 /// SPIR-V and GPU kernels and the CPU segments alike).
-double kvElementBytes(const hardware::Device &) { return 4; }
+constexpr double kProgramKvElementBytes = 4;
 
 /// The fastest link between any memory of `device` and memory `target`.
 const hardware::Link *linkTo(const hardware::System &system, int device,
@@ -149,11 +149,8 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
       batchSize * static_cast<double>(shape.vocabSize) * sizeof(float);
 
   cost::Efficiency efficiency;
-  // Units are the same on every device but for the KV element size.
-  std::vector<std::vector<cost::Unit>> unitsOn;
-  for (const hardware::SystemDevice &entry : system.devices)
-    unitsOn.push_back(cost::unitsOf(shape, kvElementBytes(entry.device)));
-  built.units = unitsOn.front();
+  // Units are the same on every device.
+  built.units = cost::unitsOf(shape, kProgramKvElementBytes);
   size_t numMemories = built.problem.memories.size();
   for (size_t u = 0; u < built.units.size(); ++u) {
     Unit unit;
@@ -161,7 +158,7 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
     std::vector<OptionMeaning> meanings;
     for (int d = 0; d < numDevices; ++d) {
       const hardware::Device &device = system.devices[d].device;
-      const cost::Unit &costed = unitsOn[d][u];
+      const cost::Unit &costed = built.units[u];
       uint64_t kvBytes = built.kvBytesPerUnit(costed, workload);
       // Weight homes: the device's own memories, then others' over a link.
       // A resident home refers to the device's own tier (the cost model
@@ -344,12 +341,8 @@ std::string noPlacementError(const cost::ModelShape &shape,
   const cost::Unit &unit = built.units[u];
   uint64_t largest = 0, largestKvHome = 0;
   std::string kvHomeName;
-  uint64_t smallestKv = UINT64_MAX;
+  uint64_t smallestKv = built.kvBytesPerUnit(unit, request.workload);
   for (const auto &entry : system.devices) {
-    std::vector<cost::Unit> units =
-        cost::unitsOf(shape, kvElementBytes(entry.device));
-    smallestKv = std::min(smallestKv,
-                          built.kvBytesPerUnit(units[u], request.workload));
     for (const hardware::MemoryTier &tier : entry.device.memory) {
       largest = std::max(largest, tier.capacityBytes);
       if (tier.space != "disk" && tier.capacityBytes > largestKvHome) {
@@ -378,19 +371,15 @@ std::string noPlacementError(const cost::ModelShape &shape,
 /// ", and the KV cache is what does not fit: ..." when the weights alone fit
 /// the system's memories but not beside the request's KV cache; empty
 /// otherwise.
-std::string kvShortfall(const cost::ModelShape &shape,
-                        const hardware::System &system,
+std::string kvShortfall(const hardware::System &system,
                         const PlanRequest &request, const Built &built) {
-  uint64_t weights = 0, kv = UINT64_MAX;
-  for (const cost::Unit &unit : built.units)
+  uint64_t weights = 0, kv = 0;
+  for (const cost::Unit &unit : built.units) {
     weights += unit.weightBytes;
+    kv += built.kvBytesPerUnit(unit, request.workload);
+  }
   uint64_t capacity = 0, kvCapacity = 0;
   for (const auto &entry : system.devices) {
-    uint64_t deviceKv = 0;
-    for (const cost::Unit &unit :
-         cost::unitsOf(shape, kvElementBytes(entry.device)))
-      deviceKv += built.kvBytesPerUnit(unit, request.workload);
-    kv = std::min(kv, deviceKv);
     for (const hardware::MemoryTier &tier : entry.device.memory) {
       capacity += tier.capacityBytes;
       if (tier.space != "disk")
@@ -560,7 +549,7 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
     error = result.shortfall
                 ? shape.origin + " does not fit " + system.name + ": " +
                       describe(built.problem, *result.shortfall) +
-                      kvShortfall(shape, system, request, built) +
+                      kvShortfall(system, request, built) +
                       "; use a smaller weight type, batch or context, or a "
                       "system with more memory"
                 : result.error;

@@ -39,8 +39,7 @@ constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;
 
 ProgramRunner::~ProgramRunner() {
   for (RunnerDevice &device : devices_)
-    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get(),
-                              device.streamQueue.get()})
+    for (hal::Queue *queue : device.queues())
       if (queue) {
         hal::Error ignored;
         (void)queue->finish(ignored);
@@ -72,24 +71,17 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
       if (!device.executable)
         return nullptr;
     }
-    device.queue = code.device->createQueue(error);
-    if (!device.queue)
-      return nullptr;
-    device.event = code.device->createEvent(0, error);
-    if (!device.event)
-      return nullptr;
-    device.copyQueue = code.device->createQueue(error);
-    if (!device.copyQueue)
-      return nullptr;
-    device.copyEvent = code.device->createEvent(0, error);
-    if (!device.copyEvent)
-      return nullptr;
-    device.streamQueue = code.device->createQueue(error);
-    if (!device.streamQueue)
-      return nullptr;
-    device.streamEvent = code.device->createEvent(0, error);
-    if (!device.streamEvent)
-      return nullptr;
+    for (auto [queue, event] :
+         {std::pair{&device.queue, &device.event},
+          std::pair{&device.copyQueue, &device.copyEvent},
+          std::pair{&device.streamQueue, &device.streamEvent}}) {
+      *queue = code.device->createQueue(error);
+      if (!*queue)
+        return nullptr;
+      *event = code.device->createEvent(0, error);
+      if (!*event)
+        return nullptr;
+    }
     device.code = std::move(code);
     runner->devices_.push_back(std::move(device));
   }
@@ -140,6 +132,11 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
                              " code the program dispatches");
     prepared.devices.push_back(found);
   }
+  prepared.distinctDevices = prepared.devices;
+  std::sort(prepared.distinctDevices.begin(), prepared.distinctDevices.end());
+  prepared.distinctDevices.erase(std::unique(prepared.distinctDevices.begin(),
+                                             prepared.distinctDevices.end()),
+                                 prepared.distinctDevices.end());
   for (const ProgramBuffer &buffer : program.buffers) {
     int device = prepared.devices[buffer.device];
     hal::Device &hal = *devices_[device].code.device;
@@ -281,6 +278,10 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       if (step.buffers.size() != 2 || step.params.size() != 1)
         return fail(error, stepWhere + ": a transfer that is not (source, "
                                        "target) with a size");
+      // A weight the host can read is streamed from where it lives.
+      prepared.streamed[s] =
+          program.buffers[step.buffers[0]].device != step.device &&
+          weightHome(prepared, step.buffers[0]);
       continue;
     }
     if (step.kind == StepKind::Wait)
@@ -346,12 +347,9 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ProgramStep &step = program.steps[s];
     bool weightCopy =
-        step.kind == StepKind::Transfer &&
-        program.buffers[step.buffers[0]].role == BufferRole::Weight &&
+        prepared.streamed[s] &&
         program.buffers[step.buffers[1]].role == BufferRole::StreamedWeight &&
-        program.buffers[step.buffers[0]].device != step.device &&
-        step.params[0].perToken == 0 && step.params[0].perKey == 0 &&
-        weightHome(prepared, step.buffers[0]);
+        step.params[0].perToken == 0 && step.params[0].perKey == 0;
     // What run() checks of every transfer's size, checked here for the
     // copies prefetch() sends without it.
     if (weightCopy) {
@@ -398,7 +396,6 @@ bool ProgramRunner::sendWeight(Prepared &prepared, size_t s, int64_t bytes,
       !stream.signal(*device.streamEvent, copied, error))
     return false;
   prepared.transferDone[s] = copied;
-  prepared.streamed[s] = true;
   return true;
 }
 
@@ -425,8 +422,7 @@ bool ProgramRunner::prefetch(size_t entry, hal::Error &error) {
 bool ProgramRunner::finishAll(hal::Error &error) {
   bool ok = true;
   for (RunnerDevice &device : devices_)
-    for (hal::Queue *queue : {device.queue.get(), device.copyQueue.get(),
-                              device.streamQueue.get()}) {
+    for (hal::Queue *queue : device.queues()) {
       hal::Error failure;
       if (!queue->finish(failure) && ok) {
         error = failure;
@@ -524,7 +520,7 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
           return abandon();
         continue;
       }
-      if (weightHome(prepared, step.buffers[0])) {
+      if (prepared.streamed[s]) {
         // Sent by prefetch() already, or now.
         if (!(usePrefetched && prepared.leading[s]) &&
             !sendWeight(prepared, s, bytes, error))
@@ -653,10 +649,7 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
   if (!ok)
     return abandon();
   staging_.clear();
-  std::vector<int> ran = prepared.devices;
-  std::sort(ran.begin(), ran.end());
-  ran.erase(std::unique(ran.begin(), ran.end()), ran.end());
-  for (int device : ran)
+  for (int device : prepared.distinctDevices)
     ++devices_[device].stats.steps;
   return true;
 }

@@ -15,6 +15,7 @@
 #include "runtime/format/Gguf.h"
 #include "runtime/hal/Device.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -122,8 +123,10 @@ public:
 private:
   struct Prepared {
     Entry entry;
-    /// The runner's device of each of the program's devices.
+    /// The runner's device of each of the program's devices, and each
+    /// runner device once.
     std::vector<int> devices;
+    std::vector<int> distinctDevices;
     std::vector<std::shared_ptr<hal::Buffer>> buffers;
     /// Per buffer, the host memory a weight is read from in place (the
     /// mapped model file), or null.
@@ -139,6 +142,8 @@ private:
     /// event (stream event, for a streamed weight) reaches once this run's
     /// copy is done (for its Wait step).
     std::vector<uint64_t> transferDone;
+    /// Per step, whether it copies a weight the host reads in place into
+    /// another device (on the target's stream queue).
     std::vector<bool> streamed;
     /// Per step, whether it is a streamed weight's transfer before its
     /// target device's first other step, which prefetch() may send ahead of
@@ -166,6 +171,9 @@ private:
     std::shared_ptr<hal::Event> streamEvent;
     uint64_t streamValue = 0;
     DeviceStats stats;
+    std::array<hal::Queue *, 3> queues() const {
+      return {queue.get(), copyQueue.get(), streamQueue.get()};
+    }
   };
 
   ProgramRunner() = default;

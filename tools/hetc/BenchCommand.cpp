@@ -399,11 +399,7 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                   "copies' time hidden behind compute\n",
                   stats.name.c_str(),
                   stats.memory.streamed_bytes / 1024.0 / stats.memory.steps,
-                  stats.memory.stream_ns
-                      ? 100.0 * (1.0 - std::min<double>(
-                                           1.0, double(stats.memory.stream_wait_ns) /
-                                                    double(stats.memory.stream_ns)))
-                      : 100.0);
+                  100.0 * hiddenShare(stats.memory));
   return 0;
 }
 

@@ -11,6 +11,14 @@
 
 namespace hetc::cli {
 
+/// The share of the streamed weights' copy time that computing hid.
+inline double hiddenShare(const hetrt_device_memory_t &memory) {
+  if (memory.stream_ns == 0)
+    return 1.0;
+  return std::max(0.0, 1.0 - double(memory.stream_wait_ns) /
+                                 double(memory.stream_ns));
+}
+
 /// hetrt_device_memory_t as {"weight_bytes", "kv_cache_bytes", "work_bytes",
 /// "streamed": {...}}; the streamed weights' object holds the bytes per step
 /// and the share of the copies' time that computing hid.
@@ -27,15 +35,13 @@ inline nlohmann::json memoryJson(const hetrt_device_memory_t &memory) {
         {"stream_buffer_bytes", memory.planned_stream_buffer_bytes}};
   if (memory.streamed_bytes == 0)
     return out;
-  double copyMs = memory.stream_ns / 1e6;
-  double waitMs = memory.stream_wait_ns / 1e6;
   out["streamed"] = {
       {"bytes", memory.streamed_bytes},
       {"bytes_per_step",
        memory.steps ? memory.streamed_bytes / memory.steps : 0},
-      {"copy_ms", copyMs},
-      {"wait_ms", waitMs},
-      {"hidden", copyMs > 0 ? std::max(0.0, 1.0 - waitMs / copyMs) : 1.0}};
+      {"copy_ms", memory.stream_ns / 1e6},
+      {"wait_ms", memory.stream_wait_ns / 1e6},
+      {"hidden", hiddenShare(memory)}};
   return out;
 }
 
