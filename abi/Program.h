@@ -18,7 +18,7 @@
 namespace hetc::abi {
 
 /// Bumped on any change to the structures below or their meaning.
-inline constexpr int kProgramVersion = 4;
+inline constexpr int kProgramVersion = 5;
 
 /// ceil((constant + perToken * tokens + perKey * keys) / divisor).
 struct ProgramValue {
@@ -63,6 +63,10 @@ enum class BufferRole {
   /// source of a Transfer step) lands before the steps that read it. The
   /// programs of a model share it by name: they never run at once.
   StreamedWeight,
+  /// The sequence's block table (i32 block ids, one per block of the
+  /// cache's slots), written by the host: the KV caches are paged, and the
+  /// kernels find position p in block table[p / block size].
+  BlockTable,
 };
 
 /// A device the program runs on: the id the plan gave it (the runtime's
@@ -134,6 +138,9 @@ struct Program {
   std::vector<ProgramDevice> devices = {{"", "spirv"}};
   std::vector<ProgramBuffer> buffers;
   std::vector<ProgramStep> steps;
+  /// Slots of a block of the paged KV caches its block table indexes (0
+  /// for a program that keeps no cache).
+  int64_t kvBlockSize = 0;
 };
 
 } // namespace hetc::abi

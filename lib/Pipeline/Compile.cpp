@@ -55,6 +55,18 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 /// activations are sized for it, and longer prompts run in chunks.
 constexpr int64_t kSpirvPrefillChunk = 512;
 
+/// Slots of a block of the paged KV caches, in the CPU code and the
+/// programs alike.
+constexpr int64_t kKvBlockSize = hetrt::format::kDefaultKvBlockSize;
+
+/// Pages the programs' KV caches: one pool of the whole context, which the
+/// session's one sequence fills block by block.
+void addProgramPaging(mlir::OpPassManager &pm) {
+  het::HetPageKVCachePassOptions paging;
+  paging.blockSize = kKvBlockSize;
+  pm.addPass(het::createHetPageKVCachePass(paging));
+}
+
 /// Adds the programs `build` makes of the module's prefill and decode to
 /// `pack` as "program/<kind>/prefill.json" and ".../decode.json", naming
 /// the sections in `prefillSection` and `decodeSection`. False with `error`
@@ -93,6 +105,13 @@ bool packPrograms(
 bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
                hetrt::format::PackWriter &pack,
                hetrt::format::Manifest &manifest, std::string &error) {
+  mlir::PassManager paging(module.getContext());
+  addProgramPaging(paging);
+  if (mlir::failed(paging.run(module))) {
+    error = "paging the SPIR-V programs' KV caches failed (see the "
+            "diagnostics above)";
+    return false;
+  }
   hetrt::format::SpirvCode code;
   code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
   if (!packPrograms(
@@ -155,6 +174,7 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   partition.objective = options.objective;
   pm.addPass(het::createHetPartitionPass(partition));
   pm.addPass(het::createHetOutlinePass());
+  addProgramPaging(pm);
   pm.addPass(het::createHetVerifyPartitionedPass());
   if (mlir::failed(pm.run(*module))) {
     error = "planning on " + options.system +
@@ -285,8 +305,6 @@ bool packGpuLibrary(mlir::MLIRContext *context, const std::string &target,
 /// CPU-only host, on which the plan is one CPU segment per step.
 constexpr const char *kSingleCpuSystem = "cpu-only-host";
 
-/// Slots of a block of the CPU code's paged KV caches.
-constexpr int64_t kKvBlockSize = hetrt::format::kDefaultKvBlockSize;
 
 /// The one-device case of the plan: the model planned on a CPU-only system
 /// and outlined, its one segment per step inlined again for the CPU

@@ -103,6 +103,14 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
   std::string where = "program " + std::to_string(index);
   if (prepared.entry.maxTokens < 1)
     return fail(error, where + ": takes no tokens");
+  if (program.kvBlockSize != 0) {
+    if (kvBlockSize_ != 0 && kvBlockSize_ != program.kvBlockSize)
+      return fail(error, where + " pages its KV caches in blocks of " +
+                             std::to_string(program.kvBlockSize) +
+                             " slots, an earlier program in blocks of " +
+                             std::to_string(kvBlockSize_));
+    kvBlockSize_ = program.kvBlockSize;
+  }
   // The program's devices, by name; one unnamed device is the first.
   for (const hetc::abi::ProgramDevice &device : program.devices) {
     int found = -1;
@@ -172,6 +180,15 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       return fail(error, where + ": buffer \"" + buffer.name + "\" of " +
                              std::to_string(bytes) +
                              " bytes is outside 1 byte to 1 TiB");
+    if (buffer.role == BufferRole::BlockTable) {
+      // Every program reads the same pools through tables of one size.
+      if (!(buffer.bytes == ProgramValue::fixed(bytes)) || bytes % 4 != 0 ||
+          (tableEntries_ != 0 && tableEntries_ != bytes / 4))
+        return fail(error, where + ": block table \"" + buffer.name +
+                               "\" is not a fixed number of i32 ids, as "
+                               "many as the other programs' tables");
+      tableEntries_ = bytes / 4;
+    }
     bool shared = buffer.role == BufferRole::Weight ||
                   buffer.role == BufferRole::KvCache ||
                   buffer.role == BufferRole::StreamedWeight;
@@ -443,7 +460,8 @@ std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {
 }
 
 bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
-                        int64_t start, float *logits, hal::Error &error) {
+                        int64_t start, const int32_t *blockTable,
+                        float *logits, hal::Error &error) {
   if (entry >= prepared_.size())
     return fail(error, "run: there is no program " + std::to_string(entry));
   Prepared &prepared = prepared_[entry];
@@ -456,6 +474,14 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     return fail(error, "run: position " + std::to_string(start) +
                            " is outside the 32-bit positions");
   int64_t keys = start + count;
+  // An id past the pools would have the kernels write outside the caches.
+  for (int64_t b = 0; b < tableEntries_; ++b)
+    if (blockTable[b] < 0 || blockTable[b] >= tableEntries_)
+      return fail(error, "run: entry " + std::to_string(b) +
+                             " of the block table is block " +
+                             std::to_string(blockTable[b]) +
+                             ", outside the pool's " +
+                             std::to_string(tableEntries_) + " blocks");
   // The leading streams prefetch() sent serve this entry's run only.
   bool usePrefetched = prefetched_ == entry;
   prefetched_.reset();
@@ -486,15 +512,18 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
   for (size_t b = 0; b < program.buffers.size(); ++b) {
     const ProgramBuffer &buffer = program.buffers[b];
     const void *source = nullptr;
+    int64_t bytes = count * 4;
     if (buffer.role == BufferRole::Tokens)
       source = tokens;
     else if (buffer.role == BufferRole::Positions)
       source = positions.data();
+    else if (buffer.role == BufferRole::BlockTable)
+      source = blockTable, bytes = tableEntries_ * 4;
     else if (buffer.role == BufferRole::Logits)
       logitsBuffer = static_cast<int>(b);
     if (source && !queueOf(buffer.device).queue->write(
-                      stage(source, count * 4), *prepared.buffers[b], 0,
-                      count * 4, error))
+                      stage(source, bytes), *prepared.buffers[b], 0, bytes,
+                      error))
       return abandon();
   }
   if (logitsBuffer < 0)

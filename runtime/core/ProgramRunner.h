@@ -95,10 +95,12 @@ public:
          hal::Error &error);
 
   /// Runs entry `entry` for `count` tokens at positions [start, start +
-  /// count) and copies the logits of the last token (`vocab` floats) to
-  /// `logits`. The cache must hold the positions before `start`.
+  /// count) of the sequence whose block table is `blockTable`
+  /// (blockTableEntries() block ids, each below that count) and copies the
+  /// logits of the last token (`vocab` floats) to `logits`. The cache must
+  /// hold the positions before `start`.
   bool run(size_t entry, const int32_t *tokens, int64_t count, int64_t start,
-           float *logits, hal::Error &error);
+           const int32_t *blockTable, float *logits, hal::Error &error);
 
   /// Sends entry `entry`'s first streamed weights (the copies a run issues
   /// before its target device has anything else to do) now, so that they
@@ -112,6 +114,10 @@ public:
 
   /// Floats of the logits run() returns.
   int64_t vocab() const { return vocab_; }
+  /// Entries of a block table: the blocks of each KV cache's pool.
+  int64_t blockTableEntries() const { return tableEntries_; }
+  /// Slots of a block (0 when the programs keep no cache).
+  int64_t kvBlockSize() const { return kvBlockSize_; }
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
   /// The code loaded on device `index` (create()'s order); null for a
@@ -207,6 +213,8 @@ private:
   /// The runner device of each KV cache, by name.
   std::map<std::string, int> cacheDevices_;
   int64_t vocab_ = 0;
+  int64_t tableEntries_ = 0;
+  int64_t kvBlockSize_ = 0;
   /// Host memory the queues read from or write to until the next finish.
   std::vector<std::vector<char>> staging_;
   /// RoPE frequency factors, by weight name (read on the host).

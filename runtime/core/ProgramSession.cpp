@@ -452,8 +452,43 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
             " tokens (compile the model again with `" + recompile + "`)";
     return nullptr;
   }
+  // The pools' blocks bound the context.
+  int64_t entries = session->runner_->blockTableEntries();
+  int64_t blockSize = session->runner_->kvBlockSize();
+  if (entries == 0 || entries * blockSize < session->context_) {
+    error = pack.path() + ": the programs' KV caches hold " +
+            std::to_string(entries * blockSize) + " positions, fewer than "
+            "the model's context of " + std::to_string(session->context_) +
+            " (compile the model again with `" + recompile + "`)";
+    return nullptr;
+  }
+  session->blocks_ = std::make_unique<KvBlockPool>(static_cast<int32_t>(entries));
+  session->table_.assign(static_cast<size_t>(entries), 0);
   session->logits_.assign(manifest.vocabSize, 0.0f);
   return session;
+}
+
+bool ProgramSession::holdBlocksThrough(int64_t end, std::string &error) {
+  int64_t blockSize = runner_->kvBlockSize();
+  int64_t needed = (end + blockSize - 1) / blockSize;
+  while (heldBlocks_ < needed) {
+    std::optional<int32_t> block = blocks_->allocate();
+    if (!block) {
+      error = "the KV cache's pool has no free block for position " +
+              std::to_string(heldBlocks_ * blockSize);
+      return false;
+    }
+    table_[static_cast<size_t>(heldBlocks_++)] = *block;
+  }
+  return true;
+}
+
+void ProgramSession::reset() {
+  for (int64_t b = 0; b < heldBlocks_; ++b)
+    blocks_->release(table_[static_cast<size_t>(b)]);
+  std::fill(table_.begin(), table_.end(), 0);
+  heldBlocks_ = 0;
+  position_ = 0;
 }
 
 bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
@@ -463,9 +498,11 @@ bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
             " tokens; this step would pass it";
     return false;
   }
+  if (!holdBlocksThrough(position_ + count, error))
+    return false;
   hal::Error halError;
-  if (!runner_->run(program, tokens, count, position_, logits_.data(),
-                    halError)) {
+  if (!runner_->run(program, tokens, count, position_, table_.data(),
+                    logits_.data(), halError)) {
     error = deviceName_ + ": " + halError.message;
     return false;
   }

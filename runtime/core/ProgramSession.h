@@ -6,6 +6,7 @@
 #ifndef HETRT_CORE_PROGRAMSESSION_H
 #define HETRT_CORE_PROGRAMSESSION_H
 
+#include "runtime/core/KvBlocks.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/ProgramRunner.h"
 #include "runtime/hal/Device.h"
@@ -58,8 +59,9 @@ public:
   bool prefill(const std::vector<int32_t> &tokens, std::string &error);
   /// Runs one token at the next position.
   bool decode(int32_t token, std::string &error);
-  /// Forgets every token: the next prefill starts at position 0.
-  void reset() { position_ = 0; }
+  /// Forgets every token, freeing its blocks: the next prefill starts at
+  /// position 0.
+  void reset();
 
   const float *logits() const { return logits_.data(); }
   int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
@@ -93,7 +95,15 @@ private:
   static constexpr size_t kPrefillEntry = 0;
   static constexpr size_t kDecodeEntry = 1;
 
+  /// Gives the sequence the blocks of positions before `end`.
+  bool holdBlocksThrough(int64_t end, std::string &error);
+
   std::unique_ptr<ProgramRunner> runner_;
+  /// The pool of the programs' paged KV caches, and the block table of the
+  /// sequence: its first heldBlocks_ entries are its blocks.
+  std::unique_ptr<KvBlockPool> blocks_;
+  std::vector<int32_t> table_;
+  int64_t heldBlocks_ = 0;
   std::vector<float> logits_;
   int64_t position_ = 0;
   int64_t context_ = 0;

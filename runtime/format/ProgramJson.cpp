@@ -24,7 +24,7 @@ namespace {
 const char *const kRoleNames[] = {"tokens",   "positions",  "weight",
                                   "activation", "kv-cache", "rope-table",
                                   "logits", "weight-file",
-                                  "streamed-weight"};
+                                  "streamed-weight", "block-table"};
 const char *const kTargetNames[] = {"x86", "spirv", "nvptx", "amdgpu",
                                     "host-memory"};
 constexpr size_t kMaxDevices = 16;
@@ -38,6 +38,7 @@ json valueToJson(const ProgramValue &value) {
 /// for any token and key count below 2^31.
 constexpr int64_t kMaxCoefficient = int64_t(1) << 40;
 constexpr size_t kMaxBuffers = 1 << 16;
+constexpr int64_t kMaxKvBlockSize = 1 << 16;
 constexpr size_t kMaxSteps = 1 << 20;
 constexpr size_t kMaxListed = 64;
 
@@ -138,6 +139,7 @@ std::string programToJson(const Program &program) {
   return json({{"schema", "hetc.program/" +
                               std::to_string(hetc::abi::kProgramVersion)},
                {"devices", devices},
+               {"kv_block_size", program.kvBlockSize},
                {"buffers", buffers},
                {"steps", steps}})
       .dump();
@@ -176,6 +178,13 @@ std::optional<Program> programFromJson(const std::string &text,
   }
   Program program;
   program.devices.clear();
+  const json &blockSize = root.value("kv_block_size", json());
+  if (!blockSize.is_number_integer() || blockSize.get<int64_t>() < 0 ||
+      blockSize.get<int64_t>() > kMaxKvBlockSize) {
+    read.fail("kv_block_size", "is not a block size of 0 to 65536 slots");
+    return std::nullopt;
+  }
+  program.kvBlockSize = blockSize.get<int64_t>();
   for (size_t i = 0; i < devices.size(); ++i) {
     std::string field = "devices[" + std::to_string(i) + "]";
     hetc::abi::ProgramDevice device;
@@ -235,6 +244,11 @@ std::optional<Program> programFromJson(const std::string &text,
     if (buffer.role == BufferRole::Weight &&
         !read.text(entry, "weight", field, buffer.weight))
       return std::nullopt;
+    if (buffer.role == BufferRole::BlockTable && program.kvBlockSize == 0) {
+      read.fail(field + ".role", "is a block table, but \"kv_block_size\" "
+                                 "is 0");
+      return std::nullopt;
+    }
     program.buffers.push_back(std::move(buffer));
   }
   for (size_t i = 0; i < steps.size(); ++i) {

@@ -38,11 +38,10 @@ namespace hetc::spirv {
 
 namespace {
 
-/// Programs give a cache one slot per position: the kernels take no block
-/// table yet.
-constexpr const char *kPagedCacheUnsupported =
-    "reads a paged KV cache, which the GPU kernel library does not page yet; "
-    "build programs from the model before het-page-kv-cache";
+/// The kernels read and write the KV caches through a block table.
+constexpr const char *kUnpagedCache =
+    "reads a KV cache without a block table; programs read paged caches: "
+    "run het-page-kv-cache first";
 
 void addWaits(Program &program);
 
@@ -101,22 +100,29 @@ public:
                 "model's prefill or decode";
     tokens_ = function_.getArgument(0);
     positions_ = function_.getArgument(1);
+    if (failed(findBlockTable()))
+      return failure();
     if (!planned_) {
       bind(tokens_, "tokens", BufferRole::Tokens);
       bind(positions_, "positions", BufferRole::Positions);
+      if (blockTable_)
+        bind(blockTable_, "blocks", BufferRole::BlockTable,
+             ProgramValue::fixed(tableEntries_ * 4));
     }
-    for (unsigned i = 2; i < function_.getNumArguments(); ++i) {
+    for (unsigned i = 3; i < function_.getNumArguments(); ++i) {
       auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(i).getType());
-      if (!cache && function_.getArgAttr(i, hetrt::format::kKvBlockTableAttrName))
-        return function_.emitOpError() << "argument " << i << " "
-                                       << kPagedCacheUnsupported;
       if (!cache)
         return function_.emitOpError()
                << "argument " << i << " is not a KV cache";
+      if (cache.getCapacity() != tableEntries_ * blockSize_)
+        return function_.emitOpError()
+               << "argument " << i << " holds " << cache.getCapacity()
+               << " slots, not the " << tableEntries_ << " blocks of "
+               << blockSize_ << " of the first cache";
       if (!cache.getElementType().isF32())
         return function_.emitOpError()
                << "argument " << i << ": programs keep f32 KV caches only";
-      kvNames_[function_.getArgument(i)] = "kv." + std::to_string(i - 2);
+      kvNames_[function_.getArgument(i)] = "kv." + std::to_string(i - 3);
       if (!planned_)
         bindCache(function_.getArgument(i), 0);
     }
@@ -146,6 +152,48 @@ public:
   }
 
 private:
+  /// The block table, argument 2, through which the caches after it are
+  /// read: one i32 per block of their slots (het-page-kv-cache's layout).
+  LogicalResult findBlockTable() {
+    if (function_.getNumArguments() == 2)
+      return success(); // no cache
+    if (function_.getNumArguments() < 4 ||
+        !function_.getArgAttr(2, hetrt::format::kKvBlockTableAttrName))
+      return function_.emitOpError() << kUnpagedCache;
+    auto table = dyn_cast<RankedTensorType>(function_.getArgument(2).getType());
+    if (!table || table.getRank() != 1)
+      return function_.emitOpError()
+             << "has a block table of type " << function_.getArgument(2).getType()
+             << "; programs run one sequence, with a tensor<?xi32> table";
+    auto size = function_->getAttrOfType<IntegerAttr>(
+        hetrt::format::kKvBlockSizeAttrName);
+    auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(3).getType());
+    if (!size || size.getInt() <= 0 || !cache ||
+        cache.getCapacity() % size.getInt() != 0)
+      return function_.emitOpError()
+             << "pages its caches without a block size that divides their "
+                "slots (" << hetrt::format::kKvBlockSizeAttrName << ")";
+    blockTable_ = function_.getArgument(2);
+    blockSize_ = size.getInt();
+    program_.kvBlockSize = blockSize_;
+    tableEntries_ = cache.getCapacity() / blockSize_;
+    return success();
+  }
+
+  /// An op that reads a cache must read it through the function's table.
+  LogicalResult checkPaging(Operation *op, Value blocks,
+                            std::optional<uint64_t> blockSize) {
+    if (!blocks)
+      return op->emitOpError() << kUnpagedCache;
+    if (blocks != blockTable_ ||
+        blockSize != static_cast<uint64_t>(blockSize_))
+      return op->emitOpError()
+             << "pages its cache through another block table than its "
+                "function's (argument 2, blocks of "
+             << blockSize_ << " slots)";
+    return success();
+  }
+
   int addBuffer(const std::string &name, BufferRole role, ProgramValue bytes,
                 const std::string &weight = "") {
     program_.buffers.push_back({name, role, bytes, weight, device_});
@@ -246,14 +294,17 @@ private:
     if (copy != copies_.end())
       return copy->second;
     int buffer = -1;
-    if (value == tokens_ || value == positions_) {
-      bool tokens = value == tokens_;
-      std::string name = tokens ? "tokens" : "positions";
+    if (value == tokens_ || value == positions_ || value == blockTable_) {
+      bool tokens = value == tokens_, table = value == blockTable_;
+      std::string name = tokens ? "tokens" : table ? "blocks" : "positions";
       buffer = addBuffer(program_.devices.size() > 1
                              ? name + "." + program_.devices[device_].name
                              : name,
-                         tokens ? BufferRole::Tokens : BufferRole::Positions,
-                         ProgramValue::tokens(4));
+                         tokens  ? BufferRole::Tokens
+                         : table ? BufferRole::BlockTable
+                                 : BufferRole::Positions,
+                         table ? ProgramValue::fixed(tableEntries_ * 4)
+                               : ProgramValue::tokens(4));
     } else if (auto weight = weights_.find(value); weight != weights_.end()) {
       buffer = addBuffer(weight->second.first, BufferRole::Weight,
                          ProgramValue::fixed(weight->second.second),
@@ -537,8 +588,9 @@ private:
             })
             .Case([&](llm::RoPEOp rope) { return lowerRope(rope); })
             .Case([&](llm::KVAppendOp append) -> LogicalResult {
-              if (append.getBlocks())
-                return op.emitOpError() << kPagedCacheUnsupported;
+              if (failed(checkPaging(&op, append.getBlocks(),
+                                     append.getBlockSize())))
+                return failure();
               if (append.getPositions() != positions_)
                 return op.emitOpError() << "writes at positions that are not "
                                            "the step's own";
@@ -552,12 +604,14 @@ private:
                 dispatch("rope_kv_append_f32",
                          {buf(append.getKeys()), rope.table,
                           buf(append.getValues()),
-                          buf(append.getPositions()), buffer},
+                          buf(append.getPositions()), buf(blockTable_), buffer},
                          {ProgramValue::fixed(row),
                           ProgramValue::fixed(cache.getCapacity()),
                           ProgramValue::fixed(rope.headDim),
                           ProgramValue::fixed(rope.rotary),
-                          ProgramValue::fixed(rope.mode)},
+                          ProgramValue::fixed(rope.mode),
+                          ProgramValue::fixed(blockSize_),
+                          ProgramValue::fixed(0)},
                          {rowsOf(keys), ProgramValue::fixed(1),
                           ProgramValue::fixed(1)});
                 assign(append.getResult(), buffer);
@@ -566,17 +620,20 @@ private:
               dispatch("kv_append_f32",
                        {buf(append.getKeys()),
                         buf(append.getValues()),
-                        buf(append.getPositions()), buffer},
+                        buf(append.getPositions()), buf(blockTable_), buffer},
                        {ProgramValue::fixed(row),
-                        ProgramValue::fixed(cache.getCapacity())},
+                        ProgramValue::fixed(cache.getCapacity()),
+                        ProgramValue::fixed(blockSize_),
+                        ProgramValue::fixed(0)},
                        {rowsOf(keys), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
               assign(append.getResult(), buffer);
               return success();
             })
             .Case([&](llm::AttentionOp attention) -> LogicalResult {
-              if (attention.getBlocks())
-                return op.emitOpError() << kPagedCacheUnsupported;
+              if (failed(checkPaging(&op, attention.getBlocks(),
+                                     attention.getBlockSize())))
+                return failure();
               if (attention.getWindow() || attention.getSoftcap())
                 return op.emitOpError()
                        << "with a sliding window or a soft cap has no SPIR-V "
@@ -608,13 +665,18 @@ private:
                   ProgramValue::fixed(attention.getCausal() ? 1 : 0)};
               std::vector<int32_t> operands = {
                   buf(attention.getQuery()), buf(attention.getCache()),
-                  buf(attention.getPositions())};
+                  buf(attention.getPositions()), buf(blockTable_)};
               // A decode step has one workgroup per head: over a long
               // context its keys are split over workgroups of
               // kKeysPerSplit keys, whose records a second kernel merges.
+              auto paging = [&] {
+                params.push_back(ProgramValue::fixed(blockSize_));
+                params.push_back(ProgramValue::fixed(0));
+              };
               if (type.isDynamicDim(0) ||
                   cache.getCapacity() <= kKeysPerSplit) {
                 params.push_back(ProgramValue::fixed(0));
+                paging();
                 operands.push_back(out);
                 dispatch("attention_f32", operands, params,
                          {rowsOf(type), ProgramValue::fixed(heads),
@@ -628,6 +690,7 @@ private:
                                  kKeysPerSplit);
               int partial = scratch(records * (headDim + 2) * 4);
               params.push_back(ProgramValue::fixed(kKeysPerSplit));
+              paging();
               operands.push_back(partial);
               dispatch("attention_f32", operands, params,
                        {rowsOf(type), ProgramValue::fixed(heads), splits});
@@ -1076,7 +1139,10 @@ private:
                << program_.devices[device_].name
                << "; het-outline moves it with het.transfer";
       step.buffers.push_back(buffer);
-      if (failed(addDynamicSizes(value.getType())))
+      // The block table's size is the pool's, not the step's.
+      if (value == blockTable_)
+        step.params.push_back(ProgramValue::fixed(tableEntries_));
+      else if (failed(addDynamicSizes(value.getType())))
         return failure();
     }
     for (auto [result, value] :
@@ -1374,6 +1440,10 @@ private:
   bool planned_;
   Program program_;
   Value tokens_, positions_;
+  /// The block table and its layout (findBlockTable).
+  Value blockTable_;
+  int64_t blockSize_ = 0;
+  int64_t tableEntries_ = 0;
   /// The device whose buffers and steps are being built.
   int device_ = 0;
   /// A step read a value with no buffer on its device.
@@ -1480,6 +1550,8 @@ const char *roleName(BufferRole role) {
     return "weight-file";
   case BufferRole::StreamedWeight:
     return "streamed-weight";
+  case BufferRole::BlockTable:
+    return "block-table";
   }
   return "?";
 }

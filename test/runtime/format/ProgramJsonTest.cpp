@@ -25,8 +25,10 @@ Program sampleProgram() {
        "token_embd.weight"},
       {"rope.0", BufferRole::RopeTable, ProgramValue::tokens(32), ""},
       {"logits", BufferRole::Logits, ProgramValue::fixed(128), ""},
-      {"logits.cpu0", BufferRole::Activation, ProgramValue::fixed(128), "", 1}};
+      {"logits.cpu0", BufferRole::Activation, ProgramValue::fixed(128), "", 1},
+      {"blocks", BufferRole::BlockTable, ProgramValue::fixed(16), ""}};
   program.devices = {{"vulkan0", "spirv"}, {"cpu0", "x86"}};
+  program.kvBlockSize = 64;
   hetc::abi::ProgramStep table;
   table.kind = StepKind::RopeTable;
   table.buffers = {3, 1};
@@ -75,6 +77,8 @@ TEST(ProgramJson, RoundTrips) {
   EXPECT_EQ(read->steps[2].params[0].at(1, 1), 128);
   EXPECT_EQ(read->steps[3].kind, StepKind::Wait);
   EXPECT_EQ(read->steps[3].transfer, 2);
+  EXPECT_EQ(read->kvBlockSize, 64);
+  EXPECT_EQ(read->buffers[6].role, BufferRole::BlockTable);
 }
 
 TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
@@ -83,7 +87,14 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
     const char *message;
   } cases[] = {
       {[](nlohmann::json &p) { p["schema"] = "hetc.program/0"; },
-       "field \"schema\" is not \"hetc.program/4\""},
+       "field \"schema\" is not \"hetc.program/5\""},
+      {[](nlohmann::json &p) { p["kv_block_size"] = -64; },
+       "field \"kv_block_size\" is not a block size of 0 to 65536 slots"},
+      {[](nlohmann::json &p) { p.erase("kv_block_size"); },
+       "field \"kv_block_size\" is not a block size"},
+      {[](nlohmann::json &p) { p["kv_block_size"] = 0; },
+       "field \"buffers[6].role\" is a block table, but \"kv_block_size\" "
+       "is 0"},
       {[](nlohmann::json &p) { p["buffers"][0]["role"] = "scratch"; },
        "field \"buffers[0].role\" is \"scratch\", not a role"},
       {[](nlohmann::json &p) { p["buffers"][2].erase("weight"); },
@@ -96,7 +107,7 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
        "field \"buffers[4].bytes\" holds a value that is not a whole number within"},
       {[](nlohmann::json &p) { p["steps"][1]["grid"][0][3] = 0; },
        "field \"steps[1].grid[0]\" has a divisor below 1"},
-      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 6; },
+      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 7; },
        "field \"steps[1].buffers\" names a buffer that does not exist"},
       {[](nlohmann::json &p) { p["steps"][1]["kind"] = "move"; },
        "field \"steps[1].kind\" is \"move\", not dispatch, transfer, wait or "

@@ -224,7 +224,7 @@ TEST_F(CpuSegmentTest, TheProgramRunnerDispatchesSegmentCode) {
   // The input is zeros, and so is its norm: the sum is zero.
   float logits[4] = {1, 1, 1, 1};
   const int32_t token = 5;
-  ASSERT_TRUE(runner->run(0, &token, 1, 0, logits, error)) << error.message;
+  ASSERT_TRUE(runner->run(0, &token, 1, 0, nullptr, logits, error)) << error.message;
   for (float value : logits)
     EXPECT_EQ(value, 0.0f);
   EXPECT_EQ(runner->stats().at(0).dispatches, 1u);

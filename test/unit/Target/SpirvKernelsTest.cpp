@@ -48,11 +48,11 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
   EXPECT_EQ(bindings, (std::map<std::string, int>{{"add_f32", 4},
                                                   {"add_rms_norm_f32", 6},
                                                   {"attention_combine_f32", 3},
-                                                  {"attention_f32", 5},
+                                                  {"attention_f32", 6},
                                                   {"get_rows_bytes", 4},
                                                   {"get_rows_f32", 4},
                                                   {"get_rows_q8_0", 4},
-                                                  {"kv_append_f32", 5},
+                                                  {"kv_append_f32", 6},
                                                   {"matmul_bf16", 4},
                                                   {"matmul_f16", 4},
                                                   {"matmul_f32", 4},
@@ -69,7 +69,7 @@ TEST_P(SpirvLibraryVariant, IsValidVulkanSpirvWithEveryKernel) {
                                                   {"matmul_tiled_f32", 4},
                                                   {"rms_norm_f32", 4},
                                                   {"rope_f32", 4},
-                                                  {"rope_kv_append_f32", 6},
+                                                  {"rope_kv_append_f32", 7},
                                                   {"silu_mul_f32", 4}}));
   std::string messages;
   EXPECT_TRUE(hetc::test::validatesForVulkan12(compiled.binary, messages))
@@ -529,11 +529,12 @@ TEST(SpirvKernels, RopeRotatesPairsAsTheCpuDoes) {
 // The fused append rotates the keys as it writes them: the cache holds
 // exactly what rope_f32 then kv_append_f32 write (the same arithmetic), in
 // both pairings, with partial rotary dimensions, two heads and tokens
-// written out of order.
+// written out of order into swapped blocks.
 TEST(SpirvKernels, RopeKvAppendWritesWhatRopeThenAppendWrite) {
   constexpr int context = 8, heads = 2, dim = 16, rotary = 12,
-                row = heads * dim;
+                row = heads * dim, blockSize = 4;
   std::vector<int32_t> positions = {5, 2, 7};
+  std::vector<int32_t> blocks = {1, 0};
   const int tokens = static_cast<int>(positions.size());
   std::vector<float> keys = randomValues(tokens * row, 13);
   std::vector<float> values = randomValues(tokens * row, 14);
@@ -556,48 +557,96 @@ TEST(SpirvKernels, RopeKvAppendWritesWhatRopeThenAppendWrite) {
           "rope_f32", {static_cast<uint32_t>(tokens), heads, 1},
           {bk.get(), bt.get(), rotated.get(), ropeParams.get()}, keys.size());
       auto separate = runner.upload(std::vector<float>(2 * context * row, -1.0f));
-      auto appendParams = runner.upload(std::vector<int32_t>{row, context});
+      auto appendParams =
+          runner.upload(std::vector<int32_t>{row, context, blockSize, 0});
       auto rk = runner.upload(rotatedKeys);
+      auto bb = runner.upload(blocks);
       std::vector<float> expected = runner.run(
           "kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
-          {rk.get(), bv.get(), bp.get(), separate.get(), appendParams.get()},
-          2 * context * row, 3);
+          {rk.get(), bv.get(), bp.get(), bb.get(), separate.get(),
+           appendParams.get()},
+          2 * context * row, 4);
       auto fused = runner.upload(std::vector<float>(2 * context * row, -1.0f));
-      auto fusedParams = runner.upload(
-          std::vector<int32_t>{row, context, dim, rotary, mode});
+      auto fusedParams = runner.upload(std::vector<int32_t>{
+          row, context, dim, rotary, mode, blockSize, 0});
       EXPECT_EQ(runner.run("rope_kv_append_f32",
                            {static_cast<uint32_t>(tokens), 1, 1},
-                           {bk.get(), bt.get(), bv.get(), bp.get(), fused.get(),
-                            fusedParams.get()},
-                           2 * context * row, 4),
+                           {bk.get(), bt.get(), bv.get(), bp.get(), bb.get(),
+                            fused.get(), fusedParams.get()},
+                           2 * context * row, 5),
                 expected);
     });
   }
 }
 
-TEST(SpirvKernels, KvAppendWritesEachTokenAtItsPosition) {
-  constexpr int context = 8, row = 70;
+/// The slot of logical position `p` in a cache paged in blocks of
+/// `blockSize` through `table` (the kernels' layout).
+int pagedSlot(const std::vector<int32_t> &table, int blockSize, int p) {
+  return table[p / blockSize] * blockSize + p % blockSize;
+}
+
+/// A permutation of `blocks` block ids that moves every block: logical
+/// block b is pool block (b * step + 1) mod blocks, `step` coprime with it.
+std::vector<int32_t> scrambledTable(int blocks, int step) {
+  std::vector<int32_t> table(blocks);
+  for (int b = 0; b < blocks; ++b)
+    table[b] = (b * step + 1) % blocks;
+  return table;
+}
+
+/// `dense` ([2, context, row], positions in order) laid out as a paged
+/// cache of the same slots, through `table`.
+std::vector<float> pageCache(const std::vector<float> &dense, int context,
+                             int row, int blockSize,
+                             const std::vector<int32_t> &table) {
+  std::vector<float> paged(dense.size());
+  for (int part = 0; part < 2; ++part)
+    for (int p = 0; p < context; ++p)
+      std::copy_n(&dense[(part * context + p) * row], row,
+                  &paged[(part * context + pagedSlot(table, blockSize, p)) *
+                         row]);
+  return paged;
+}
+
+TEST(SpirvKernels, KvAppendWritesEachTokenAtItsPositionsSlot) {
+  // Blocks of 2 slots in a scrambled order, and a batch whose tokens have
+  // block tables of their own (a row each, table_stride 4).
+  constexpr int context = 8, row = 70, blockSize = 2;
   std::vector<int32_t> positions = {5, 2, 7};
   const int tokens = static_cast<int>(positions.size());
   std::vector<float> keys = randomValues(tokens * row, 11);
   std::vector<float> values = randomValues(tokens * row, 12);
-  std::vector<float> expected(2 * context * row, -1.0f);
-  for (int t = 0; t < tokens; ++t)
-    for (int i = 0; i < row; ++i) {
-      expected[positions[t] * row + i] = keys[t * row + i];
-      expected[(context + positions[t]) * row + i] = values[t * row + i];
+  std::vector<int32_t> shared = scrambledTable(context / blockSize, 3);
+  std::vector<int32_t> rows = {0, 1, 2, 3, 3, 2, 1, 0, 2, 0, 3, 1};
+  for (bool perToken : {false, true}) {
+    SCOPED_TRACE(perToken ? "a table per token" : "one table");
+    std::vector<float> expected(2 * context * row, -1.0f);
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<int32_t> table =
+          perToken ? std::vector<int32_t>(rows.begin() + 4 * t,
+                                          rows.begin() + 4 * t + 4)
+                   : shared;
+      int slot = pagedSlot(table, blockSize, positions[t]);
+      for (int i = 0; i < row; ++i) {
+        expected[slot * row + i] = keys[t * row + i];
+        expected[(context + slot) * row + i] = values[t * row + i];
+      }
     }
-  onEveryDevice([&](KernelRunner &runner) {
-    auto bk = runner.upload(keys), bv = runner.upload(values);
-    auto bp = runner.upload(positions);
-    auto cache = runner.upload(std::vector<float>(2 * context * row, -1.0f));
-    auto params = runner.upload(std::vector<int32_t>{row, context});
-    EXPECT_EQ(runner.run("kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
-                         {bk.get(), bv.get(), bp.get(), cache.get(),
-                          params.get()},
-                         expected.size(), 3),
-              expected);
-  });
+    onEveryDevice([&](KernelRunner &runner) {
+      auto bk = runner.upload(keys), bv = runner.upload(values);
+      auto bp = runner.upload(positions);
+      auto bb = runner.upload(perToken ? rows : shared);
+      auto cache = runner.upload(std::vector<float>(2 * context * row, -1.0f));
+      auto params = runner.upload(
+          std::vector<int32_t>{row, context, blockSize, perToken ? 4 : 0});
+      EXPECT_EQ(runner.run("kv_append_f32",
+                           {static_cast<uint32_t>(tokens), 1, 1},
+                           {bk.get(), bv.get(), bp.get(), bb.get(), cache.get(),
+                            params.get()},
+                           expected.size(), 4),
+                expected);
+    });
+  }
 }
 
 /// Grouped attention in double: each query over the keys its position may
@@ -657,18 +706,23 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
       referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
                          keyCount, causal, expected, scale);
       float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
+      // Blocks of 8 slots (so a chunk of 64 keys spans several) in a
+      // scrambled order.
+      std::vector<int32_t> table = scrambledTable(context / 8, 7);
+      std::vector<float> paged =
+          pageCache(cache, context, kvHeads * dim, 8, table);
       onEveryDevice([&](KernelRunner &runner) {
-        auto bq = runner.upload(q), bc = runner.upload(cache);
-        auto bp = runner.upload(positions);
+        auto bq = runner.upload(q), bc = runner.upload(paged);
+        auto bp = runner.upload(positions), bb = runner.upload(table);
         auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
         auto params = runner.upload(std::vector<int32_t>{
             heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            causal ? 1 : 0, 0});
+            causal ? 1 : 0, 0, 8, 0});
         expectClose(runner.run("attention_f32",
                                {static_cast<uint32_t>(tokens), heads, 1},
-                               {bq.get(), bc.get(), bp.get(), bo.get(),
-                                params.get()},
-                               q.size(), 3),
+                               {bq.get(), bc.get(), bp.get(), bb.get(),
+                                bo.get(), params.get()},
+                               q.size(), 4),
                     expected, scale, 1e-5, "attention_f32");
       });
     }
@@ -695,19 +749,24 @@ TEST(SpirvKernels, DecodeAttentionSplitOverTheContextMatchesTheCpu) {
       referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
                          keyCount, /*causal=*/true, expected, scale);
       const int splits = (keyCount + perSplit - 1) / perSplit;
+      // Blocks of 100 slots, more than a split takes, swapped.
+      std::vector<int32_t> table = {1, 0};
+      std::vector<float> paged =
+          pageCache(cache, context, kvHeads * dim, 100, table);
       onEveryDevice([&](KernelRunner &runner) {
-        auto bq = runner.upload(q), bc = runner.upload(cache);
-        auto bp = runner.upload(positions);
+        auto bq = runner.upload(q), bc = runner.upload(paged);
+        auto bp = runner.upload(positions), bb = runner.upload(table);
         auto partial = runner.upload(
             std::vector<float>(heads * splits * (dim + 2), 0.0f));
         auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
         auto params = runner.upload(std::vector<int32_t>{
             heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            1, perSplit});
+            1, perSplit, 100, 0});
         runner.run("attention_f32",
                    {1, heads, static_cast<uint32_t>(splits)},
-                   {bq.get(), bc.get(), bp.get(), partial.get(), params.get()},
-                   1, 3);
+                   {bq.get(), bc.get(), bp.get(), bb.get(), partial.get(),
+                    params.get()},
+                   1, 4);
         auto combine = runner.upload(std::vector<int32_t>{heads, dim, splits});
         expectClose(runner.run("attention_combine_f32", {1, heads, 1},
                                {partial.get(), bo.get(), combine.get()},

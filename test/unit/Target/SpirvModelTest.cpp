@@ -2,15 +2,18 @@
 // imported as hetc imports them, their prefill and decode become programs of
 // the SPIR-V kernel library (hetc-spirv-build-program), and the runtime's
 // program runner plays them; greedy generation must give exactly llama.cpp's
-// tokens (the *.reference.json files beside the models).
+// tokens (the *.reference.json files beside the models), with the caches
+// paged in blocks found through a scrambled block table.
 #include "SpirvTestSupport.h"
 #include "hetc/Import/GgufImporter.h"
+#include "passes/het/Passes.h"
 #include "passes/target/spirv/ProgramBuilder.h"
 #include "runtime/core/ProgramRunner.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/hal/Device.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,7 +31,11 @@ struct ModelPrograms {
   hetc::abi::Program prefill, decode;
 };
 
-/// The prefill and decode programs of `file`, for a cache of `context`.
+/// Slots of a block: small, so that a prompt spans several blocks.
+constexpr int64_t kBlockSize = 16;
+
+/// The prefill and decode programs of `file`, for a cache of `context`
+/// paged in blocks of kBlockSize.
 ModelPrograms programsOf(const hetrt::format::GgufFile &file, int64_t context) {
   mlir::DialectRegistry registry;
   hetc::registerAllDialects(registry);
@@ -43,6 +50,11 @@ ModelPrograms programsOf(const hetrt::format::GgufFile &file, int64_t context) {
   ModelPrograms programs;
   if (!module)
     return programs;
+  mlir::PassManager paging(&mlirContext);
+  hetc::het::HetPageKVCachePassOptions pages;
+  pages.blockSize = kBlockSize;
+  paging.addPass(hetc::het::createHetPageKVCachePass(pages));
+  EXPECT_TRUE(mlir::succeeded(paging.run(*module)));
   for (auto [name, program] :
        {std::pair<const char *, hetc::abi::Program *>{"prefill",
                                                        &programs.prefill},
@@ -86,6 +98,13 @@ void expectReferenceTokens(const std::string &model) {
             signatures, {{programs.prefill, kContext}, {programs.decode, 1}},
             *file, halError);
     ASSERT_TRUE(runner) << halError.message;
+    ASSERT_EQ(runner->blockTableEntries(), kContext / kBlockSize);
+    ASSERT_EQ(runner->kvBlockSize(), kBlockSize);
+    // Logical block b lives in pool block 5b mod 16: no two neighbours
+    // are neighbours in the pool.
+    std::vector<int32_t> table(kContext / kBlockSize);
+    for (size_t b = 0; b < table.size(); ++b)
+      table[b] = static_cast<int32_t>(b * 5 % table.size());
     std::vector<float> logits(runner->vocab());
     auto greedy = [&] {
       return static_cast<int32_t>(
@@ -99,13 +118,13 @@ void expectReferenceTokens(const std::string &model) {
           prompt["generated_token_ids"].get<std::vector<int32_t>>();
       ASSERT_TRUE(runner->run(0, tokens.data(),
                               static_cast<int64_t>(tokens.size()), 0,
-                              logits.data(), halError))
+                              table.data(), logits.data(), halError))
           << halError.message;
       std::vector<int32_t> generated = {greedy()};
       int64_t position = static_cast<int64_t>(tokens.size());
       while (generated.size() < expected.size()) {
         ASSERT_TRUE(runner->run(1, &generated.back(), 1, position++,
-                                logits.data(), halError))
+                                table.data(), logits.data(), halError))
             << halError.message;
         generated.push_back(greedy());
       }
@@ -115,7 +134,7 @@ void expectReferenceTokens(const std::string &model) {
       // the others keep theirs.
       uint64_t before = runner->stats()[0].parameterWrites;
       ASSERT_TRUE(runner->run(1, &generated.back(), 1, position,
-                              logits.data(), halError))
+                              table.data(), logits.data(), halError))
           << halError.message;
       size_t dispatches = 0, followPosition = 0;
       for (const hetc::abi::ProgramStep &step : programs.decode.steps) {
@@ -129,6 +148,17 @@ void expectReferenceTokens(const std::string &model) {
       EXPECT_EQ(runner->stats()[0].parameterWrites - before, followPosition);
       EXPECT_LT(followPosition * 8, dispatches);
     }
+    // A table naming a block past the pool would have the kernels write
+    // outside the caches: the run is refused before anything runs.
+    std::vector<int32_t> outside = table;
+    outside.back() = static_cast<int32_t>(table.size());
+    int32_t token = 1;
+    EXPECT_FALSE(runner->run(1, &token, 1, 0, outside.data(), logits.data(),
+                             halError));
+    EXPECT_NE(halError.message.find("entry 15 of the block table is block 16, "
+                                    "outside the pool's 16 blocks"),
+              std::string::npos)
+        << halError.message;
   });
 }
 

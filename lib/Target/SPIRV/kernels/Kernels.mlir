@@ -667,12 +667,29 @@ module attributes {gpu.container_module} {
       return %out : f32
     }
 
+    // The cache slot of `position` for a token whose block table starts at
+    // `table_base` in `blocks`: the paged caches hold a sequence's position
+    // p in block blocks[p / block_size], at offset p % block_size.
+    func.func private @cache_slot(%blocks: memref<?xi32>, %table_base: index, %position: index, %block_size: index) -> index {
+      %logical = arith.divui %position, %block_size : index
+      %offset = arith.remui %position, %block_size : index
+      %at = arith.addi %table_base, %logical : index
+      %block_i32 = memref.load %blocks[%at] : memref<?xi32>
+      %block = arith.index_cast %block_i32 : i32 to index
+      %first = arith.muli %block, %block_size : index
+      %slot = arith.addi %first, %offset : index
+      return %slot : index
+    }
+
     // Writes each token's keys and values ([tokens, kv_heads * head_dim])
-    // into the cache ([2, context, kv_heads * head_dim]: keys, then values)
-    // at the token's position. params: [row (kv_heads * head_dim), context];
-    // grid: (tokens, 1, 1).
+    // into the paged cache ([2, slots, kv_heads * head_dim]: keys, then
+    // values) at its position's slot (@cache_slot; a token's block table is
+    // row token * table_stride of `blocks`: 0 when the tokens are one
+    // sequence's). params: [row (kv_heads * head_dim), slots, block_size,
+    // table_stride]; grid: (tokens, 1, 1).
     gpu.func @kv_append_f32(%keys: memref<?xf32>, %values: memref<?xf32>,
-                            %positions: memref<?xi32>, %cache: memref<?xf32>,
+                            %positions: memref<?xi32>, %blocks: memref<?xi32>,
+                            %cache: memref<?xf32>,
                             %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
@@ -684,10 +701,18 @@ module attributes {gpu.container_module} {
       %context_i32 = memref.load %params[%c1] : memref<?xi32>
       %row = arith.index_cast %row_i32 : i32 to index
       %context = arith.index_cast %context_i32 : i32 to index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %block_size_i32 = memref.load %params[%c2] : memref<?xi32>
+      %stride_i32 = memref.load %params[%c3] : memref<?xi32>
+      %block_size = arith.index_cast %block_size_i32 : i32 to index
+      %stride = arith.index_cast %stride_i32 : i32 to index
+      %table_base = arith.muli %token, %stride : index
       %position_i32 = memref.load %positions[%token] : memref<?xi32>
       %position = arith.index_cast %position_i32 : i32 to index
+      %slot = func.call @cache_slot(%blocks, %table_base, %position, %block_size) : (memref<?xi32>, index, index, index) -> index
       %source = arith.muli %token, %row : index
-      %key_slot = arith.muli %position, %row : index
+      %key_slot = arith.muli %slot, %row : index
       %part = arith.muli %context, %row : index
       %value_slot = arith.addi %part, %key_slot : index
       scf.for %i = %tid to %row step %c64 {
@@ -704,11 +729,13 @@ module attributes {gpu.container_module} {
 
     // @kv_append_f32 with the keys rotated as they are written (@rope_f32's
     // rotation, @rope_element): one dispatch and one pass over the keys
-    // where there were two. params: [row = kv_heads * dim, context, dim,
-    // rotary, neox]; the table holds each token's angles; grid: (tokens, 1, 1).
+    // where there were two. params: [row = kv_heads * dim, slots, dim,
+    // rotary, neox, block_size, table_stride]; the table holds each token's
+    // angles; grid: (tokens, 1, 1).
     gpu.func @rope_kv_append_f32(%keys: memref<?xf32>, %table: memref<?xf32>,
                                  %values: memref<?xf32>, %positions: memref<?xi32>,
-                                 %cache: memref<?xf32>, %params: memref<?xi32>) kernel
+                                 %blocks: memref<?xi32>, %cache: memref<?xf32>,
+                                 %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -731,10 +758,18 @@ module attributes {gpu.container_module} {
       %neox = arith.cmpi ne, %mode, %c0_i32 : i32
       %table_width = arith.divui %dim, %c2 : index
       %table_row = arith.muli %token, %table_width : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %block_size_i32 = memref.load %params[%c5] : memref<?xi32>
+      %stride_i32 = memref.load %params[%c6] : memref<?xi32>
+      %block_size = arith.index_cast %block_size_i32 : i32 to index
+      %stride = arith.index_cast %stride_i32 : i32 to index
+      %table_base = arith.muli %token, %stride : index
       %position_i32 = memref.load %positions[%token] : memref<?xi32>
       %position = arith.index_cast %position_i32 : i32 to index
+      %slot = func.call @cache_slot(%blocks, %table_base, %position, %block_size) : (memref<?xi32>, index, index, index) -> index
       %source = arith.muli %token, %row : index
-      %key_slot = arith.muli %position, %row : index
+      %key_slot = arith.muli %slot, %row : index
       %part = arith.muli %context, %row : index
       %value_slot = arith.addi %part, %key_slot : index
       scf.for %i = %tid to %row step %c64 {
@@ -753,8 +788,10 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    // Grouped-query attention of q[tokens, heads, head_dim] over the cache
-    // ([2, context, kv_heads, head_dim]), one workgroup per (token, head).
+    // Grouped-query attention of q[tokens, heads, head_dim] over the paged
+    // cache ([2, slots, kv_heads, head_dim]; a token's key p is at slot
+    // @cache_slot of its block table, row token * table_stride of
+    // `blocks`), one workgroup per (token, head).
     // Keys are taken 64 at a time with an online softmax (a running maximum
     // and sum; the accumulator rescaled as the maximum grows), so any context
     // runs in fixed workgroup memory and the score matrix is never stored.
@@ -765,14 +802,17 @@ module attributes {gpu.container_module} {
     // each writes its unnormalized accumulator, maximum and sum as a record
     // of head_dim + 2 floats to `out`, at ((token * heads + head) * splits +
     // z), and @attention_combine_f32 merges them.
-    // params: [heads, kv_heads, head_dim, context, key_count, scale as f32
-    // bits, causal, keys_per_split (0: one workgroup takes every key)];
-    // grid: (tokens, heads, splits).
+    // params: [heads, kv_heads, head_dim, slots, key_count, scale as f32
+    // bits, causal, keys_per_split (0: one workgroup takes every key),
+    // block_size, table_stride]; grid: (tokens, heads, splits).
     gpu.func @attention_f32(%q: memref<?xf32>, %cache: memref<?xf32>,
-                            %positions: memref<?xi32>, %out: memref<?xf32>,
+                            %positions: memref<?xi32>, %blocks: memref<?xi32>,
+                            %out: memref<?xf32>,
                             %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %weights = memref.alloc() : memref<64xf32, 3>
+      // The slot of each key of the chunk, found once for both passes.
+      %slots = memref.alloc() : memref<64xi32, 3>
       %acc = memref.alloc() : memref<256xf32, 3>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -799,6 +839,13 @@ module attributes {gpu.container_module} {
       %c7 = arith.constant 7 : index
       %per_split_i32 = memref.load %params[%c7] : memref<?xi32>
       %per_split = arith.index_cast %per_split_i32 : i32 to index
+      %c8 = arith.constant 8 : index
+      %c9 = arith.constant 9 : index
+      %block_size_i32 = memref.load %params[%c8] : memref<?xi32>
+      %stride_i32 = memref.load %params[%c9] : memref<?xi32>
+      %block_size = arith.index_cast %block_size_i32 : i32 to index
+      %stride = arith.index_cast %stride_i32 : i32 to index
+      %table_base = arith.muli %token, %stride : index
       %split = gpu.block_id z
       %splits = gpu.grid_dim z
       %is_split = arith.cmpi ne, %per_split_i32, %c0_i32 : i32
@@ -835,8 +882,9 @@ module attributes {gpu.container_module} {
           iter_args(%running_max = %lowest, %running_sum = %zero) -> (f32, f32) {
         %key = arith.addi %chunk, %tid : index
         %valid = arith.cmpi ult, %key, %limit : index
-        %score = scf.if %valid -> f32 {
-          %key_row = arith.muli %key, %row : index
+        %score, %key_slot = scf.if %valid -> (f32, index) {
+          %slot = func.call @cache_slot(%blocks, %table_base, %key, %block_size) : (memref<?xi32>, index, index, index) -> index
+          %key_row = arith.muli %slot, %row : index
           %key_base = arith.addi %key_row, %head_offset : index
           %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> f32 {
             %qi = arith.addi %q_base, %d : index
@@ -847,10 +895,12 @@ module attributes {gpu.container_module} {
             scf.yield %next : f32
           }
           %scaled = arith.mulf %dot, %scale : f32
-          scf.yield %scaled : f32
+          scf.yield %scaled, %slot : f32, index
         } else {
-          scf.yield %lowest : f32
+          scf.yield %lowest, %c0 : f32, index
         }
+        %key_slot_i32 = arith.index_cast %key_slot : index to i32
+        memref.store %key_slot_i32, %slots[%tid] : memref<64xi32, 3>
         %chunk_max = func.call @workgroup_max(%score, %tid) : (f32, index) -> f32
         %new_max = arith.maximumf %running_max, %chunk_max : f32
         %shifted = arith.subf %score, %new_max : f32
@@ -873,8 +923,9 @@ module attributes {gpu.container_module} {
           %column = arith.addi %value_column, %d : index
           %total = scf.for %t = %c0 to %count step %c1 iter_args(%sum = %rescaled) -> f32 {
             %w = memref.load %weights[%t] : memref<64xf32, 3>
-            %k = arith.addi %chunk, %t : index
-            %k_row = arith.muli %k, %row : index
+            %k_slot_i32 = memref.load %slots[%t] : memref<64xi32, 3>
+            %k_slot = arith.index_cast %k_slot_i32 : i32 to index
+            %k_row = arith.muli %k_slot, %row : index
             %vi = arith.addi %column, %k_row : index
             %v = memref.load %cache[%vi] : memref<?xf32>
             %next = math.fma %w, %v, %sum : f32

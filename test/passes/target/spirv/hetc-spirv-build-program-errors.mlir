@@ -13,8 +13,8 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 // -----
 
 llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
-// expected-error @+1 {{'func.func' op argument 2: programs keep f32 KV caches only}}
-func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f16>) -> tensor<?x64xf32> {
+// expected-error @+1 {{'func.func' op argument 3: programs keep f32 KV caches only}}
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f16>) -> tensor<?x64xf32> attributes {hetc.kv_block_size = 16 : i64} {
   %table = llm.get_weight @table : tensor<100x64xf32>
   %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
   return %x : tensor<?x64xf32>
@@ -37,14 +37,14 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 // -----
 
 llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
-func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>) -> tensor<?x4x16xf32> {
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>) -> tensor<?x4x16xf32> attributes {hetc.kv_block_size = 16 : i64} {
   %table = llm.get_weight @table : tensor<100x64xf32>
   %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
   %c0 = arith.constant 0 : index
   %n = tensor.dim %tokens, %c0 : tensor<?xi32>
   %q = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 16] : tensor<?x64xf32> into tensor<?x4x16xf32>
   // expected-error @+1 {{'llm.attention' op with a sliding window or a soft cap has no SPIR-V kernel yet}}
-  %y = llm.attention %q, %cache at %positions causal softcap = 50.0 : (tensor<?x4x16xf32>, !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  %y = llm.attention %q, %cache at %positions pages %blocks block_size = 16 causal softcap = 50.0 : (tensor<?x4x16xf32>, !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = f32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %y : tensor<?x4x16xf32>
 }
 
@@ -62,9 +62,36 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 
 // -----
 
+// The kernels read caches through a block table: an unpaged cache is refused.
 !cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 16, elementType = f32>
-// expected-error @+1 {{'func.func' op argument 2 reads a paged KV cache, which the GPU kernel library does not page yet; build programs from the model before het-page-kv-cache}}
-func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %k: tensor<1x2x16xf32>, %cache: !cache) -> !cache {
-  %c = llm.kv_append %k, %k into %cache at %positions pages %blocks block_size = 64 : (tensor<1x2x16xf32>, tensor<1x2x16xf32>, !cache, tensor<1xi32>, tensor<?xi32>) -> !cache
+// expected-error @+1 {{'func.func' op reads a KV cache without a block table; programs read paged caches: run het-page-kv-cache first}}
+func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %k: tensor<1x2x16xf32>, %cache: !cache) -> !cache {
+  %c = llm.kv_append %k, %k into %cache at %positions : (tensor<1x2x16xf32>, tensor<1x2x16xf32>, !cache, tensor<1xi32>) -> !cache
+  return %c : !cache
+}
+
+// -----
+
+// A block size that does not divide the cache's slots.
+llm.weight @table {data_offset = 0 : i64} : tensor<100x32xf32>
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 16, elementType = f32>
+// expected-error @+1 {{'func.func' op pages its caches without a block size that divides their slots (hetc.kv_block_size)}}
+func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !cache) -> (tensor<1x32xf32>, !cache) attributes {hetc.kv_block_size = 48 : i64} {
+  %table = llm.get_weight @table : tensor<100x32xf32>
+  %x = llm.embedding %tokens, %table : (tensor<1xi32>, tensor<100x32xf32>) -> tensor<1x32xf32>
+  return %x, %cache : tensor<1x32xf32>, !cache
+}
+
+// -----
+
+// An op paged in other blocks than the function's.
+llm.weight @table {data_offset = 0 : i64} : tensor<100x32xf32>
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 16, elementType = f32>
+func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !cache) -> !cache attributes {hetc.kv_block_size = 16 : i64} {
+  %table = llm.get_weight @table : tensor<100x32xf32>
+  %x = llm.embedding %tokens, %table : (tensor<1xi32>, tensor<100x32xf32>) -> tensor<1x32xf32>
+  %k = tensor.expand_shape %x [[0], [1, 2]] output_shape [1, 2, 16] : tensor<1x32xf32> into tensor<1x2x16xf32>
+  // expected-error @+1 {{'llm.kv_append' op pages its cache through another block table than its function's (argument 2, blocks of 16 slots)}}
+  %c = llm.kv_append %k, %k into %cache at %positions pages %blocks block_size = 32 : (tensor<1x2x16xf32>, tensor<1x2x16xf32>, !cache, tensor<1xi32>, tensor<?xi32>) -> !cache
   return %c : !cache
 }
