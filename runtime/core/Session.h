@@ -3,7 +3,7 @@
 #ifndef HETRT_CORE_SESSION_H
 #define HETRT_CORE_SESSION_H
 
-#include "runtime/core/KvBlocks.h"
+#include "runtime/core/KvCache.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/ThreadPool.h"
 
@@ -16,35 +16,13 @@
 
 namespace hetrt::core {
 
-/// How a session's KV pool is used.
-struct KvUsage {
-  int64_t blockSize = 0;
-  int64_t blocks = 0;
-  int64_t freeBlocks = 0;
-  /// Blocks more than one sequence holds.
-  int64_t sharedBlocks = 0;
-  /// Shared blocks copied because a sequence wrote to them.
-  int64_t copiedBlocks = 0;
-  /// Blocks the prefix cache can find by their tokens.
-  int64_t cachedBlocks = 0;
-  /// Cached blocks nobody held that the pool took back for new positions.
-  int64_t evictedBlocks = 0;
-  /// Prompt tokens whose keys and values came from the prefix cache
-  /// instead of being computed.
-  int64_t reusedTokens = 0;
-  /// Bytes of one block: every layer's keys and values of its positions.
-  int64_t blockBytes = 0;
-  /// Blocks moved out of the pool to host memory and to disk, and back.
-  KvSwapStats swaps;
-};
-
 /// Not thread-safe; a model may serve many sessions at once. A session
 /// starts with one empty sequence, kDefaultSequence, which the calls without
 /// a sequence use.
-class Session {
+class Session : private KvBlockStore {
 public:
-  using SequenceId = int32_t;
-  static constexpr SequenceId kDefaultSequence = 0;
+  using SequenceId = KvCache::SequenceId;
+  static constexpr SequenceId kDefaultSequence = KvCache::kDefaultSequence;
 
   /// Allocates the KV cache for the model's context length and starts
   /// `numThreads` threads (0: one per core) for the kernels. `model` must
@@ -92,42 +70,38 @@ public:
     return logits_.data() + i * static_cast<size_t>(vocabSize());
   }
 
-  /// A new, empty sequence.
-  SequenceId createSequence();
-  /// A new sequence holding the first `tokens` positions of `from`, sharing
-  /// their blocks (the first write to a shared block copies it). False
-  /// with `error` when `from` does not exist or holds fewer positions.
+  /// The sequences and their blocks (create, fork, remove, positions,
+  /// budgets of the pool and the tiers, prefix caching; see KvCache). The
+  /// first write to a block a fork shares copies it; when the pool is
+  /// full, the blocks of the sequence that ran longest ago move out to
+  /// host memory and disk, and come back before it runs again.
+  KvCache &kvCache() { return *kv_; }
+  const KvCache &kvCache() const { return *kv_; }
+  SequenceId createSequence() { return kv_->createSequence(); }
   bool forkSequence(SequenceId from, int64_t tokens, SequenceId &forked,
-                    std::string &error);
-  /// Frees the sequence's blocks (those it alone holds). False with `error`
-  /// when it does not exist.
-  bool removeSequence(SequenceId sequence, std::string &error);
-  bool hasSequence(SequenceId sequence) const {
-    return sequences_.count(sequence) > 0;
+                    std::string &error) {
+    return kv_->forkSequence(from, tokens, forked, error);
   }
-  /// Positions `sequence` holds (0 for one that does not exist).
-  int64_t position(SequenceId sequence) const;
-  KvUsage kvUsage() const;
-  /// The kind of the last failed run's failure: OutOfMemory when the pool
-  /// or the tiers had no room, Io when the disk tier failed, InvalidInput
-  /// otherwise.
-  Failure lastFailure() const { return failure_; }
-  /// Whether prefill takes the blocks of a prompt's prefix that an earlier
-  /// sequence computed (on by default). Tokens are the same either way.
-  void setPrefixCaching(bool enabled) { prefixCaching_ = enabled; }
-  /// Bytes a memory may hold of the KV cache, in whole blocks: "pool" (the
-  /// pool the code reads; at most the compiled one, set before any run),
-  /// "host" (blocks moved out of the pool, unbounded by default) and "disk"
-  /// (a file under `directory` once host memory is full; none by default).
-  /// When the pool is full, the blocks of the sequence that ran longest ago
-  /// move out, and come back before it runs again. False with `error` for
-  /// another space, a pool of no block, or tiers that hold blocks already.
+  bool removeSequence(SequenceId sequence, std::string &error) {
+    return kv_->removeSequence(sequence, error);
+  }
+  bool hasSequence(SequenceId sequence) const {
+    return kv_->hasSequence(sequence);
+  }
+  int64_t position(SequenceId sequence) const {
+    return kv_->position(sequence);
+  }
+  KvUsage kvUsage() const { return kv_->usage(); }
+  /// The kind of the last failed run's failure (KvCache::lastFailure).
+  Failure lastFailure() const { return kv_->lastFailure(); }
+  void setPrefixCaching(bool enabled) { kv_->setPrefixCaching(enabled); }
   bool setKvBudget(const std::string &space, uint64_t bytes,
-                   std::string &error, const std::string &directory = "");
-  /// How the host and disk tiers keep blocks: exact (the default) or int8
-  /// with a scale per row, which changes the keys and values that come
-  /// back. False with `error` once blocks were moved out.
-  bool setKvTierFormat(KvTierFormat format, std::string &error);
+                   std::string &error, const std::string &directory = "") {
+    return kv_->setBudget(space, bytes, error, directory);
+  }
+  bool setKvTierFormat(KvTierFormat format, std::string &error) {
+    return kv_->setTierFormat(format, error);
+  }
 
   /// Logits of the last token run, `vocabSize()` values.
   const float *logits() const { return logits_.data(); }
@@ -142,7 +116,7 @@ public:
   }
   /// Forgets the default sequence's tokens, freeing its blocks (and creates
   /// it again if it was removed).
-  void reset();
+  void reset() { kv_->reset(); }
 
   /// Whether decode steps choose, by measuring, between every thread and the
   /// calling thread alone (on by default; see DecodeThreading). Prefill always
@@ -162,47 +136,23 @@ private:
   /// the vocabulary; null with `error` otherwise.
   KvSequence *checkRun(SequenceId sequence, const int32_t *ids, int64_t count,
                        std::string &error);
-  /// Appends to `sequence` the cached blocks that hold the next whole
-  /// blocks of `ids`, leaving at least the last id to run; the ids reused.
-  int64_t reusePrefix(KvSequence &sequence, const int32_t *ids,
-                      int64_t count);
-  /// Hashes the sequence's newly whole blocks and publishes them.
-  void publishBlocks(KvSequence &sequence);
-  /// Gives `sequence` writable blocks for positions [length, length +
-  /// count): new blocks past its table, copies of shared ones. Changes
-  /// nothing and fails when the pool has too few free blocks.
-  bool prepareBlocks(SequenceId id, KvSequence &sequence, int64_t count,
-                     std::string &error);
-  size_t blockBytes() const;
-  /// Copies block `from` to block `to` in every layer's pool.
-  void copyBlock(int32_t from, int32_t to);
+  // The caches as the KV cache's block store: a block's bytes in every
+  // layer's pool, gathered into one buffer and back.
+  size_t blockBytes() const override;
+  KvBlockRows blockRows() const override;
+  bool gatherBlock(int32_t block, std::byte *out, std::string &) override;
+  bool scatterBlock(const std::byte *in, int32_t block,
+                    std::string &) override;
+  bool copyBlock(int32_t from, int32_t to, std::string &) override;
   /// Runs of a block's rows (one per layer, keys or values, and head), and
   /// where run `run` of `block` starts.
   size_t blockRuns() const;
   std::byte *blockRun(int32_t block, size_t run) const;
-  /// Blocks a run of `count` more ids takes from the pool: new ones past
-  /// the sequence's table, and copies of shared ones it writes.
-  int64_t blocksToWrite(const KvSequence &sequence, int64_t count) const;
-  /// A block's bytes in every layer's pool, to and from one buffer.
-  void gatherBlock(int32_t block, std::byte *out) const;
-  void scatterBlock(const std::byte *in, int32_t block);
-  /// A block for `running`: a free one, else one the pool gets back by
-  /// moving out a block of the sequence that ran longest ago.
-  std::optional<int32_t> allocateBlock(SequenceId running, std::string &error);
-  /// Blocks the pool can get back by moving other sequences' out.
-  int64_t movableBlocks(SequenceId running) const;
-  /// Brings the sequence's moved-out blocks back into the pool.
-  bool makeResident(SequenceId id, KvSequence &sequence, std::string &error);
-  /// The tiers anew, empty, with the budgets, directory and format set.
-  void resetTiers();
-  bool anyBlockMovedOut() const;
   /// Calls the model code on `count` ids at positions_: `tables` is the
   /// block tables' memref descriptor, and `logitRows` rows of logits come
   /// back in logits_.
   void callModel(cpu::EntryFunction entry, const int32_t *ids, int64_t count,
                  void *tables, int64_t logitRows);
-  /// Whether `id` is in the batch being run, whose blocks stay in the pool.
-  bool inBatch(SequenceId id) const;
   /// Why the logits are not finite: the first weight tensor, in forward
   /// order, holding a non-finite value.
   std::string describeNonFiniteLogits() const;
@@ -216,25 +166,9 @@ private:
     void operator()(std::byte *data) const;
   };
   std::vector<std::unique_ptr<std::byte[], CacheDeleter>> caches_;
-  KvBlockPool blocks_;
   int64_t blockSize_;
-  std::map<SequenceId, KvSequence> sequences_;
-  SequenceId nextSequence_ = kDefaultSequence + 1;
-  int64_t copiedBlocks_ = 0;
-  int64_t reusedTokens_ = 0;
-  bool prefixCaching_ = true;
-  std::unique_ptr<KvSwapSpace> swap_;
-  /// Blocks the tiers may hold: host memory without a bound (memory runs
-  /// out first), no disk until a budget is given.
-  int64_t hostBudget_ = INT64_MAX / 4;
-  int64_t diskBudget_ = 0;
-  std::string swapDirectory_;
-  KvTierFormat tierFormat_ = KvTierFormat::Exact;
-  std::vector<std::byte> blockBuffer_;
-  uint64_t runs_ = 0;
-  /// The sequences of the batch being run, and its block tables.
-  std::vector<SequenceId> batch_;
-  Failure failure_ = Failure::InvalidInput;
+  std::unique_ptr<KvCache> kv_;
+  /// The block tables of the batch being run.
   std::vector<int32_t> tables_;
   std::vector<float> logits_;
   std::vector<int32_t> positions_;
