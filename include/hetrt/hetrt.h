@@ -36,8 +36,13 @@ extern "C" {
  *    (hetrt_session_sequence_create, _fork, _remove, _prefill, _decode),
  *    a decode step of several at once (hetrt_session_decode_batch),
  *    the cache's statistics (hetrt_session_kv_stats) and prefix caching
- *    (hetrt_session_set_prefix_caching). */
-#define HETRT_API_VERSION 9
+ *    (hetrt_session_set_prefix_caching).
+ * 9: hetrt_session_device_memory, hetrt_model_planned_decode_seconds.
+ * 10: sequences, their KV statistics, budgets, tier format and prefix
+ *    caching on every session: planned sessions and sessions on a device
+ *    page their KV caches too (hetrt_session_decode_batch stays the CPU
+ *    session's). */
+#define HETRT_API_VERSION 10
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -414,15 +419,15 @@ hetrt_session_decode(hetrt_session_t *session, int32_t id,
                      const float **out_logits);
 /* Forgets every token. */
 HETRT_API void hetrt_session_reset(hetrt_session_t *session);
-/* Sequences: a CPU session's KV cache is a pool of blocks that several
+/* Sequences: a session's KV cache is a pool of blocks that several
  * sequences share (hetrt_session_prefill and _decode run sequence 0, which
- * every session starts with). A new sequence is empty; a fork holds the
+ * every session starts with), in the memory of the devices that read it. A new sequence is empty; a fork holds the
  * first `tokens` positions of another, sharing their blocks until either
  * writes to one (it is copied then). Removing a sequence frees the blocks
  * no other holds. Runs of a sequence fail as hetrt_session_prefill's do,
  * and also, changing nothing, when the pool has no free block for the new
- * positions (HETRT_OUT_OF_MEMORY). Sessions on other devices have sequence
- * 0 only (HETRT_UNSUPPORTED). Since API version 8. */
+ * positions (HETRT_OUT_OF_MEMORY). Since API version 8; on sessions other
+ * than a CPU session's since version 10. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_sequence_create(hetrt_session_t *session, int32_t *out_sequence);
 HETRT_API HETRT_MUST_USE hetrt_status_t
@@ -443,7 +448,9 @@ hetrt_session_sequence_decode(hetrt_session_t *session, int32_t sequence,
  * sequence's, valid until the session's next call. Fails as
  * hetrt_session_sequence_decode does for any of them, for a sequence given
  * twice, or when the pool cannot hold every one's blocks at once
- * (HETRT_OUT_OF_MEMORY), before running anything. Since API version 8. */
+ * (HETRT_OUT_OF_MEMORY), before running anything. Only a CPU session's
+ * code has the batched entry point (HETRT_UNSUPPORTED elsewhere). Since API
+ * version 8. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
                            const int32_t *ids, size_t count,
@@ -452,7 +459,7 @@ hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_sequence_position(const hetrt_session_t *session,
                                 int32_t sequence, int64_t *out_position);
-/* How a CPU session's paged KV cache is used. Since API version 8. */
+/* How a session's paged KV cache is used. Since API version 8. */
 typedef struct hetrt_kv_stats_t {
   int64_t block_size;      /* positions per block */
   int64_t blocks;          /* blocks in the pool */
@@ -473,7 +480,7 @@ typedef struct hetrt_kv_stats_t {
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,
                        hetrt_kv_stats_t *out_stats);
-/* What a memory may hold of a CPU session's KV cache, in bytes (whole
+/* What a memory may hold of a session's KV cache, in bytes (whole
  * blocks of hetrt_kv_stats_t's block_bytes): space "pool" (the pool the
  * model code reads; at most the compiled one, set before the first run),
  * "host" (blocks moved out of a full pool; unbounded by default) or "disk"
@@ -485,7 +492,7 @@ hetrt_session_kv_stats(const hetrt_session_t *session,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_set_kv_budget(hetrt_session_t *session, const char *space,
                             uint64_t bytes, const char *directory);
-/* How a CPU session's host and disk tiers keep the blocks moved out of the
+/* How a session's host and disk tiers keep the blocks moved out of the
  * pool: "exact" (the default: the bytes the pool holds) or "int8" (each row
  * of a head's keys or values as int8 with an f32 scale, as FlexGen and
  * LMCache compress offloaded caches: fewer bytes to keep and move, but the

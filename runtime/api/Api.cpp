@@ -75,6 +75,19 @@ struct hetrt_session_t {
   bool decode(int32_t id, std::string &error) {
     return spirv ? spirv->decode(id, error) : session->decode(id, error);
   }
+  bool prefill(int32_t sequence, const std::vector<int32_t> &ids,
+               std::string &error) {
+    return spirv ? spirv->prefill(sequence, ids, error)
+                 : session->prefill(sequence, ids, error);
+  }
+  bool decode(int32_t sequence, int32_t id, std::string &error) {
+    return spirv ? spirv->decode(sequence, id, error)
+                 : session->decode(sequence, id, error);
+  }
+  /// The sequences and their blocks, wherever the session runs.
+  hetrt::core::KvCache &kv() {
+    return spirv ? spirv->kvCache() : session->kvCache();
+  }
   const float *logits() const {
     return spirv ? spirv->logits() : session->logits();
   }
@@ -987,29 +1000,39 @@ void hetrt_session_reset(hetrt_session_t *session) {
 
 namespace {
 
-/// The CPU session behind `session`, or null with the failure recorded:
-/// sessions on other devices run one sequence.
-hetrt::core::Session *cpuSession(const hetrt_session_t *session,
-                                 const char *call, hetrt_status_t &status) {
+/// The KV cache of `session` (on any device), or null with the failure
+/// recorded.
+hetrt::core::KvCache *kvCacheOf(const hetrt_session_t *session,
+                                const char *call, hetrt_status_t &status) {
   if (!session) {
     status = fail(HETRT_INVALID_ARGUMENT, std::string(call) + ": session is NULL");
     return nullptr;
   }
+  return &const_cast<hetrt_session_t *>(session)->kv();
+}
+
+/// The CPU session behind `session`, or null with the failure recorded:
+/// only the CPU code decodes a batch of sequences in one call.
+hetrt::core::Session *cpuSession(const hetrt_session_t *session,
+                                 const char *call, hetrt_status_t &status) {
+  if (!kvCacheOf(session, call, status))
+    return nullptr;
   if (!session->session) {
     status = fail(HETRT_UNSUPPORTED,
                   std::string(call) +
-                      ": sessions on Vulkan devices and planned sessions run "
-                      "one sequence; create the session on the CPU "
-                      "(hetrt_session_create)");
+                      ": sessions on Vulkan devices and planned sessions "
+                      "decode one sequence per call "
+                      "(hetrt_session_sequence_decode); create the session "
+                      "on the CPU (hetrt_session_create) to batch them");
     return nullptr;
   }
   return session->session.get();
 }
 
-/// A failed run of `cpu`, with the status of its kind.
-hetrt_status_t runFailure(const hetrt::core::Session &cpu,
+/// A failed run of `kv`'s session, with the status of its kind.
+hetrt_status_t runFailure(const hetrt::core::KvCache &kv,
                           const std::string &error) {
-  return fail(statusOf(cpu.lastFailure()), error);
+  return fail(statusOf(kv.lastFailure()), error);
 }
 
 } // namespace
@@ -1017,15 +1040,15 @@ hetrt_status_t runFailure(const hetrt::core::Session &cpu,
 hetrt_status_t hetrt_session_sequence_create(hetrt_session_t *session,
                                              int32_t *out_sequence) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_create", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_create", status);
+  if (!kv)
     return status;
   if (!out_sequence)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_sequence_create: out_sequence is NULL");
   return guarded([&] {
-    *out_sequence = cpu->createSequence();
+    *out_sequence = kv->createSequence();
     return HETRT_OK;
   });
 }
@@ -1034,16 +1057,16 @@ hetrt_status_t hetrt_session_sequence_fork(hetrt_session_t *session,
                                            int32_t from, int64_t tokens,
                                            int32_t *out_sequence) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_fork", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_fork", status);
+  if (!kv)
     return status;
   if (!out_sequence)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_sequence_fork: out_sequence is NULL");
   return guarded([&] {
     std::string error;
-    if (!cpu->forkSequence(from, tokens, *out_sequence, error))
+    if (!kv->forkSequence(from, tokens, *out_sequence, error))
       return fail(HETRT_INVALID_ARGUMENT, error);
     return HETRT_OK;
   });
@@ -1052,13 +1075,13 @@ hetrt_status_t hetrt_session_sequence_fork(hetrt_session_t *session,
 hetrt_status_t hetrt_session_sequence_remove(hetrt_session_t *session,
                                              int32_t sequence) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_remove", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_remove", status);
+  if (!kv)
     return status;
   return guarded([&] {
     std::string error;
-    if (!cpu->removeSequence(sequence, error))
+    if (!kv->removeSequence(sequence, error))
       return fail(HETRT_INVALID_ARGUMENT, error);
     return HETRT_OK;
   });
@@ -1073,18 +1096,19 @@ hetrt_status_t hetrt_session_sequence_prefill(hetrt_session_t *session,
                 "hetrt_session_sequence_prefill: out_logits is NULL");
   *out_logits = nullptr;
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_prefill", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_prefill", status);
+  if (!kv)
     return status;
   if (!ids || count == 0)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_sequence_prefill: needs at least one id");
   return guarded([&] {
     std::string error;
-    if (!cpu->prefill(sequence, std::vector<int32_t>(ids, ids + count), error))
-      return runFailure(*cpu, error);
-    *out_logits = cpu->logits();
+    if (!session->prefill(sequence, std::vector<int32_t>(ids, ids + count),
+                          error))
+      return runFailure(*kv, error);
+    *out_logits = session->logits();
     return HETRT_OK;
   });
 }
@@ -1097,15 +1121,15 @@ hetrt_status_t hetrt_session_sequence_decode(hetrt_session_t *session,
                 "hetrt_session_sequence_decode: out_logits is NULL");
   *out_logits = nullptr;
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_decode", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_decode", status);
+  if (!kv)
     return status;
   return guarded([&] {
     std::string error;
-    if (!cpu->decode(sequence, id, error))
-      return runFailure(*cpu, error);
-    *out_logits = cpu->logits();
+    if (!session->decode(sequence, id, error))
+      return runFailure(*kv, error);
+    *out_logits = session->logits();
     return HETRT_OK;
   });
 }
@@ -1131,7 +1155,7 @@ hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
     std::string error;
     if (!cpu->decodeBatch(std::vector<int32_t>(sequences, sequences + count),
                           std::vector<int32_t>(ids, ids + count), error))
-      return runFailure(*cpu, error);
+      return runFailure(cpu->kvCache(), error);
     *out_logits = cpu->logits();
     return HETRT_OK;
   });
@@ -1141,32 +1165,32 @@ hetrt_status_t hetrt_session_sequence_position(const hetrt_session_t *session,
                                                int32_t sequence,
                                                int64_t *out_position) {
   hetrt_status_t status = HETRT_OK;
-  const hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_sequence_position", status);
-  if (!cpu)
+  const hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_sequence_position", status);
+  if (!kv)
     return status;
   if (!out_position)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_sequence_position: out_position is NULL");
-  if (!cpu->hasSequence(sequence))
+  if (!kv->hasSequence(sequence))
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_sequence_position: there is no sequence " +
                     std::to_string(sequence));
-  *out_position = cpu->position(sequence);
+  *out_position = kv->position(sequence);
   return HETRT_OK;
 }
 
 hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
                                       hetrt_kv_stats_t *out_stats) {
   hetrt_status_t status = HETRT_OK;
-  const hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_kv_stats", status);
-  if (!cpu)
+  const hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_kv_stats", status);
+  if (!kv)
     return status;
   if (!out_stats)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_kv_stats: out_stats is NULL");
-  hetrt::core::KvUsage usage = cpu->kvUsage();
+  hetrt::core::KvUsage usage = kv->usage();
   *out_stats = {usage.blockSize,      usage.blocks,
                 usage.freeBlocks,     usage.sharedBlocks,
                 usage.copiedBlocks,   usage.cachedBlocks,
@@ -1181,9 +1205,9 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
 hetrt_status_t hetrt_session_set_kv_tier_format(hetrt_session_t *session,
                                                 const char *format) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_set_kv_tier_format", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_set_kv_tier_format", status);
+  if (!kv)
     return status;
   std::string name = format ? format : "";
   if (name != "exact" && name != "int8")
@@ -1193,7 +1217,7 @@ hetrt_status_t hetrt_session_set_kv_tier_format(hetrt_session_t *session,
                     "\" is not one of exact, int8");
   return guarded([&] {
     std::string error;
-    if (!cpu->setKvTierFormat(name == "int8" ? hetrt::core::KvTierFormat::Int8
+    if (!kv->setTierFormat(name == "int8" ? hetrt::core::KvTierFormat::Int8
                                              : hetrt::core::KvTierFormat::Exact,
                               error))
       return fail(HETRT_INVALID_ARGUMENT,
@@ -1206,16 +1230,16 @@ hetrt_status_t hetrt_session_set_kv_budget(hetrt_session_t *session,
                                            const char *space, uint64_t bytes,
                                            const char *directory) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_set_kv_budget", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_set_kv_budget", status);
+  if (!kv)
     return status;
   if (!space)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_set_kv_budget: space is NULL");
   return guarded([&] {
     std::string error;
-    if (!cpu->setKvBudget(space, bytes, error, directory ? directory : ""))
+    if (!kv->setBudget(space, bytes, error, directory ? directory : ""))
       return fail(HETRT_INVALID_ARGUMENT, error);
     return HETRT_OK;
   });
@@ -1224,11 +1248,11 @@ hetrt_status_t hetrt_session_set_kv_budget(hetrt_session_t *session,
 hetrt_status_t hetrt_session_set_prefix_caching(hetrt_session_t *session,
                                                 int enabled) {
   hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_set_prefix_caching", status);
-  if (!cpu)
+  hetrt::core::KvCache *kv =
+      kvCacheOf(session, "hetrt_session_set_prefix_caching", status);
+  if (!kv)
     return status;
-  cpu->setPrefixCaching(enabled != 0);
+  kv->setPrefixCaching(enabled != 0);
   return HETRT_OK;
 }
 

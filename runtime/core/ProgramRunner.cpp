@@ -145,6 +145,20 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
   prepared.distinctDevices.erase(std::unique(prepared.distinctDevices.begin(),
                                              prepared.distinctDevices.end()),
                                  prepared.distinctDevices.end());
+  // The tables first: the caches are divided into their blocks.
+  for (const ProgramBuffer &buffer : program.buffers) {
+    if (buffer.role != BufferRole::BlockTable)
+      continue;
+    // Every program reads the same pools through tables of one size.
+    int64_t bytes = buffer.bytes.constant;
+    if (!(buffer.bytes == ProgramValue::fixed(bytes)) || bytes <= 0 ||
+        bytes % 4 != 0 || bytes / 4 > std::numeric_limits<int32_t>::max() ||
+        (tableEntries_ != 0 && tableEntries_ != bytes / 4))
+      return fail(error, where + ": block table \"" + buffer.name +
+                             "\" is not a fixed number of i32 ids, as "
+                             "many as the other programs' tables");
+    tableEntries_ = bytes / 4;
+  }
   for (const ProgramBuffer &buffer : program.buffers) {
     int device = prepared.devices[buffer.device];
     hal::Device &hal = *devices_[device].code.device;
@@ -180,15 +194,6 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       return fail(error, where + ": buffer \"" + buffer.name + "\" of " +
                              std::to_string(bytes) +
                              " bytes is outside 1 byte to 1 TiB");
-    if (buffer.role == BufferRole::BlockTable) {
-      // Every program reads the same pools through tables of one size.
-      if (!(buffer.bytes == ProgramValue::fixed(bytes)) || bytes % 4 != 0 ||
-          (tableEntries_ != 0 && tableEntries_ != bytes / 4))
-        return fail(error, where + ": block table \"" + buffer.name +
-                               "\" is not a fixed number of i32 ids, as "
-                               "many as the other programs' tables");
-      tableEntries_ = bytes / 4;
-    }
     bool shared = buffer.role == BufferRole::Weight ||
                   buffer.role == BufferRole::KvCache ||
                   buffer.role == BufferRole::StreamedWeight;
@@ -254,6 +259,18 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     shared_[{device, buffer.name}] = {allocated, bytes,
                                       prepared.inPlace.back()};
     if (buffer.role == BufferRole::KvCache) {
+      // A block's part is a whole share of the cache: [2, blocks, part].
+      // (A program without a table reads it unpaged; sessions refuse it.)
+      if (tableEntries_ > 0 && bytes % (2 * tableEntries_) != 0)
+        return fail(error, where + ": KV cache \"" + buffer.name + "\" of " +
+                               std::to_string(bytes) +
+                               " bytes is not two parts of the block "
+                               "table's " + std::to_string(tableEntries_) +
+                               " blocks");
+      if (tableEntries_ > 0)
+        kvCaches_.push_back(
+            {device, allocated,
+             static_cast<uint64_t>(bytes / (2 * tableEntries_))});
       if (!queue.fill(*allocated, 0, allocated->size(), 0, 4, error))
         return false;
       continue;
@@ -447,6 +464,78 @@ bool ProgramRunner::finishAll(hal::Error &error) {
       }
     }
   return ok;
+}
+
+size_t ProgramRunner::kvBlockBytes() const {
+  size_t bytes = 0;
+  for (const KvCacheBuffer &cache : kvCaches_)
+    bytes += 2 * cache.partBytes;
+  return bytes;
+}
+
+template <typename Move>
+bool ProgramRunner::forEachKvPart(int32_t block, hal::Error &error,
+                                  Move move) {
+  if (block < 0 || block >= tableEntries_)
+    return fail(error, "block " + std::to_string(block) +
+                           " is outside the pool's " +
+                           std::to_string(tableEntries_) + " blocks");
+  std::vector<hal::Queue *> used;
+  size_t at = 0;
+  for (const KvCacheBuffer &cache : kvCaches_)
+    for (uint64_t part = 0; part < 2; ++part) {
+      hal::Queue &queue = *devices_[cache.device].queue;
+      uint64_t offset =
+          (part * static_cast<uint64_t>(tableEntries_) + block) *
+          cache.partBytes;
+      if (!move(queue, cache, offset, at, error))
+        return false;
+      at += cache.partBytes;
+      if (std::find(used.begin(), used.end(), &queue) == used.end())
+        used.push_back(&queue);
+    }
+  for (hal::Queue *queue : used)
+    if (!queue->finish(error))
+      return false;
+  return true;
+}
+
+bool ProgramRunner::readKvBlock(int32_t block, std::byte *out,
+                                hal::Error &error) {
+  return forEachKvPart(block, error,
+                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                           uint64_t offset, size_t at, hal::Error &failure) {
+                         return queue.read(*cache.buffer, offset, out + at,
+                                           cache.partBytes, failure);
+                       });
+}
+
+bool ProgramRunner::writeKvBlock(const std::byte *in, int32_t block,
+                                 hal::Error &error) {
+  return forEachKvPart(block, error,
+                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                           uint64_t offset, size_t at, hal::Error &failure) {
+                         return queue.write(in + at, *cache.buffer, offset,
+                                            cache.partBytes, failure);
+                       });
+}
+
+bool ProgramRunner::copyKvBlock(int32_t from, int32_t to, hal::Error &error) {
+  if (to < 0 || to >= tableEntries_)
+    return fail(error, "block " + std::to_string(to) +
+                           " is outside the pool's " +
+                           std::to_string(tableEntries_) + " blocks");
+  int64_t shift = (static_cast<int64_t>(to) - from);
+  return forEachKvPart(from, error,
+                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                           uint64_t offset, size_t, hal::Error &failure) {
+                         uint64_t target =
+                             offset + shift * static_cast<int64_t>(
+                                                  cache.partBytes);
+                         return queue.copy(*cache.buffer, offset,
+                                           *cache.buffer, target,
+                                           cache.partBytes, failure);
+                       });
 }
 
 std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {

@@ -118,6 +118,16 @@ public:
   int64_t blockTableEntries() const { return tableEntries_; }
   /// Slots of a block (0 when the programs keep no cache).
   int64_t kvBlockSize() const { return kvBlockSize_; }
+
+  /// Bytes of one block of the pools: each KV cache's keys and values of
+  /// the block's slots, in the order the programs name the caches.
+  size_t kvBlockBytes() const;
+  /// Block `block` of every cache into `out` (kvBlockBytes()), from `in`,
+  /// and from block `from` to block `to`; after the work run() queued and
+  /// done on return. The streamed weights prefetch() sent stay in flight.
+  bool readKvBlock(int32_t block, std::byte *out, hal::Error &error);
+  bool writeKvBlock(const std::byte *in, int32_t block, hal::Error &error);
+  bool copyKvBlock(int32_t from, int32_t to, hal::Error &error);
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
   /// The code loaded on device `index` (create()'s order); null for a
@@ -212,6 +222,18 @@ private:
   std::optional<size_t> prefetched_;
   /// The runner device of each KV cache, by name.
   std::map<std::string, int> cacheDevices_;
+  /// The KV caches in the order the programs first name them: each is
+  /// [2 (keys, values), blocks, the block's bytes of one part].
+  struct KvCacheBuffer {
+    int device = 0;
+    std::shared_ptr<hal::Buffer> buffer;
+    uint64_t partBytes = 0;
+  };
+  std::vector<KvCacheBuffer> kvCaches_;
+  /// Runs `move(queue, cache, offset of part p of block b)` over both parts
+  /// of `block` in each cache, then finishes the queues it used.
+  template <typename Move>
+  bool forEachKvPart(int32_t block, hal::Error &error, Move move);
   int64_t vocab_ = 0;
   int64_t tableEntries_ = 0;
   int64_t kvBlockSize_ = 0;

@@ -462,51 +462,74 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
             " (compile the model again with `" + recompile + "`)";
     return nullptr;
   }
-  session->blocks_ = std::make_unique<KvBlockPool>(static_cast<int32_t>(entries));
   session->table_.assign(static_cast<size_t>(entries), 0);
+  session->headDim_ = static_cast<size_t>(manifest.headDim);
   session->logits_.assign(manifest.vocabSize, 0.0f);
+  KvBlockStore &store = *session;
+  session->kv_ = std::make_unique<KvCache>(
+      store, static_cast<int32_t>(entries), blockSize, session->context_);
   return session;
 }
 
-bool ProgramSession::holdBlocksThrough(int64_t end, std::string &error) {
-  int64_t blockSize = runner_->kvBlockSize();
-  int64_t needed = (end + blockSize - 1) / blockSize;
-  while (heldBlocks_ < needed) {
-    std::optional<int32_t> block = blocks_->allocate();
-    if (!block) {
-      error = "the KV cache's pool has no free block for position " +
-              std::to_string(heldBlocks_ * blockSize);
-      return false;
+bool ProgramSession::gatherBlock(int32_t block, std::byte *out,
+                                 std::string &error) {
+  hal::Error failure;
+  if (runner_->readKvBlock(block, out, failure))
+    return true;
+  error = deviceName_ + ": " + failure.message;
+  return false;
+}
+
+bool ProgramSession::scatterBlock(const std::byte *in, int32_t block,
+                                  std::string &error) {
+  hal::Error failure;
+  if (runner_->writeKvBlock(in, block, failure))
+    return true;
+  error = deviceName_ + ": " + failure.message;
+  return false;
+}
+
+bool ProgramSession::copyBlock(int32_t from, int32_t to, std::string &error) {
+  hal::Error failure;
+  if (runner_->copyKvBlock(from, to, failure))
+    return true;
+  error = deviceName_ + ": " + failure.message;
+  return false;
+}
+
+KvSequence *ProgramSession::checkRun(SequenceId sequence,
+                                     const int32_t *tokens, int64_t count,
+                                     std::string &error) {
+  KvSequence *found = kv_->find(sequence, count, error);
+  if (!found)
+    return nullptr;
+  int64_t vocab = vocabSize();
+  for (int64_t i = 0; i < count; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      error = "token id " + std::to_string(tokens[i]) +
+              " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+      return nullptr;
     }
-    table_[static_cast<size_t>(heldBlocks_++)] = *block;
-  }
-  return true;
+  return found;
 }
 
-void ProgramSession::reset() {
-  for (int64_t b = 0; b < heldBlocks_; ++b)
-    blocks_->release(table_[static_cast<size_t>(b)]);
-  std::fill(table_.begin(), table_.end(), 0);
-  heldBlocks_ = 0;
-  position_ = 0;
-}
-
-bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
-                        std::string &error) {
-  if (position_ + count > context_) {
-    error = "the context holds " + std::to_string(context_) +
-            " tokens; this step would pass it";
+bool ProgramSession::step(size_t program, SequenceId id, KvSequence &sequence,
+                          const int32_t *tokens, int64_t count,
+                          std::string &error) {
+  int64_t start = sequence.length();
+  if (!kv_->prepare(id, sequence, count, error))
     return false;
-  }
-  if (!holdBlocksThrough(position_ + count, error))
-    return false;
+  std::copy(sequence.table.begin(), sequence.table.end(), table_.begin());
+  std::fill(table_.begin() + static_cast<long>(sequence.table.size()),
+            table_.end(), 0);
   hal::Error halError;
-  if (!runner_->run(program, tokens, count, position_, table_.data(),
+  if (!runner_->run(program, tokens, count, start, table_.data(),
                     logits_.data(), halError)) {
     error = deviceName_ + ": " + halError.message;
     return false;
   }
-  position_ += count;
+  sequence.tokens.insert(sequence.tokens.end(), tokens, tokens + count);
+  kv_->publishBlocks(sequence);
   // A decode step follows: its first streamed weights cross while the
   // host samples the token.
   if (!runner_->prefetch(kDecodeEntry, halError)) {
@@ -516,20 +539,36 @@ bool ProgramSession::step(size_t program, const int32_t *tokens, int64_t count,
   return true;
 }
 
-bool ProgramSession::prefill(const std::vector<int32_t> &tokens,
-                           std::string &error) {
-  for (size_t done = 0; done < tokens.size();) {
-    int64_t count = std::min<int64_t>(maxPrefillTokens_,
-                                      static_cast<int64_t>(tokens.size() - done));
-    if (!step(kPrefillEntry, tokens.data() + done, count, error))
-      return false;
-    done += static_cast<size_t>(count);
+bool ProgramSession::prefill(SequenceId id, const std::vector<int32_t> &tokens,
+                             std::string &error) {
+  if (tokens.empty()) {
+    error = "prefill needs at least one token";
+    return false;
   }
+  int64_t count = static_cast<int64_t>(tokens.size());
+  KvSequence *sequence = checkRun(id, tokens.data(), count, error);
+  if (!sequence)
+    return false;
+  size_t blocksBefore = sequence->table.size();
+  int64_t reused = kv_->reusePrefix(*sequence, tokens.data(), count);
+  for (int64_t done = reused; done < count;) {
+    int64_t chunk = std::min(maxPrefillTokens_, count - done);
+    if (!step(kPrefillEntry, id, *sequence, tokens.data() + done, chunk,
+              error)) {
+      // Nothing ran: the reused blocks are given back.
+      if (done == reused)
+        kv_->dropReused(*sequence, blocksBefore, reused);
+      return false;
+    }
+    done += chunk;
+  }
+  kv_->countReused(reused);
   return true;
 }
 
-bool ProgramSession::decode(int32_t token, std::string &error) {
-  return step(kDecodeEntry, &token, 1, error);
+bool ProgramSession::decode(SequenceId id, int32_t token, std::string &error) {
+  KvSequence *sequence = checkRun(id, &token, 1, error);
+  return sequence && step(kDecodeEntry, id, *sequence, &token, 1, error);
 }
 
 } // namespace hetrt::core

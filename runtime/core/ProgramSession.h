@@ -6,7 +6,7 @@
 #ifndef HETRT_CORE_PROGRAMSESSION_H
 #define HETRT_CORE_PROGRAMSESSION_H
 
-#include "runtime/core/KvBlocks.h"
+#include "runtime/core/KvCache.h"
 #include "runtime/core/Model.h"
 #include "runtime/core/ProgramRunner.h"
 #include "runtime/hal/Device.h"
@@ -35,8 +35,14 @@ const format::GpuLibrary *chooseGpuLibrary(const format::GpuCode &code,
                                            const std::string &arch,
                                            std::string &why);
 
-class ProgramSession {
+/// The programs' KV caches are paged like the CPU session's, and hold the
+/// same sequences (KvCache): the session is the store of their blocks in
+/// the devices' buffers.
+class ProgramSession : private KvBlockStore {
 public:
+  using SequenceId = KvCache::SequenceId;
+  static constexpr SequenceId kDefaultSequence = KvCache::kDefaultSequence;
+
   /// Null with `error` naming the pack and the fix when the pack holds no
   /// SPIR-V programs, or they do not load on `device`.
   /// `failure` is Unsupported when the pack holds no SPIR-V programs or
@@ -54,14 +60,29 @@ public:
                 const std::vector<std::shared_ptr<hal::Device>> &devices,
                 std::string &error, Failure &failure);
 
-  /// Runs `tokens` from the current position (in chunks of the program's
-  /// largest step), leaving the logits of the last.
-  bool prefill(const std::vector<int32_t> &tokens, std::string &error);
-  /// Runs one token at the next position.
-  bool decode(int32_t token, std::string &error);
-  /// Forgets every token, freeing its blocks: the next prefill starts at
-  /// position 0.
-  void reset();
+  /// Runs `tokens` from the default sequence's position (in chunks of the
+  /// program's largest step), leaving the logits of the last.
+  bool prefill(const std::vector<int32_t> &tokens, std::string &error) {
+    return prefill(kDefaultSequence, tokens, error);
+  }
+  /// Runs one token at the default sequence's next position.
+  bool decode(int32_t token, std::string &error) {
+    return decode(kDefaultSequence, token, error);
+  }
+  /// As above, on `sequence`; a prefill that starts on a block boundary
+  /// takes the blocks of its prefix that the prefix cache holds. Fails,
+  /// changing nothing, when the sequence does not exist, an id is outside
+  /// the vocabulary, the context would overflow or the pool cannot hold
+  /// the positions.
+  bool prefill(SequenceId sequence, const std::vector<int32_t> &tokens,
+               std::string &error);
+  bool decode(SequenceId sequence, int32_t token, std::string &error);
+  /// Forgets the default sequence's tokens, freeing its blocks.
+  void reset() { kv_->reset(); }
+
+  /// The sequences and their blocks, as Session's.
+  KvCache &kvCache() { return *kv_; }
+  const KvCache &kvCache() const { return *kv_; }
 
   const float *logits() const { return logits_.data(); }
   int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
@@ -89,23 +110,31 @@ private:
         hetc::abi::Program prefill, hetc::abi::Program decode,
         int64_t maxPrefillTokens, const std::string &recompile,
         std::string &error, Failure &failure);
-  bool step(size_t program, const int32_t *tokens, int64_t count,
-            std::string &error);
+  /// The sequence, if it exists and `count` more ids fit its context and
+  /// the vocabulary; null with `error` otherwise.
+  KvSequence *checkRun(SequenceId sequence, const int32_t *tokens,
+                       int64_t count, std::string &error);
+  /// Runs `count` tokens of `sequence` through entry `program`.
+  bool step(size_t program, SequenceId id, KvSequence &sequence,
+            const int32_t *tokens, int64_t count, std::string &error);
+  // The caches as the KV cache's block store (ProgramRunner moves them).
+  size_t blockBytes() const override { return runner_->kvBlockBytes(); }
+  KvBlockRows blockRows() const override { return {headDim_, 4}; }
+  bool gatherBlock(int32_t block, std::byte *out, std::string &error) override;
+  bool scatterBlock(const std::byte *in, int32_t block,
+                    std::string &error) override;
+  bool copyBlock(int32_t from, int32_t to, std::string &error) override;
   /// The runner's entries: the prefill program, then the decode program.
   static constexpr size_t kPrefillEntry = 0;
   static constexpr size_t kDecodeEntry = 1;
 
-  /// Gives the sequence the blocks of positions before `end`.
-  bool holdBlocksThrough(int64_t end, std::string &error);
-
   std::unique_ptr<ProgramRunner> runner_;
-  /// The pool of the programs' paged KV caches, and the block table of the
-  /// sequence: its first heldBlocks_ entries are its blocks.
-  std::unique_ptr<KvBlockPool> blocks_;
+  std::unique_ptr<KvCache> kv_;
+  /// The block table the programs read: the running sequence's blocks,
+  /// then zeros to the pool's size.
   std::vector<int32_t> table_;
-  int64_t heldBlocks_ = 0;
+  size_t headDim_ = 0;
   std::vector<float> logits_;
-  int64_t position_ = 0;
   int64_t context_ = 0;
   int64_t maxPrefillTokens_ = 1;
   std::string deviceName_;

@@ -405,11 +405,6 @@ Action registerRunCommand(CLI::App &app) {
     }
     for (const std::string &budget : flags->kvBudgets) {
       auto [space, bytes] = kvBudgetOf(budget);
-      if (!onCpu) {
-        std::cerr << "hetc run: --kv-budget bounds the CPU's paged KV cache; "
-                     "drop it with --device or --system\n";
-        return 2;
-      }
       if (!session->setKvBudget(space, bytes, status)) {
         std::cerr << "hetc run: " << status.message << "\n";
         return 1;

@@ -3,8 +3,7 @@
 // blocks. Tokens must never depend on where a sequence's blocks are, whether
 // they are shared with another sequence, or how sequences interleave: each
 // gives exactly llama.cpp's greedy tokens (the *.reference.json files).
-#include "hetc/Pipeline/Compile.h"
-#include "runtime/core/Model.h"
+#include "PagedSessionSupport.h"
 #include "runtime/core/Session.h"
 
 #include <gtest/gtest.h>
@@ -21,61 +20,7 @@
 namespace {
 
 using hetrt::core::Session;
-
-std::string sharedPath(const std::string &relative) {
-  return std::string(HETC_SHARED_DIR) + "/" + relative;
-}
-
-struct Prompt {
-  std::string name;
-  std::vector<int32_t> prompt, generated;
-};
-
-std::vector<Prompt> referencePrompts(const std::string &model) {
-  std::ifstream in(sharedPath("models/" + model + ".reference.json"));
-  nlohmann::json reference = nlohmann::json::parse(in);
-  std::vector<Prompt> prompts;
-  for (const nlohmann::json &prompt : reference["prompts"])
-    prompts.push_back(
-        {prompt["name"].get<std::string>(),
-         prompt["prompt_token_ids"].get<std::vector<int32_t>>(),
-         prompt["generated_token_ids"].get<std::vector<int32_t>>()});
-  return prompts;
-}
-
-/// The model compiled for this CPU with a pool of `context / 64` blocks,
-/// loaded; packs are compiled once per model and context.
-const hetrt::core::Model &loadedModel(const std::string &model,
-                                      int64_t context) {
-  static std::map<std::string, std::unique_ptr<hetrt::core::Model>> models;
-  std::string key = model + "@" + std::to_string(context);
-  auto found = models.find(key);
-  if (found != models.end())
-    return *found->second;
-  std::filesystem::path pack =
-      std::filesystem::path(testing::TempDir()) /
-      ("paged-" + key + "-" + std::to_string(::getpid()) + ".hetpack");
-  hetc::pipeline::CompileOptions options;
-  options.modelPath = sharedPath("models/" + model + ".gguf");
-  options.outputPath = pack.string();
-  options.cpuVariants = {"host"};
-  options.contextLength = context;
-  std::string error;
-  EXPECT_TRUE(hetc::pipeline::compileModel(options, error)) << error;
-  std::unique_ptr<hetrt::core::Model> loaded =
-      hetrt::core::Model::load(pack.string(), "", error);
-  EXPECT_TRUE(loaded) << error;
-  std::filesystem::remove(pack);
-  if (!loaded)
-    std::abort();
-  return *(models[key] = std::move(loaded));
-}
-
-int32_t greedy(const Session &session) {
-  const float *logits = session.logits();
-  return static_cast<int32_t>(
-      std::max_element(logits, logits + session.vocabSize()) - logits);
-}
+using namespace hetc::test;
 
 std::unique_ptr<Session> newSession(const hetrt::core::Model &model) {
   std::string error;
@@ -86,54 +31,13 @@ std::unique_ptr<Session> newSession(const hetrt::core::Model &model) {
   return session;
 }
 
-/// Each prompt prefilled in a sequence of its own (the session's default
-/// one first when `defaultFirst`), with its first greedy token.
-void prefillEach(Session &session, const std::vector<Prompt> &prompts,
-                 bool defaultFirst, std::vector<Session::SequenceId> &sequences,
-                 std::vector<std::vector<int32_t>> &generated) {
-  std::string error;
-  generated.assign(prompts.size(), {});
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    sequences.push_back(i == 0 && defaultFirst ? Session::kDefaultSequence
-                                               : session.createSequence());
-    ASSERT_TRUE(session.prefill(sequences[i], prompts[i].prompt, error))
-        << error;
-    generated[i].push_back(greedy(session));
-  }
-}
-
-/// The prompts prefilled, then decoded in turns of one token each until
-/// each has its reference's count, which its tokens must equal.
-void expectTokensInTurns(Session &session, const std::vector<Prompt> &prompts,
-                         bool defaultFirst,
-                         std::vector<Session::SequenceId> &sequences) {
-  std::vector<std::vector<int32_t>> generated;
-  prefillEach(session, prompts, defaultFirst, sequences, generated);
-  std::string error;
-  for (size_t step = 1; step < prompts[0].generated.size(); ++step)
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (generated[i].size() >= prompts[i].generated.size())
-        continue;
-      ASSERT_TRUE(session.decode(sequences[i], generated[i].back(), error))
-          << error;
-      generated[i].push_back(greedy(session));
-    }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SCOPED_TRACE(prompts[i].name);
-    EXPECT_EQ(generated[i], prompts[i].generated);
-    EXPECT_EQ(session.position(sequences[i]),
-              static_cast<int64_t>(prompts[i].prompt.size() +
-                                   prompts[i].generated.size() - 1));
-  }
-}
-
 /// Every reference prompt in a sequence of its own, prefilled one after
 /// another and decoded in turns of one token each.
 void expectInterleavedReferenceTokens(const std::string &model) {
   const hetrt::core::Model &loaded = loadedModel(model, 1024);
   std::unique_ptr<Session> session = newSession(loaded);
   ASSERT_TRUE(session);
-  std::vector<Session::SequenceId> sequences;
+  std::vector<SequenceId> sequences;
   expectTokensInTurns(*session, referencePrompts(model), true, sequences);
   std::string error;
   // Removing every sequence returns every block to the pool.
@@ -144,37 +48,15 @@ void expectInterleavedReferenceTokens(const std::string &model) {
   EXPECT_EQ(usage.blocks, 1024 / usage.blockSize);
 }
 
-/// The reference prompts interleaved over a pool of `poolBlocks` blocks
-/// with host memory for `hostBlocks` more and disk for the rest: each
-/// sequence's blocks move out when the others run and come back before it
-/// does, and its tokens are the reference's.
+/// The reference prompts through the tiers (expectReferenceTokensThroughTiers)
+/// in a CPU session.
 void expectReferenceTokensThroughTiers(const std::string &model,
                                        int64_t poolBlocks, int64_t hostBlocks,
                                        bool prefixCaching) {
-  const hetrt::core::Model &loaded = loadedModel(model, 1024);
-  std::unique_ptr<Session> session = newSession(loaded);
+  std::unique_ptr<Session> session = newSession(loadedModel(model, 1024));
   ASSERT_TRUE(session);
-  session->setPrefixCaching(prefixCaching);
-  uint64_t blockBytes =
-      static_cast<uint64_t>(session->kvUsage().blockBytes);
-  std::string error;
-  ASSERT_TRUE(session->setKvBudget("pool", poolBlocks * blockBytes, error))
-      << error;
-  ASSERT_TRUE(session->setKvBudget("host", hostBlocks * blockBytes, error))
-      << error;
-  ASSERT_TRUE(session->setKvBudget("disk", 64 * blockBytes, error,
-                                   testing::TempDir()))
-      << error;
-  std::vector<Session::SequenceId> sequences;
-  expectTokensInTurns(*session, referencePrompts(model), false, sequences);
-  hetrt::core::KvSwapStats swaps = session->kvUsage().swaps;
-  EXPECT_GT(swaps.toHost, 0);
-  EXPECT_GT(swaps.toDisk, 0);
-  EXPECT_GT(swaps.fromHost, 0);
-  EXPECT_GT(swaps.fromDisk, 0);
-  for (Session::SequenceId sequence : sequences)
-    ASSERT_TRUE(session->removeSequence(sequence, error)) << error;
-  EXPECT_EQ(session->kvUsage().freeBlocks, poolBlocks);
+  hetc::test::expectReferenceTokensThroughTiers(*session, model, poolBlocks,
+                                                hostBlocks, prefixCaching);
 }
 
 TEST(PagedSessions, BabyLlama105GivesTheReferenceTokensThroughHostAndDisk) {
@@ -209,7 +91,7 @@ std::vector<std::vector<float>> forcedLogits(const std::string &model,
   EXPECT_TRUE(session->setKvTierFormat(format, error)) << error;
   std::vector<Prompt> prompts = referencePrompts(model);
   logits.resize(prompts.size());
-  std::vector<Session::SequenceId> sequences;
+  std::vector<SequenceId> sequences;
   for (size_t i = 0; i < prompts.size(); ++i) {
     sequences.push_back(session->createSequence());
     EXPECT_TRUE(session->prefill(sequences[i], prompts[i].prompt, error))
@@ -318,7 +200,7 @@ void expectBatchedReferenceTokens(const std::string &model) {
   std::unique_ptr<Session> session = newSession(loaded);
   ASSERT_TRUE(session);
   std::vector<Prompt> prompts = referencePrompts(model);
-  std::vector<Session::SequenceId> sequences;
+  std::vector<SequenceId> sequences;
   std::vector<std::vector<int32_t>> generated;
   prefillEach(*session, prompts, false, sequences, generated);
   std::string error;
@@ -364,7 +246,7 @@ TEST(PagedSessions, ABatchThatDoesNotFitThePoolIsRefused) {
   std::string error;
   ASSERT_TRUE(session->setKvBudget("pool", 2 * blockBytes, error)) << error;
   std::vector<int32_t> prompt = referencePrompts("stories260K")[0].prompt;
-  std::vector<Session::SequenceId> sequences;
+  std::vector<SequenceId> sequences;
   for (int i = 0; i < 3; ++i) {
     sequences.push_back(session->createSequence());
     ASSERT_TRUE(session->prefill(sequences.back(), prompt, error)) << error;
@@ -384,23 +266,6 @@ TEST(PagedSessions, InterleavedSequencesOfStories260KGiveTheReferenceTokens) {
 
 TEST(PagedSessions, InterleavedSequencesOfBabyLlama105GiveTheReferenceTokens) {
   expectInterleavedReferenceTokens("babyllama105");
-}
-
-/// Greedy tokens of `sequence` from its current logits until it has
-/// `count`, decoding each.
-std::vector<int32_t> continueGreedy(Session &session,
-                                    Session::SequenceId sequence,
-                                    size_t count) {
-  std::vector<int32_t> tokens = {greedy(session)};
-  std::string error;
-  while (tokens.size() < count) {
-    if (!session.decode(sequence, tokens.back(), error)) {
-      ADD_FAILURE() << error;
-      break;
-    }
-    tokens.push_back(greedy(session));
-  }
-  return tokens;
 }
 
 TEST(PagedSessions, AForkInsideABlockCopiesItAndBothContinueAlike) {
@@ -547,7 +412,7 @@ TEST(PagedSessions, AFullPoolRefusesTheRunAndChangesNothing) {
   std::string error;
   // No tier to move blocks out to.
   ASSERT_TRUE(session->setKvBudget("host", 0, error)) << error;
-  std::vector<Session::SequenceId> sequences;
+  std::vector<SequenceId> sequences;
   for (int i = 0; i < 4; ++i) {
     sequences.push_back(session->createSequence());
     ASSERT_TRUE(session->prefill(sequences.back(), prompt, error)) << error;
