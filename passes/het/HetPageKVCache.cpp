@@ -3,6 +3,7 @@
 #include "passes/het/Passes.h"
 
 #include "abi/CodeRecord.h"
+#include "dialects/het/HetOps.h"
 #include "dialects/llm/LLMOps.h"
 #include "dialects/llm/LLMTypes.h"
 
@@ -47,6 +48,38 @@ struct PageKVCachePass
       if (!func.isExternal() && llvm::any_of(func.getArgumentTypes(), isCache))
         if (failed(page(func)))
           return signalPassFailure();
+    for (auto tiers : getOperation().getOps<hetc::het::KVTiersOp>())
+      pageTiers(tiers);
+  }
+
+  /// Blocks of the pool a cache of `capacity` positions is paged into.
+  int64_t poolBlocksFor(int64_t capacity) const {
+    return poolBlocks > 0 ? poolBlocks : llvm::divideCeil(capacity, blockSize);
+  }
+
+  /// A plan's het.kv_tiers declare the caches the functions now page: the
+  /// paged type, in blocks of the pages' size. The first tier (where the
+  /// code reads the cache) holds the pool; a later tier holds at least the
+  /// positions it held.
+  void pageTiers(hetc::het::KVTiersOp tiers) {
+    MLIRContext *ctx = &getContext();
+    auto cache = cast<llm::KVCacheType>(tiers.getCacheType());
+    int64_t pool = poolBlocksFor(cache.getCapacity());
+    int64_t oldTokens = tiers.getBlockTokens();
+    SmallVector<Attribute> paged;
+    for (auto [index, attribute] : llvm::enumerate(tiers.getTiers())) {
+      auto tier = cast<hetc::het::KVTierAttr>(attribute);
+      int64_t blocks =
+          index == 0 ? pool
+                     : llvm::divideCeil(tier.getBlocks() * oldTokens, blockSize);
+      paged.push_back(hetc::het::KVTierAttr::get(ctx, tier.getKind(),
+                                                 tier.getOwner(), blocks));
+    }
+    tiers.setCacheType(llm::KVCacheType::get(
+        ctx, pool * blockSize, cache.getKvHeads(), cache.getHeadDim(),
+        cache.getElementType()));
+    tiers.setBlockTokens(blockSize);
+    tiers.setTiersAttr(ArrayAttr::get(ctx, paged));
   }
 
   LogicalResult page(func::FuncOp func) {
@@ -57,9 +90,7 @@ struct PageKVCachePass
     unsigned tableIndex = static_cast<unsigned>(
         std::distance(func.getArgumentTypes().begin(), firstCache));
     auto cacheType = cast<llm::KVCacheType>(*firstCache);
-    int64_t blocks = poolBlocks > 0
-                         ? poolBlocks
-                         : llvm::divideCeil(cacheType.getCapacity(), blockSize);
+    int64_t blocks = poolBlocksFor(cacheType.getCapacity());
     // Slots are 32-bit block ids times the block size, as positions are.
     constexpr int64_t maxSlots = std::numeric_limits<int32_t>::max();
     if (blocks > maxSlots / blockSize)

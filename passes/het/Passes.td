@@ -158,7 +158,10 @@ def HetPageKVCachePass : Pass<"het-page-kv-cache", "mlir::ModuleOp"> {
 
     Each pool holds `pool-blocks` blocks, or, with 0, enough blocks for the
     cache's capacity (rounded up to whole blocks), so one sequence of the
-    full context still fits.
+    full context still fits. A plan's `het.kv_tiers` declarations then
+    declare the paged caches: the paged type in blocks of `block-size`, the
+    first tier (the memory the code reads) holding the pool, a later tier
+    at least the positions it held.
 
     Before:
     ```mlir

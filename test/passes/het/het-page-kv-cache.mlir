@@ -38,3 +38,18 @@ func.func @decode_batch(%k: tensor<?x2x8xf32>, %pos: tensor<?xi32>, %c0: !cache)
   %c1 = llm.kv_append %k, %k into %c0 at %pos : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, !cache, tensor<?xi32>) -> !cache
   return %c1 : !cache
 }
+
+// -----
+
+// A plan's het.kv_tiers declare the paged caches: the paged type in blocks
+// of the pages' size, the first tier holding the pool (100 positions: 2
+// blocks of 64), a later one at least the positions it held (7 blocks of
+// 16: 2 of 64).
+!cache = !llm.kv_cache<capacity = 100, kvHeads = 2, headDim = 8, elementType = f32>
+// CHECK-LABEL: het.kv_tiers @kv.blk.0 for !llm.kv_cache<capacity = 128, kvHeads = 2, headDim = 8, elementType = f32> block_tokens = 64 tiers [#het.kv_tier<hbm, "gpu0", blocks = 2>, #het.kv_tier<dram, "cpu0", blocks = 2>]
+// POOL-LABEL: het.kv_tiers @kv.blk.0 for !llm.kv_cache<capacity = 48, {{.+}}> block_tokens = 16 tiers [#het.kv_tier<hbm, "gpu0", blocks = 3>, #het.kv_tier<dram, "cpu0", blocks = 7>]
+het.kv_tiers @kv.blk.0 for !cache block_tokens = 16 tiers [#het.kv_tier<hbm, "gpu0", blocks = 7>, #het.kv_tier<dram, "cpu0", blocks = 7>]
+func.func @decode(%k: tensor<1x2x8xf32>, %pos: tensor<1xi32>, %c0: !cache {het.kv_cache = @kv.blk.0}) -> !cache {
+  %c1 = llm.kv_append %k, %k into %c0 at %pos : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, !cache, tensor<1xi32>) -> !cache
+  return %c1 : !cache
+}
