@@ -89,6 +89,11 @@ struct ProgramBuffer {
   std::string weight;
   /// Index into Program::devices of the device whose memory holds it.
   int device = 0;
+  /// A KvCache's layout: how many runs of bytes hold one block's positions
+  /// in each of its two parts (keys, values). 1 in the kernel library's
+  /// [2, slots, kv_heads * head_dim]; kv_heads in the CPU code's [2,
+  /// kv_heads, slots, head_dim], one run per head.
+  int64_t runs = 1;
 };
 
 enum class StepKind {

@@ -259,18 +259,22 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     shared_[{device, buffer.name}] = {allocated, bytes,
                                       prepared.inPlace.back()};
     if (buffer.role == BufferRole::KvCache) {
-      // A block's part is a whole share of the cache: [2, blocks, part].
-      // (A program without a table reads it unpaged; sessions refuse it.)
-      if (tableEntries_ > 0 && bytes % (2 * tableEntries_) != 0)
+      // A block's run is a whole share of the cache: [2, runs, blocks,
+      // run]. (A program without a table reads it unpaged; sessions refuse
+      // it.)
+      if (tableEntries_ > 0 &&
+          bytes % (2 * buffer.runs * tableEntries_) != 0)
         return fail(error, where + ": KV cache \"" + buffer.name + "\" of " +
                                std::to_string(bytes) +
-                               " bytes is not two parts of the block "
-                               "table's " + std::to_string(tableEntries_) +
-                               " blocks");
+                               " bytes is not two parts of " +
+                               std::to_string(buffer.runs) + " runs of the "
+                               "block table's " +
+                               std::to_string(tableEntries_) + " blocks");
       if (tableEntries_ > 0)
         kvCaches_.push_back(
-            {device, allocated,
-             static_cast<uint64_t>(bytes / (2 * tableEntries_))});
+            {device, allocated, static_cast<uint64_t>(buffer.runs),
+             static_cast<uint64_t>(bytes /
+                                   (2 * buffer.runs * tableEntries_))});
       if (!queue.fill(*allocated, 0, allocated->size(), 0, 4, error))
         return false;
       continue;
@@ -469,7 +473,7 @@ bool ProgramRunner::finishAll(hal::Error &error) {
 size_t ProgramRunner::kvBlockBytes() const {
   size_t bytes = 0;
   for (const KvCacheBuffer &cache : kvCaches_)
-    bytes += 2 * cache.partBytes;
+    bytes += 2 * cache.runs * cache.runBytes;
   return bytes;
 }
 
@@ -482,18 +486,19 @@ bool ProgramRunner::forEachKvPart(int32_t block, hal::Error &error,
                            std::to_string(tableEntries_) + " blocks");
   std::vector<hal::Queue *> used;
   size_t at = 0;
-  for (const KvCacheBuffer &cache : kvCaches_)
-    for (uint64_t part = 0; part < 2; ++part) {
-      hal::Queue &queue = *devices_[cache.device].queue;
+  for (const KvCacheBuffer &cache : kvCaches_) {
+    hal::Queue &queue = *devices_[cache.device].queue;
+    for (uint64_t run = 0; run < 2 * cache.runs; ++run) {
       uint64_t offset =
-          (part * static_cast<uint64_t>(tableEntries_) + block) *
-          cache.partBytes;
+          (run * static_cast<uint64_t>(tableEntries_) + block) *
+          cache.runBytes;
       if (!move(queue, cache, offset, at, error))
         return false;
-      at += cache.partBytes;
-      if (std::find(used.begin(), used.end(), &queue) == used.end())
-        used.push_back(&queue);
+      at += cache.runBytes;
     }
+    if (std::find(used.begin(), used.end(), &queue) == used.end())
+      used.push_back(&queue);
+  }
   for (hal::Queue *queue : used)
     if (!queue->finish(error))
       return false;
@@ -506,7 +511,7 @@ bool ProgramRunner::readKvBlock(int32_t block, std::byte *out,
                        [&](hal::Queue &queue, const KvCacheBuffer &cache,
                            uint64_t offset, size_t at, hal::Error &failure) {
                          return queue.read(*cache.buffer, offset, out + at,
-                                           cache.partBytes, failure);
+                                           cache.runBytes, failure);
                        });
 }
 
@@ -516,7 +521,7 @@ bool ProgramRunner::writeKvBlock(const std::byte *in, int32_t block,
                        [&](hal::Queue &queue, const KvCacheBuffer &cache,
                            uint64_t offset, size_t at, hal::Error &failure) {
                          return queue.write(in + at, *cache.buffer, offset,
-                                            cache.partBytes, failure);
+                                            cache.runBytes, failure);
                        });
 }
 
@@ -531,10 +536,10 @@ bool ProgramRunner::copyKvBlock(int32_t from, int32_t to, hal::Error &error) {
                            uint64_t offset, size_t, hal::Error &failure) {
                          uint64_t target =
                              offset + shift * static_cast<int64_t>(
-                                                  cache.partBytes);
+                                                  cache.runBytes);
                          return queue.copy(*cache.buffer, offset,
                                            *cache.buffer, target,
-                                           cache.partBytes, failure);
+                                           cache.runBytes, failure);
                        });
 }
 

@@ -223,15 +223,17 @@ private:
   /// The runner device of each KV cache, by name.
   std::map<std::string, int> cacheDevices_;
   /// The KV caches in the order the programs first name them: each is
-  /// [2 (keys, values), blocks, the block's bytes of one part].
+  /// [2 (keys, values), runs, blocks, a block's bytes of one run].
   struct KvCacheBuffer {
     int device = 0;
     std::shared_ptr<hal::Buffer> buffer;
-    uint64_t partBytes = 0;
+    uint64_t runs = 1;
+    uint64_t runBytes = 0;
   };
   std::vector<KvCacheBuffer> kvCaches_;
-  /// Runs `move(queue, cache, offset of part p of block b)` over both parts
-  /// of `block` in each cache, then finishes the queues it used.
+  /// Runs `move(queue, cache, offset, at)` over every run of `block` in
+  /// each cache (its offset in the cache, and `at` in the gathered block),
+  /// then finishes the queues it used.
   template <typename Move>
   bool forEachKvPart(int32_t block, hal::Error &error, Move move);
   int64_t vocab_ = 0;

@@ -39,6 +39,7 @@ json valueToJson(const ProgramValue &value) {
 constexpr int64_t kMaxCoefficient = int64_t(1) << 40;
 constexpr size_t kMaxBuffers = 1 << 16;
 constexpr int64_t kMaxKvBlockSize = 1 << 16;
+constexpr int64_t kMaxKvRuns = 1 << 16;
 constexpr size_t kMaxSteps = 1 << 20;
 constexpr size_t kMaxListed = 64;
 
@@ -102,6 +103,8 @@ std::string programToJson(const Program &program) {
                   {"bytes", valueToJson(buffer.bytes)}};
     if (buffer.role == BufferRole::Weight)
       entry["weight"] = buffer.weight;
+    if (buffer.role == BufferRole::KvCache)
+      entry["runs"] = buffer.runs;
     entry["device"] = buffer.device;
     buffers.push_back(entry);
   }
@@ -244,6 +247,15 @@ std::optional<Program> programFromJson(const std::string &text,
     if (buffer.role == BufferRole::Weight &&
         !read.text(entry, "weight", field, buffer.weight))
       return std::nullopt;
+    if (buffer.role == BufferRole::KvCache) {
+      const json &runs = entry.value("runs", json());
+      if (!runs.is_number_integer() || runs.get<int64_t>() < 1 ||
+          runs.get<int64_t>() > kMaxKvRuns) {
+        read.fail(field + ".runs", "is not 1 to 65536 runs of a block");
+        return std::nullopt;
+      }
+      buffer.runs = runs.get<int64_t>();
+    }
     if (buffer.role == BufferRole::BlockTable && program.kvBlockSize == 0) {
       read.fail(field + ".role", "is a block table, but \"kv_block_size\" "
                                  "is 0");

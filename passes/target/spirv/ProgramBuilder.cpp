@@ -215,6 +215,10 @@ private:
     device_ = device;
     bind(cache, kvNames_.lookup(cache), BufferRole::KvCache,
          ProgramValue::fixed(bytes));
+    // CPU code keeps each head's positions together; the kernel library
+    // each position's heads.
+    if (program_.devices[device].target == "x86")
+      program_.buffers[bufferOf_.lookup(cache)].runs = type.getKvHeads();
     device_ = saved;
   }
 

@@ -26,7 +26,8 @@ Program sampleProgram() {
       {"rope.0", BufferRole::RopeTable, ProgramValue::tokens(32), ""},
       {"logits", BufferRole::Logits, ProgramValue::fixed(128), ""},
       {"logits.cpu0", BufferRole::Activation, ProgramValue::fixed(128), "", 1},
-      {"blocks", BufferRole::BlockTable, ProgramValue::fixed(16), ""}};
+      {"blocks", BufferRole::BlockTable, ProgramValue::fixed(16), ""},
+      {"kv.0", BufferRole::KvCache, ProgramValue::fixed(4096), "", 1, 4}};
   program.devices = {{"vulkan0", "spirv"}, {"cpu0", "x86"}};
   program.kvBlockSize = 64;
   hetc::abi::ProgramStep table;
@@ -79,6 +80,7 @@ TEST(ProgramJson, RoundTrips) {
   EXPECT_EQ(read->steps[3].transfer, 2);
   EXPECT_EQ(read->kvBlockSize, 64);
   EXPECT_EQ(read->buffers[6].role, BufferRole::BlockTable);
+  EXPECT_EQ(read->buffers[7].runs, 4);
 }
 
 TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
@@ -107,7 +109,9 @@ TEST(ProgramJson, UntrustedProgramsAreRefusedNamingTheField) {
        "field \"buffers[4].bytes\" holds a value that is not a whole number within"},
       {[](nlohmann::json &p) { p["steps"][1]["grid"][0][3] = 0; },
        "field \"steps[1].grid[0]\" has a divisor below 1"},
-      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 7; },
+      {[](nlohmann::json &p) { p["buffers"][7]["runs"] = 0; },
+       "field \"buffers[7].runs\" is not 1 to 65536 runs of a block"},
+      {[](nlohmann::json &p) { p["steps"][1]["buffers"][0] = 8; },
        "field \"steps[1].buffers\" names a buffer that does not exist"},
       {[](nlohmann::json &p) { p["steps"][1]["kind"] = "move"; },
        "field \"steps[1].kind\" is \"move\", not dispatch, transfer, wait or "

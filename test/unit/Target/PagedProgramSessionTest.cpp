@@ -26,7 +26,7 @@ void onEveryDevice(const std::string &model, int64_t context, Body body) {
     std::string error;
     hetrt::core::Failure failure;
     std::unique_ptr<ProgramSession> session = ProgramSession::create(
-        loadedModel(model, context, /*spirv=*/true), *device, error, failure);
+        loadedModel(model, context, "spirv"), *device, error, failure);
     ASSERT_TRUE(session) << error;
     body(*session);
     ++ran;
@@ -55,6 +55,29 @@ TEST(PagedProgramSessions, Stories260KGivesTheReferenceTokensThroughHostAndDisk)
   onEveryDevice("stories260K", 1024, [&](ProgramSession &session) {
     expectReferenceTokensThroughTiers(session, "stories260K", 1, 1, true);
   });
+}
+
+/// A session of `model`'s plan on the CPU-only system: one CPU segment per
+/// step, whose code keeps each cache head-major ([2, kv_heads, slots,
+/// head_dim]), so a block is a run per head.
+std::unique_ptr<ProgramSession> plannedOnCpu(const std::string &model) {
+  std::string error;
+  hetrt::core::Failure failure;
+  std::unique_ptr<ProgramSession> session = ProgramSession::createPlanned(
+      loadedModel(model, 1024, "cpu-only-host"),
+      hetrt::hal::enumerateDevices(nullptr), error, failure);
+  EXPECT_TRUE(session) << error;
+  return session;
+}
+
+TEST(PagedProgramSessions, APlannedCpuSessionGivesTheReferenceTokensThroughHostAndDisk) {
+  for (const std::string model : {"stories260K", "babyllama105"}) {
+    SCOPED_TRACE(model);
+    std::unique_ptr<ProgramSession> session = plannedOnCpu(model);
+    ASSERT_TRUE(session);
+    expectReferenceTokensThroughTiers(*session, model,
+                                      model == "stories260K" ? 1 : 3, 2, true);
+  }
 }
 
 TEST(PagedProgramSessions, AForkInsideABlockCopiesItOnTheDevice) {

@@ -47,15 +47,16 @@ inline std::vector<Prompt> referencePrompts(const std::string &model) {
   return prompts;
 }
 
-/// The model compiled for this CPU (and, with `spirv`, as SPIR-V programs)
-/// with a pool of `context / 64` blocks, loaded; packs are compiled once
-/// per model, context and kind.
+/// The model compiled for this CPU with a pool of `context / 64` blocks,
+/// and with `programs` "spirv" as SPIR-V programs too, or with another
+/// name planned on that system; loaded. Packs are compiled once per model,
+/// context and programs.
 inline const hetrt::core::Model &loadedModel(const std::string &model,
                                              int64_t context,
-                                             bool spirv = false) {
+                                             const std::string &programs = "") {
   static std::map<std::string, std::unique_ptr<hetrt::core::Model>> models;
-  std::string key =
-      model + "@" + std::to_string(context) + (spirv ? "-spirv" : "");
+  std::string key = model + "@" + std::to_string(context) +
+                    (programs.empty() ? "" : "-" + programs);
   auto found = models.find(key);
   if (found != models.end())
     return *found->second;
@@ -67,7 +68,9 @@ inline const hetrt::core::Model &loadedModel(const std::string &model,
   options.outputPath = pack.string();
   options.cpuVariants = {"host"};
   options.contextLength = context;
-  options.spirv = spirv;
+  options.spirv = programs == "spirv";
+  if (!programs.empty() && programs != "spirv")
+    options.system = programs;
   std::string error;
   EXPECT_TRUE(hetc::pipeline::compileModel(options, error)) << error;
   std::unique_ptr<hetrt::core::Model> loaded =
