@@ -57,10 +57,6 @@ struct Built {
 /// The value of an option no plan should take while another fits.
 constexpr double kNeverChosen = 1e30;
 
-/// A plan runs as programs, which keep f32 caches on every device (the
-/// SPIR-V and GPU kernels and the CPU segments alike).
-constexpr double kProgramKvElementBytes = 4;
-
 /// The fastest link between any memory of `device` and memory `target`.
 const hardware::Link *linkTo(const hardware::System &system, int device,
                              hardware::MemoryRef target) {
@@ -150,7 +146,9 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
 
   cost::Efficiency efficiency;
   // Units are the same on every device.
-  built.units = cost::unitsOf(shape, kProgramKvElementBytes);
+  // A plan runs as programs, which keep the module's cache type on every
+  // device (the GPU kernels and the CPU segments alike).
+  built.units = cost::unitsOf(shape, request.kvElementBytes);
   size_t numMemories = built.problem.memories.size();
   for (size_t u = 0; u < built.units.size(); ++u) {
     Unit unit;

@@ -340,9 +340,7 @@ std::optional<std::string> printPipeline(std::string &error) {
   return text;
 }
 
-std::string defaultKvElementType(const CompileOptions &options) {
-  return options.spirv || !options.system.empty() ? "f32" : "f16";
-}
+std::string defaultKvElementType(const CompileOptions &) { return "f16"; }
 
 int64_t defaultCpuKvElementBytes() {
   return hetrt::format::kvElementBytesOf(defaultKvElementType(CompileOptions()));
@@ -355,11 +353,6 @@ checkKvElementType(const CompileOptions &options) {
     return std::nullopt;
   if (hetrt::format::kvElementBytesOf(type) == 0)
     return "--kv-type " + type + " is not one of f32, f16";
-  if (type != "f32" && (options.spirv || !options.system.empty()))
-    return "--kv-type " + type +
-           ": the SPIR-V kernels and planned programs keep f32 KV caches; "
-           "give --kv-type f32, or drop " +
-           (options.spirv ? "--spirv" : "--system");
   return std::nullopt;
 }
 

@@ -228,6 +228,11 @@ struct HetPartitionPass
     // Reserve the whole cache the module declares (a decode step's context
     // includes the prompt), as the programs allocate it.
     request.workload.context = capacity;
+    module.walk([&](llm::KVAppendOp append) {
+      Type element = append.getCache().getType().getElementType();
+      request.kvElementBytes = element.getIntOrFloatBitWidth() / 8.0;
+      return WalkResult::interrupt();
+    });
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *machine, request, error);
     if (!plan)

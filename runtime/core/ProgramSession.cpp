@@ -464,6 +464,7 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   }
   session->table_.assign(static_cast<size_t>(entries), 0);
   session->headDim_ = static_cast<size_t>(manifest.headDim);
+  session->kvElementBytes_ = static_cast<size_t>(manifest.kvElementBytes());
   session->logits_.assign(manifest.vocabSize, 0.0f);
   KvBlockStore &store = *session;
   session->kv_ = std::make_unique<KvCache>(

@@ -119,7 +119,9 @@ private:
             const int32_t *tokens, int64_t count, std::string &error);
   // The caches as the KV cache's block store (ProgramRunner moves them).
   size_t blockBytes() const override { return runner_->kvBlockBytes(); }
-  KvBlockRows blockRows() const override { return {headDim_, 4}; }
+  KvBlockRows blockRows() const override {
+    return {headDim_, kvElementBytes_};
+  }
   bool gatherBlock(int32_t block, std::byte *out, std::string &error) override;
   bool scatterBlock(const std::byte *in, int32_t block,
                     std::string &error) override;
@@ -134,6 +136,7 @@ private:
   /// then zeros to the pool's size.
   std::vector<int32_t> table_;
   size_t headDim_ = 0;
+  size_t kvElementBytes_ = 4;
   std::vector<float> logits_;
   int64_t context_ = 0;
   int64_t maxPrefillTokens_ = 1;

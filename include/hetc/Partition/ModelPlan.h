@@ -26,6 +26,9 @@ std::optional<Objective> parseObjective(const std::string &name);
 struct PlanRequest {
   cost::Workload workload;
   Objective objective = Objective::Latency;
+  /// Bytes of a KV-cache element, as the programs keep it on every device
+  /// (the module's cache type: 4 for f32, 2 for f16).
+  double kvElementBytes = 4;
 };
 
 /// One decoder unit's placement.

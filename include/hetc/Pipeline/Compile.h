@@ -44,8 +44,8 @@ struct CompileOptions {
 };
 
 /// The KV-cache element a pack gets when none is asked for: f16, as
-/// llama.cpp keeps it (half the bytes each decode step reads), except where
-/// the pack holds SPIR-V programs or a plan: the SPIR-V kernels read f32.
+/// llama.cpp keeps it (half the bytes each decode step reads and each
+/// memory holds), in the CPU code and the programs alike.
 std::string defaultKvElementType(const CompileOptions &options);
 
 /// Bytes of an element of the KV cache a pack compiled with the defaults

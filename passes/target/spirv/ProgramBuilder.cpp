@@ -119,9 +119,10 @@ public:
                << "argument " << i << " holds " << cache.getCapacity()
                << " slots, not the " << tableEntries_ << " blocks of "
                << blockSize_ << " of the first cache";
-      if (!cache.getElementType().isF32())
+      if (!cache.getElementType().isF32() && !cache.getElementType().isF16())
         return function_.emitOpError()
-               << "argument " << i << ": programs keep f32 KV caches only";
+               << "argument " << i << ": programs keep f32 or f16 KV caches, "
+               << "not " << cache.getElementType();
       kvNames_[function_.getArgument(i)] = "kv." + std::to_string(i - 3);
       if (!planned_)
         bindCache(function_.getArgument(i), 0);
@@ -180,6 +181,11 @@ private:
     return success();
   }
 
+  /// The kernels' code for a cache's elements (@cache_element): 0 f32, 1 f16.
+  static ProgramValue cacheFormat(llm::KVCacheType cache) {
+    return ProgramValue::fixed(cache.getElementType().isF16() ? 1 : 0);
+  }
+
   /// An op that reads a cache must read it through the function's table.
   LogicalResult checkPaging(Operation *op, Value blocks,
                             std::optional<uint64_t> blockSize) {
@@ -210,7 +216,8 @@ private:
   void bindCache(Value cache, int device) {
     auto type = cast<llm::KVCacheType>(cache.getType());
     int64_t bytes = 2 * type.getCapacity() * type.getKvHeads() *
-                    type.getHeadDim() * 4;
+                    type.getHeadDim() *
+                    (type.getElementType().getIntOrFloatBitWidth() / 8);
     int saved = device_;
     device_ = device;
     bind(cache, kvNames_.lookup(cache), BufferRole::KvCache,
@@ -615,7 +622,7 @@ private:
                           ProgramValue::fixed(rope.rotary),
                           ProgramValue::fixed(rope.mode),
                           ProgramValue::fixed(blockSize_),
-                          ProgramValue::fixed(0)},
+                          ProgramValue::fixed(0), cacheFormat(cache)},
                          {rowsOf(keys), ProgramValue::fixed(1),
                           ProgramValue::fixed(1)});
                 assign(append.getResult(), buffer);
@@ -628,7 +635,7 @@ private:
                        {ProgramValue::fixed(row),
                         ProgramValue::fixed(cache.getCapacity()),
                         ProgramValue::fixed(blockSize_),
-                        ProgramValue::fixed(0)},
+                        ProgramValue::fixed(0), cacheFormat(cache)},
                        {rowsOf(keys), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
               assign(append.getResult(), buffer);
@@ -676,6 +683,7 @@ private:
               auto paging = [&] {
                 params.push_back(ProgramValue::fixed(blockSize_));
                 params.push_back(ProgramValue::fixed(0));
+                params.push_back(cacheFormat(cache));
               };
               if (type.isDynamicDim(0) ||
                   cache.getCapacity() <= kKeysPerSplit) {

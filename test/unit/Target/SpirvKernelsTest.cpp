@@ -545,38 +545,47 @@ TEST(SpirvKernels, RopeKvAppendWritesWhatRopeThenAppendWrite) {
       table[(t * (dim / 2) + j) * 2] = std::cos(angle);
       table[(t * (dim / 2) + j) * 2 + 1] = std::sin(angle);
     }
-  for (int mode : {0, 1}) {
-    SCOPED_TRACE(mode ? "neox" : "normal");
-    onEveryDevice([&](KernelRunner &runner) {
-      auto bk = runner.upload(keys), bv = runner.upload(values);
-      auto bt = runner.upload(table), bp = runner.upload(positions);
-      auto rotated = runner.upload(std::vector<float>(keys.size(), 0.0f));
-      auto ropeParams =
-          runner.upload(std::vector<int32_t>{heads, dim, rotary, mode});
-      std::vector<float> rotatedKeys = runner.run(
-          "rope_f32", {static_cast<uint32_t>(tokens), heads, 1},
-          {bk.get(), bt.get(), rotated.get(), ropeParams.get()}, keys.size());
-      auto separate = runner.upload(std::vector<float>(2 * context * row, -1.0f));
-      auto appendParams =
-          runner.upload(std::vector<int32_t>{row, context, blockSize, 0});
-      auto rk = runner.upload(rotatedKeys);
-      auto bb = runner.upload(blocks);
-      std::vector<float> expected = runner.run(
-          "kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
-          {rk.get(), bv.get(), bp.get(), bb.get(), separate.get(),
-           appendParams.get()},
-          2 * context * row, 4);
-      auto fused = runner.upload(std::vector<float>(2 * context * row, -1.0f));
-      auto fusedParams = runner.upload(std::vector<int32_t>{
-          row, context, dim, rotary, mode, blockSize, 0});
-      EXPECT_EQ(runner.run("rope_kv_append_f32",
-                           {static_cast<uint32_t>(tokens), 1, 1},
-                           {bk.get(), bt.get(), bv.get(), bp.get(), bb.get(),
-                            fused.get(), fusedParams.get()},
-                           2 * context * row, 5),
-                expected);
-    });
-  }
+  for (int mode : {0, 1})
+    for (int format : {0, 1}) {
+      SCOPED_TRACE(std::string(mode ? "neox" : "normal") +
+                   (format ? ", f16 cache" : ", f32 cache"));
+      onEveryDevice([&](KernelRunner &runner) {
+        auto bk = runner.upload(keys), bv = runner.upload(values);
+        auto bt = runner.upload(table), bp = runner.upload(positions);
+        auto rotated = runner.upload(std::vector<float>(keys.size(), 0.0f));
+        auto ropeParams =
+            runner.upload(std::vector<int32_t>{heads, dim, rotary, mode});
+        std::vector<float> rotatedKeys = runner.run(
+            "rope_f32", {static_cast<uint32_t>(tokens), heads, 1},
+            {bk.get(), bt.get(), rotated.get(), ropeParams.get()}, keys.size());
+        auto separate =
+            runner.upload(std::vector<float>(2 * context * row, -1.0f));
+        auto appendParams = runner.upload(
+            std::vector<int32_t>{row, context, blockSize, 0, format});
+        auto rk = runner.upload(rotatedKeys);
+        auto bb = runner.upload(blocks);
+        std::vector<float> expected =
+            runner.run("kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
+                       {rk.get(), bv.get(), bp.get(), bb.get(), separate.get(),
+                        appendParams.get()},
+                       2 * context * row, 4);
+        auto fused =
+            runner.upload(std::vector<float>(2 * context * row, -1.0f));
+        auto fusedParams = runner.upload(std::vector<int32_t>{
+            row, context, dim, rotary, mode, blockSize, 0, format});
+        std::vector<float> written = runner.run(
+            "rope_kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
+            {bk.get(), bt.get(), bv.get(), bp.get(), bb.get(), fused.get(),
+             fusedParams.get()},
+            2 * context * row, 5);
+        // As bits: a word of two halves may read as a NaN float.
+        std::vector<uint32_t> writtenBits(written.size()),
+            expectedBits(expected.size());
+        std::memcpy(writtenBits.data(), written.data(), written.size() * 4);
+        std::memcpy(expectedBits.data(), expected.data(), expected.size() * 4);
+        EXPECT_EQ(writtenBits, expectedBits);
+      });
+    }
 }
 
 /// The slot of logical position `p` in a cache paged in blocks of
@@ -638,7 +647,7 @@ TEST(SpirvKernels, KvAppendWritesEachTokenAtItsPositionsSlot) {
       auto bb = runner.upload(perToken ? rows : shared);
       auto cache = runner.upload(std::vector<float>(2 * context * row, -1.0f));
       auto params = runner.upload(
-          std::vector<int32_t>{row, context, blockSize, perToken ? 4 : 0});
+          std::vector<int32_t>{row, context, blockSize, perToken ? 4 : 0, 0});
       EXPECT_EQ(runner.run("kv_append_f32",
                            {static_cast<uint32_t>(tokens), 1, 1},
                            {bk.get(), bv.get(), bp.get(), bb.get(), cache.get(),
@@ -647,6 +656,75 @@ TEST(SpirvKernels, KvAppendWritesEachTokenAtItsPositionsSlot) {
                 expected);
     });
   }
+}
+
+/// The IEEE half nearest `value`, ties to even (the compiler's conversion).
+uint16_t halfBits(float value) {
+  _Float16 half = static_cast<_Float16>(value);
+  uint16_t bits;
+  std::memcpy(&bits, &half, 2);
+  return bits;
+}
+
+float widenHalf(uint16_t bits) {
+  _Float16 half;
+  std::memcpy(&half, &bits, 2);
+  return static_cast<float>(half);
+}
+
+/// `values` as an f16 cache's words: two halves each, the lower first.
+std::vector<uint32_t> packHalves(const std::vector<float> &values) {
+  std::vector<uint32_t> words(values.size() / 2);
+  for (size_t w = 0; w < words.size(); ++w)
+    words[w] = halfBits(values[2 * w]) |
+               (static_cast<uint32_t>(halfBits(values[2 * w + 1])) << 16);
+  return words;
+}
+
+TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
+  // Values that round up, down and to even, past the largest half (to
+  // infinity), into its subnormals and below them (to zero), a NaN and
+  // both zeros, with and without the keys' rotation.
+  constexpr int context = 8, heads = 2, dim = 16, row = heads * dim,
+                blockSize = 4;
+  std::vector<int32_t> positions = {5, 2, 7};
+  const int tokens = static_cast<int>(positions.size());
+  std::vector<float> keys = randomValues(tokens * row, 21);
+  std::vector<float> values = randomValues(tokens * row, 22);
+  const float specials[] = {65504.0f,  65520.0f, 70000.0f, -1e9f,
+                            6.0e-8f,   2.9e-8f,  1e-12f,   -0.0f,
+                            0.0f,      1.0009765625f, 1.00048828125f,
+                            1.00146484375f, std::nanf(""), 3e-5f};
+  for (size_t i = 0; i < std::size(specials); ++i)
+    values[3 + i] = specials[i];
+  std::vector<int32_t> blocks = {1, 0};
+  std::vector<uint32_t> expected(context * row, 0xdeadbeef);
+  for (int t = 0; t < tokens; ++t) {
+    int slot = (blocks[positions[t] / blockSize] * blockSize +
+                positions[t] % blockSize);
+    std::vector<float> k(keys.begin() + t * row, keys.begin() + (t + 1) * row);
+    std::vector<float> v(values.begin() + t * row,
+                         values.begin() + (t + 1) * row);
+    std::vector<uint32_t> kw = packHalves(k), vw = packHalves(v);
+    std::copy(kw.begin(), kw.end(), expected.begin() + slot * row / 2);
+    std::copy(vw.begin(), vw.end(),
+              expected.begin() + (context + slot) * row / 2);
+  }
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bk = runner.upload(keys), bv = runner.upload(values);
+    auto bp = runner.upload(positions), bb = runner.upload(blocks);
+    auto cache =
+        runner.upload(std::vector<uint32_t>(context * row, 0xdeadbeef));
+    auto params = runner.upload(
+        std::vector<int32_t>{row, context, blockSize, 0, /*f16*/ 1});
+    std::vector<float> written = runner.run(
+        "kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
+        {bk.get(), bv.get(), bp.get(), bb.get(), cache.get(), params.get()},
+        expected.size(), 4);
+    std::vector<uint32_t> words(written.size());
+    std::memcpy(words.data(), written.data(), words.size() * 4);
+    EXPECT_EQ(words, expected);
+  });
 }
 
 /// Grouped attention in double: each query over the keys its position may
@@ -717,7 +795,7 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
         auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
         auto params = runner.upload(std::vector<int32_t>{
             heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            causal ? 1 : 0, 0, 8, 0});
+            causal ? 1 : 0, 0, 8, 0, 0});
         expectClose(runner.run("attention_f32",
                                {static_cast<uint32_t>(tokens), heads, 1},
                                {bq.get(), bc.get(), bp.get(), bb.get(),
@@ -727,6 +805,42 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
       });
     }
   }
+}
+
+TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
+  // The cache's keys and values as halves: the reference attends over the
+  // same rounded values.
+  constexpr int heads = 4, kvHeads = 2, context = 200, keyCount = 150,
+                dim = 40;
+  std::vector<int32_t> positions = {147, 3};
+  const int tokens = static_cast<int>(positions.size());
+  std::vector<float> q = randomValues(tokens * heads * dim, 23);
+  for (float &value : q)
+    value *= 4.0f;
+  std::vector<float> cache = randomValues(2 * context * kvHeads * dim, 24);
+  for (float &value : cache)
+    value = widenHalf(halfBits(value));
+  std::vector<double> expected, scale;
+  referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
+                     keyCount, /*causal=*/true, expected, scale);
+  std::vector<int32_t> table = scrambledTable(context / 8, 7);
+  std::vector<uint32_t> paged =
+      packHalves(pageCache(cache, context, kvHeads * dim, 8, table));
+  float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bq = runner.upload(q), bc = runner.upload(paged);
+    auto bp = runner.upload(positions), bb = runner.upload(table);
+    auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{
+        heads, kvHeads, dim, context, keyCount, floatBits(attentionScale), 1,
+        0, 8, 0, /*f16*/ 1});
+    expectClose(runner.run("attention_f32",
+                           {static_cast<uint32_t>(tokens), heads, 1},
+                           {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
+                            params.get()},
+                           q.size(), 4),
+                expected, scale, 1e-5, "attention_f32 over f16");
+  });
 }
 
 TEST(SpirvKernels, DecodeAttentionSplitOverTheContextMatchesTheCpu) {
@@ -761,7 +875,7 @@ TEST(SpirvKernels, DecodeAttentionSplitOverTheContextMatchesTheCpu) {
         auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
         auto params = runner.upload(std::vector<int32_t>{
             heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            1, perSplit, 100, 0});
+            1, perSplit, 100, 0, 0});
         runner.run("attention_f32",
                    {1, heads, static_cast<uint32_t>(splits)},
                    {bq.get(), bc.get(), bp.get(), bb.get(), partial.get(),

@@ -681,15 +681,119 @@ module attributes {gpu.container_module} {
       return %slot : index
     }
 
-    // Writes each token's keys and values ([tokens, kv_heads * head_dim])
-    // into the paged cache ([2, slots, kv_heads * head_dim]: keys, then
-    // values) at its position's slot (@cache_slot; a token's block table is
-    // row token * table_stride of `blocks`: 0 when the tokens are one
-    // sequence's). params: [row (kv_heads * head_dim), slots, block_size,
-    // table_stride]; grid: (tokens, 1, 1).
+    // A KV cache's words hold its elements as f32 (format 0) or as pairs of
+    // IEEE halves (format 1, the lower half first), so one kernel serves
+    // both element types: element e of the cache.
+    func.func private @cache_element(%cache: memref<?xi32>, %e: index, %format: i32) -> f32 {
+      %c0_i32 = arith.constant 0 : i32
+      %halves = arith.cmpi ne, %format, %c0_i32 : i32
+      %value = scf.if %halves -> f32 {
+        %c2 = arith.constant 2 : index
+        %c16_i32 = arith.constant 16 : i32
+        %low_bits = arith.constant 65535 : i32
+        %word_at = arith.divui %e, %c2 : index
+        %word = memref.load %cache[%word_at] : memref<?xi32>
+        %odd = arith.remui %e, %c2 : index
+        %odd_i32 = arith.index_cast %odd : index to i32
+        %shift = arith.muli %odd_i32, %c16_i32 : i32
+        %shifted = arith.shrui %word, %shift : i32
+        %half = arith.andi %shifted, %low_bits : i32
+        %v = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        scf.yield %v : f32
+      } else {
+        %word = memref.load %cache[%e] : memref<?xi32>
+        %v = arith.bitcast %word : i32 to f32
+        scf.yield %v : f32
+      }
+      return %value : f32
+    }
+
+    // Word `at` of a cache: `first` as f32, or with `halves` `first` and
+    // `second` as IEEE halves (@cache_element's layout; rounded to nearest
+    // even, as the CPU rounds).
+    func.func private @store_cache_word(%cache: memref<?xi32>, %at: index, %first: f32, %second: f32, %halves: i1) {
+      scf.if %halves {
+        %word = func.call @pack_f16x2(%first, %second) : (f32, f32) -> i32
+        memref.store %word, %cache[%at] : memref<?xi32>
+      } else {
+        %word = arith.bitcast %first : f32 to i32
+        memref.store %word, %cache[%at] : memref<?xi32>
+      }
+      return
+    }
+
+    // f16 bits of lo in the low half, of hi in the high half, each rounded
+    // to nearest even (@f32_to_f16_bits).
+    func.func private @pack_f16x2(%lo: f32, %hi: f32) -> i32 {
+      %sixteen = arith.constant 16 : i32
+      %lo_bits = func.call @f32_to_f16_bits(%lo) : (f32) -> i32
+      %hi_bits = func.call @f32_to_f16_bits(%hi) : (f32) -> i32
+      %hi_shifted = arith.shli %hi_bits, %sixteen : i32
+      %word = arith.ori %lo_bits, %hi_shifted : i32
+      return %word : i32
+    }
+
+    // @pack_f16x2 by the hardware's conversion.
+    func.func private @pack_f16x2_native(%lo: f32, %hi: f32) -> i32 {
+      %pair = vector.from_elements %lo, %hi : vector<2xf32>
+      %halves = arith.truncf %pair : vector<2xf32> to vector<2xf16>
+      %word = vector.bitcast %halves : vector<2xf16> to vector<1xi32>
+      %value = vector.extract %word[0] : i32 from vector<1xi32>
+      return %value : i32
+    }
+
+    // f32 → IEEE half bits, rounded to nearest even, with integer
+    // arithmetic and one f32 addition: at or past 65520 the result is
+    // infinity (NaN stays NaN); below 2^-14 the addition of 0.5 rounds the
+    // subnormal's bits into place; otherwise the exponent is rebased and
+    // the 13 dropped bits rounded.
+    func.func private @f32_to_f16_bits(%value: f32) -> i32 {
+      %c13 = arith.constant 13 : i32
+      %c16 = arith.constant 16 : i32
+      %one = arith.constant 1 : i32
+      %sign_mask = arith.constant -2147483648 : i32
+      %f16_overflow = arith.constant 1199570944 : i32
+      %f32_infinity = arith.constant 2139095040 : i32
+      %f16_normal_min = arith.constant 947912704 : i32
+      %half_bits = arith.constant 1056964608 : i32
+      %rebias_and_round = arith.constant -939520001 : i32
+      %infinity = arith.constant 31744 : i32
+      %nan = arith.constant 32256 : i32
+      %bits = arith.bitcast %value : f32 to i32
+      %sign = arith.andi %bits, %sign_mask : i32
+      %magnitude = arith.xori %bits, %sign : i32
+      %is_nan = arith.cmpi ugt, %magnitude, %f32_infinity : i32
+      %too_big = arith.cmpi uge, %magnitude, %f16_overflow : i32
+      %big = arith.select %is_nan, %nan, %infinity : i32
+      %is_small = arith.cmpi ult, %magnitude, %f16_normal_min : i32
+      %magnitude_f = arith.bitcast %magnitude : i32 to f32
+      %half = arith.bitcast %half_bits : i32 to f32
+      %aligned = arith.addf %magnitude_f, %half : f32
+      %aligned_bits = arith.bitcast %aligned : f32 to i32
+      %small = arith.subi %aligned_bits, %half_bits : i32
+      %dropped = arith.shrui %magnitude, %c13 : i32
+      %odd = arith.andi %dropped, %one : i32
+      %rebased = arith.addi %magnitude, %rebias_and_round : i32
+      %rounded = arith.addi %rebased, %odd : i32
+      %normal = arith.shrui %rounded, %c13 : i32
+      %finite = arith.select %is_small, %small, %normal : i32
+      %magnitude16 = arith.select %too_big, %big, %finite : i32
+      %sign16 = arith.shrui %sign, %c16 : i32
+      %result = arith.ori %magnitude16, %sign16 : i32
+      return %result : i32
+    }
+
+    // Writes each token's keys and values ([tokens, kv_heads * head_dim],
+    // f32) into the paged cache ([2, slots, kv_heads * head_dim]: keys,
+    // then values; f32 or f16 by `format`, @cache_element) at its
+    // position's slot (@cache_slot; a token's block table is row token *
+    // table_stride of `blocks`: 0 when the tokens are one sequence's). A
+    // thread writes whole words: one f32, or two halves. params: [row
+    // (kv_heads * head_dim, even), slots, block_size, table_stride,
+    // format]; grid: (tokens, 1, 1).
     gpu.func @kv_append_f32(%keys: memref<?xf32>, %values: memref<?xf32>,
                             %positions: memref<?xi32>, %blocks: memref<?xi32>,
-                            %cache: memref<?xf32>,
+                            %cache: memref<?xi32>,
                             %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
@@ -711,18 +815,36 @@ module attributes {gpu.container_module} {
       %position_i32 = memref.load %positions[%token] : memref<?xi32>
       %position = arith.index_cast %position_i32 : i32 to index
       %slot = func.call @cache_slot(%blocks, %table_base, %position, %block_size) : (memref<?xi32>, index, index, index) -> index
+      %c4 = arith.constant 4 : index
+      %format = memref.load %params[%c4] : memref<?xi32>
+      %c0_i32 = arith.constant 0 : i32
+      %halves = arith.cmpi ne, %format, %c0_i32 : i32
+      %per_word = arith.select %halves, %c2, %c1 : index
+      %zero = arith.constant 0.0 : f32
       %source = arith.muli %token, %row : index
       %key_slot = arith.muli %slot, %row : index
       %part = arith.muli %context, %row : index
       %value_slot = arith.addi %part, %key_slot : index
-      scf.for %i = %tid to %row step %c64 {
+      %words = arith.divui %row, %per_word : index
+      %key_words = arith.divui %key_slot, %per_word : index
+      %value_words = arith.divui %value_slot, %per_word : index
+      scf.for %w = %tid to %words step %c64 {
+        %i = arith.muli %w, %per_word : index
         %from = arith.addi %source, %i : index
         %k = memref.load %keys[%from] : memref<?xf32>
         %v = memref.load %values[%from] : memref<?xf32>
-        %key_at = arith.addi %key_slot, %i : index
-        %value_at = arith.addi %value_slot, %i : index
-        memref.store %k, %cache[%key_at] : memref<?xf32>
-        memref.store %v, %cache[%value_at] : memref<?xf32>
+        %k1, %v1 = scf.if %halves -> (f32, f32) {
+          %next = arith.addi %from, %c1 : index
+          %k_next = memref.load %keys[%next] : memref<?xf32>
+          %v_next = memref.load %values[%next] : memref<?xf32>
+          scf.yield %k_next, %v_next : f32, f32
+        } else {
+          scf.yield %zero, %zero : f32, f32
+        }
+        %key_at = arith.addi %key_words, %w : index
+        %value_at = arith.addi %value_words, %w : index
+        func.call @store_cache_word(%cache, %key_at, %k, %k1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
+        func.call @store_cache_word(%cache, %value_at, %v, %v1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
       }
       gpu.return
     }
@@ -730,11 +852,11 @@ module attributes {gpu.container_module} {
     // @kv_append_f32 with the keys rotated as they are written (@rope_f32's
     // rotation, @rope_element): one dispatch and one pass over the keys
     // where there were two. params: [row = kv_heads * dim, slots, dim,
-    // rotary, neox, block_size, table_stride]; the table holds each token's
-    // angles; grid: (tokens, 1, 1).
+    // rotary, neox, block_size, table_stride, format]; the table holds each
+    // token's angles; grid: (tokens, 1, 1).
     gpu.func @rope_kv_append_f32(%keys: memref<?xf32>, %table: memref<?xf32>,
                                  %values: memref<?xf32>, %positions: memref<?xi32>,
-                                 %blocks: memref<?xi32>, %cache: memref<?xf32>,
+                                 %blocks: memref<?xi32>, %cache: memref<?xi32>,
                                  %params: memref<?xi32>) kernel
         attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
       %c0 = arith.constant 0 : index
@@ -772,7 +894,17 @@ module attributes {gpu.container_module} {
       %key_slot = arith.muli %slot, %row : index
       %part = arith.muli %context, %row : index
       %value_slot = arith.addi %part, %key_slot : index
-      scf.for %i = %tid to %row step %c64 {
+      %c7 = arith.constant 7 : index
+      %format = memref.load %params[%c7] : memref<?xi32>
+      %halves = arith.cmpi ne, %format, %c0_i32 : i32
+      %per_word = arith.select %halves, %c2, %c1 : index
+      %zero = arith.constant 0.0 : f32
+      %words = arith.divui %row, %per_word : index
+      %key_words = arith.divui %key_slot, %per_word : index
+      %value_words = arith.divui %value_slot, %per_word : index
+      // A word's two halves are neighbours within one head (dim is even).
+      scf.for %w = %tid to %words step %c64 {
+        %i = arith.muli %w, %per_word : index
         %head = arith.divui %i, %dim : index
         %element = arith.remui %i, %dim : index
         %head_offset = arith.muli %head, %dim : index
@@ -780,10 +912,19 @@ module attributes {gpu.container_module} {
         %k = func.call @rope_element(%keys, %base, %element, %table, %table_row, %rotary, %neox) : (memref<?xf32>, index, index, memref<?xf32>, index, index, i1) -> f32
         %from = arith.addi %source, %i : index
         %v = memref.load %values[%from] : memref<?xf32>
-        %key_at = arith.addi %key_slot, %i : index
-        %value_at = arith.addi %value_slot, %i : index
-        memref.store %k, %cache[%key_at] : memref<?xf32>
-        memref.store %v, %cache[%value_at] : memref<?xf32>
+        %k1, %v1 = scf.if %halves -> (f32, f32) {
+          %next_element = arith.addi %element, %c1 : index
+          %k_next = func.call @rope_element(%keys, %base, %next_element, %table, %table_row, %rotary, %neox) : (memref<?xf32>, index, index, memref<?xf32>, index, index, i1) -> f32
+          %next = arith.addi %from, %c1 : index
+          %v_next = memref.load %values[%next] : memref<?xf32>
+          scf.yield %k_next, %v_next : f32, f32
+        } else {
+          scf.yield %zero, %zero : f32, f32
+        }
+        %key_at = arith.addi %key_words, %w : index
+        %value_at = arith.addi %value_words, %w : index
+        func.call @store_cache_word(%cache, %key_at, %k, %k1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
+        func.call @store_cache_word(%cache, %value_at, %v, %v1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
       }
       gpu.return
     }
@@ -804,8 +945,9 @@ module attributes {gpu.container_module} {
     // z), and @attention_combine_f32 merges them.
     // params: [heads, kv_heads, head_dim, slots, key_count, scale as f32
     // bits, causal, keys_per_split (0: one workgroup takes every key),
-    // block_size, table_stride]; grid: (tokens, heads, splits).
-    gpu.func @attention_f32(%q: memref<?xf32>, %cache: memref<?xf32>,
+    // block_size, table_stride, format (@cache_element)]; grid: (tokens,
+    // heads, splits).
+    gpu.func @attention_f32(%q: memref<?xf32>, %cache: memref<?xi32>,
                             %positions: memref<?xi32>, %blocks: memref<?xi32>,
                             %out: memref<?xf32>,
                             %params: memref<?xi32>) kernel
@@ -846,6 +988,8 @@ module attributes {gpu.container_module} {
       %block_size = arith.index_cast %block_size_i32 : i32 to index
       %stride = arith.index_cast %stride_i32 : i32 to index
       %table_base = arith.muli %token, %stride : index
+      %c10 = arith.constant 10 : index
+      %format = memref.load %params[%c10] : memref<?xi32>
       %split = gpu.block_id z
       %splits = gpu.grid_dim z
       %is_split = arith.cmpi ne, %per_split_i32, %c0_i32 : i32
@@ -890,7 +1034,7 @@ module attributes {gpu.container_module} {
             %qi = arith.addi %q_base, %d : index
             %ki = arith.addi %key_base, %d : index
             %qv = memref.load %q[%qi] : memref<?xf32>
-            %kv = memref.load %cache[%ki] : memref<?xf32>
+            %kv = func.call @cache_element(%cache, %ki, %format) : (memref<?xi32>, index, i32) -> f32
             %next = math.fma %qv, %kv, %sum : f32
             scf.yield %next : f32
           }
@@ -927,7 +1071,7 @@ module attributes {gpu.container_module} {
             %k_slot = arith.index_cast %k_slot_i32 : i32 to index
             %k_row = arith.muli %k_slot, %row : index
             %vi = arith.addi %column, %k_row : index
-            %v = memref.load %cache[%vi] : memref<?xf32>
+            %v = func.call @cache_element(%cache, %vi, %format) : (memref<?xi32>, index, i32) -> f32
             %next = math.fma %w, %v, %sum : f32
             scf.yield %next : f32
           }

@@ -455,66 +455,6 @@ module attributes {gpu.container_module} {
       return %word : i32
     }
 
-    // f16 bits of lo in the low half, of hi in the high half, each rounded
-    // to nearest even (@f32_to_f16_bits).
-    func.func private @pack_f16x2(%lo: f32, %hi: f32) -> i32 {
-      %sixteen = arith.constant 16 : i32
-      %lo_bits = func.call @f32_to_f16_bits(%lo) : (f32) -> i32
-      %hi_bits = func.call @f32_to_f16_bits(%hi) : (f32) -> i32
-      %hi_shifted = arith.shli %hi_bits, %sixteen : i32
-      %word = arith.ori %lo_bits, %hi_shifted : i32
-      return %word : i32
-    }
-
-    // @pack_f16x2 by the hardware's conversion.
-    func.func private @pack_f16x2_native(%lo: f32, %hi: f32) -> i32 {
-      %pair = vector.from_elements %lo, %hi : vector<2xf32>
-      %halves = arith.truncf %pair : vector<2xf32> to vector<2xf16>
-      %word = vector.bitcast %halves : vector<2xf16> to vector<1xi32>
-      %value = vector.extract %word[0] : i32 from vector<1xi32>
-      return %value : i32
-    }
-
-    // f32 → IEEE half bits, rounded to nearest even, with integer
-    // arithmetic and one f32 addition: at or past 65520 the result is
-    // infinity (NaN stays NaN); below 2^-14 the addition of 0.5 rounds the
-    // subnormal's bits into place; otherwise the exponent is rebased and
-    // the 13 dropped bits rounded.
-    func.func private @f32_to_f16_bits(%value: f32) -> i32 {
-      %c13 = arith.constant 13 : i32
-      %c16 = arith.constant 16 : i32
-      %one = arith.constant 1 : i32
-      %sign_mask = arith.constant -2147483648 : i32
-      %f16_overflow = arith.constant 1199570944 : i32
-      %f32_infinity = arith.constant 2139095040 : i32
-      %f16_normal_min = arith.constant 947912704 : i32
-      %half_bits = arith.constant 1056964608 : i32
-      %rebias_and_round = arith.constant -939520001 : i32
-      %infinity = arith.constant 31744 : i32
-      %nan = arith.constant 32256 : i32
-      %bits = arith.bitcast %value : f32 to i32
-      %sign = arith.andi %bits, %sign_mask : i32
-      %magnitude = arith.xori %bits, %sign : i32
-      %is_nan = arith.cmpi ugt, %magnitude, %f32_infinity : i32
-      %too_big = arith.cmpi uge, %magnitude, %f16_overflow : i32
-      %big = arith.select %is_nan, %nan, %infinity : i32
-      %is_small = arith.cmpi ult, %magnitude, %f16_normal_min : i32
-      %magnitude_f = arith.bitcast %magnitude : i32 to f32
-      %half = arith.bitcast %half_bits : i32 to f32
-      %aligned = arith.addf %magnitude_f, %half : f32
-      %aligned_bits = arith.bitcast %aligned : f32 to i32
-      %small = arith.subi %aligned_bits, %half_bits : i32
-      %dropped = arith.shrui %magnitude, %c13 : i32
-      %odd = arith.andi %dropped, %one : i32
-      %rebased = arith.addi %magnitude, %rebias_and_round : i32
-      %rounded = arith.addi %rebased, %odd : i32
-      %normal = arith.shrui %rounded, %c13 : i32
-      %finite = arith.select %is_small, %small, %normal : i32
-      %magnitude16 = arith.select %too_big, %big, %finite : i32
-      %sign16 = arith.shrui %sign, %c16 : i32
-      %result = arith.ori %magnitude16, %sign16 : i32
-      return %result : i32
-    }
 
     // NVIDIA's 16x8x16 products (@matmul_mma_bytes): a product's
     // fragments are NVIDIA's mma.sync m16n8k16 layout, lane (g, q) =
