@@ -807,6 +807,61 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
   }
 }
 
+TEST(SpirvKernels, AttentionOfABatchReadsEachTokensOwnBlockTable) {
+  // Two sequences in one pool of 2 x 8 blocks of 8 slots, each token of the
+  // batch (one per sequence, as a batched decode step has) attending over
+  // its own sequence through its own table row (table_stride 8).
+  constexpr int heads = 4, kvHeads = 2, dim = 40, perSequence = 64,
+                slots = 2 * perSequence, blockSize = 8;
+  constexpr int row = kvHeads * dim;
+  std::vector<int32_t> positions = {40, 61};
+  std::vector<float> q = randomValues(2 * heads * dim, 25);
+  for (float &value : q)
+    value *= 4.0f;
+  std::vector<std::vector<float>> dense = {
+      randomValues(2 * perSequence * row, 26),
+      randomValues(2 * perSequence * row, 27)};
+  // Sequence 0 takes the even blocks in reverse, sequence 1 the odd ones.
+  std::vector<int32_t> tables(2 * 8);
+  for (int b = 0; b < 8; ++b) {
+    tables[b] = 2 * (7 - b);
+    tables[8 + b] = 2 * b + 1;
+  }
+  std::vector<float> pool(2 * slots * row, 0.0f);
+  for (int s = 0; s < 2; ++s)
+    for (int part = 0; part < 2; ++part)
+      for (int p = 0; p < perSequence; ++p) {
+        int slot = tables[s * 8 + p / blockSize] * blockSize + p % blockSize;
+        std::copy_n(&dense[s][(part * perSequence + p) * row], row,
+                    &pool[(part * slots + slot) * row]);
+      }
+  std::vector<double> expected, scale;
+  for (int s = 0; s < 2; ++s) {
+    std::vector<float> query(q.begin() + s * heads * dim,
+                             q.begin() + (s + 1) * heads * dim);
+    std::vector<double> out, bound;
+    referenceAttention(query, dense[s], {positions[s]}, heads, kvHeads, dim,
+                       perSequence, positions[s] + 1, /*causal=*/true, out,
+                       bound);
+    expected.insert(expected.end(), out.begin(), out.end());
+    scale.insert(scale.end(), bound.begin(), bound.end());
+  }
+  float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
+  onEveryDevice([&](KernelRunner &runner) {
+    auto bq = runner.upload(q), bc = runner.upload(pool);
+    auto bp = runner.upload(positions), bb = runner.upload(tables);
+    auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
+    auto params = runner.upload(std::vector<int32_t>{
+        heads, kvHeads, dim, slots, perSequence, floatBits(attentionScale), 1,
+        0, blockSize, 8, 0});
+    expectClose(runner.run("attention_f32", {2, heads, 1},
+                           {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
+                            params.get()},
+                           q.size(), 4),
+                expected, scale, 1e-5, "batched attention");
+  });
+}
+
 TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
   // The cache's keys and values as halves: the reference attends over the
   // same rounded values.
