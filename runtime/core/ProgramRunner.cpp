@@ -478,21 +478,19 @@ size_t ProgramRunner::kvBlockBytes() const {
 }
 
 template <typename Move>
-bool ProgramRunner::forEachKvPart(int32_t block, hal::Error &error,
-                                  Move move) {
-  if (block < 0 || block >= tableEntries_)
-    return fail(error, "block " + std::to_string(block) +
-                           " is outside the pool's " +
-                           std::to_string(tableEntries_) + " blocks");
+bool ProgramRunner::forEachKvRun(std::initializer_list<int32_t> blocks,
+                                 hal::Error &error, Move move) {
+  for (int32_t block : blocks)
+    if (block < 0 || block >= tableEntries_)
+      return fail(error, "block " + std::to_string(block) +
+                             " is outside the pool's " +
+                             std::to_string(tableEntries_) + " blocks");
   std::vector<hal::Queue *> used;
   size_t at = 0;
   for (const KvCacheBuffer &cache : kvCaches_) {
     hal::Queue &queue = *devices_[cache.device].queue;
     for (uint64_t run = 0; run < 2 * cache.runs; ++run) {
-      uint64_t offset =
-          (run * static_cast<uint64_t>(tableEntries_) + block) *
-          cache.runBytes;
-      if (!move(queue, cache, offset, at, error))
+      if (!move(queue, cache, run, at, error))
         return false;
       at += cache.runBytes;
     }
@@ -507,40 +505,36 @@ bool ProgramRunner::forEachKvPart(int32_t block, hal::Error &error,
 
 bool ProgramRunner::readKvBlock(int32_t block, std::byte *out,
                                 hal::Error &error) {
-  return forEachKvPart(block, error,
-                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
-                           uint64_t offset, size_t at, hal::Error &failure) {
-                         return queue.read(*cache.buffer, offset, out + at,
-                                           cache.runBytes, failure);
-                       });
+  return forEachKvRun({block}, error,
+                      [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                          uint64_t run, size_t at, hal::Error &failure) {
+                        return queue.read(*cache.buffer,
+                                          kvRunOffset(cache, run, block),
+                                          out + at, cache.runBytes, failure);
+                      });
 }
 
 bool ProgramRunner::writeKvBlock(const std::byte *in, int32_t block,
                                  hal::Error &error) {
-  return forEachKvPart(block, error,
-                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
-                           uint64_t offset, size_t at, hal::Error &failure) {
-                         return queue.write(in + at, *cache.buffer, offset,
-                                            cache.runBytes, failure);
-                       });
+  return forEachKvRun({block}, error,
+                      [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                          uint64_t run, size_t at, hal::Error &failure) {
+                        return queue.write(in + at, *cache.buffer,
+                                           kvRunOffset(cache, run, block),
+                                           cache.runBytes, failure);
+                      });
 }
 
 bool ProgramRunner::copyKvBlock(int32_t from, int32_t to, hal::Error &error) {
-  if (to < 0 || to >= tableEntries_)
-    return fail(error, "block " + std::to_string(to) +
-                           " is outside the pool's " +
-                           std::to_string(tableEntries_) + " blocks");
-  int64_t shift = (static_cast<int64_t>(to) - from);
-  return forEachKvPart(from, error,
-                       [&](hal::Queue &queue, const KvCacheBuffer &cache,
-                           uint64_t offset, size_t, hal::Error &failure) {
-                         uint64_t target =
-                             offset + shift * static_cast<int64_t>(
-                                                  cache.runBytes);
-                         return queue.copy(*cache.buffer, offset,
-                                           *cache.buffer, target,
-                                           cache.runBytes, failure);
-                       });
+  return forEachKvRun({from, to}, error,
+                      [&](hal::Queue &queue, const KvCacheBuffer &cache,
+                          uint64_t run, size_t, hal::Error &failure) {
+                        return queue.copy(*cache.buffer,
+                                          kvRunOffset(cache, run, from),
+                                          *cache.buffer,
+                                          kvRunOffset(cache, run, to),
+                                          cache.runBytes, failure);
+                      });
 }
 
 std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {

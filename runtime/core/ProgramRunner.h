@@ -16,6 +16,7 @@
 #include "runtime/hal/Device.h"
 
 #include <array>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -231,11 +232,19 @@ private:
     uint64_t runBytes = 0;
   };
   std::vector<KvCacheBuffer> kvCaches_;
-  /// Runs `move(queue, cache, offset, at)` over every run of `block` in
-  /// each cache (its offset in the cache, and `at` in the gathered block),
-  /// then finishes the queues it used.
+  /// Where run `run` of block `block` starts in `cache`.
+  uint64_t kvRunOffset(const KvCacheBuffer &cache, uint64_t run,
+                       int32_t block) const {
+    return (run * static_cast<uint64_t>(tableEntries_) +
+            static_cast<uint64_t>(block)) *
+           cache.runBytes;
+  }
+  /// Checks that `blocks` are in the pool, runs `move(queue, cache, run,
+  /// at)` over every run of each cache (`at`: where the run sits in a
+  /// gathered block), then finishes the queues it used.
   template <typename Move>
-  bool forEachKvPart(int32_t block, hal::Error &error, Move move);
+  bool forEachKvRun(std::initializer_list<int32_t> blocks, hal::Error &error,
+                    Move move);
   int64_t vocab_ = 0;
   int64_t tableEntries_ = 0;
   int64_t kvBlockSize_ = 0;

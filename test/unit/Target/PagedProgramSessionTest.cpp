@@ -4,8 +4,8 @@
 // back, shared by forks and by the prefix cache. Each sequence's greedy
 // tokens must be exactly llama.cpp's (the *.reference.json files).
 #include "PagedSessionSupport.h"
+#include "SpirvTestSupport.h"
 #include "runtime/core/ProgramSession.h"
-#include "runtime/hal/Device.h"
 
 namespace {
 
@@ -16,27 +16,14 @@ using namespace hetc::test;
 /// runs SPIR-V; skips with the reasons when there is none.
 template <typename Body>
 void onEveryDevice(const std::string &model, int64_t context, Body body) {
-  std::vector<std::string> unavailable;
-  int ran = 0;
-  for (const std::shared_ptr<hetrt::hal::Device> &device :
-       hetrt::hal::enumerateDevices(&unavailable)) {
-    if (!device->runs(hetrt::hal::ExecutableFormat::SpirV))
-      continue;
-    SCOPED_TRACE(device->info().name);
+  onEverySpirvDevice([&](hetrt::hal::Device &device) {
     std::string error;
     hetrt::core::Failure failure;
     std::unique_ptr<ProgramSession> session = ProgramSession::create(
-        loadedModel(model, context, "spirv"), *device, error, failure);
+        loadedModel(model, context, "spirv"), device, error, failure);
     ASSERT_TRUE(session) << error;
     body(*session);
-    ++ran;
-  }
-  if (ran == 0) {
-    std::string reasons;
-    for (const std::string &line : unavailable)
-      reasons += "\n  " + line;
-    GTEST_SKIP() << "no device runs SPIR-V on this machine:" << reasons;
-  }
+  });
 }
 
 TEST(PagedProgramSessions, BabyLlama105GivesTheReferenceTokensThroughHostAndDisk) {
