@@ -41,8 +41,13 @@ extern "C" {
  * 10: sequences, their KV statistics, budgets, tier format and prefix
  *    caching on every session: planned sessions and sessions on a device
  *    page their KV caches too (hetrt_session_decode_batch stays the CPU
- *    session's). */
-#define HETRT_API_VERSION 10
+ *    session's).
+ * 11: memory spaces (hetrt_session_memory_space_count,
+ *    hetrt_session_memory_space): what each holds, its budget and the
+ *    copies between them; hetrt_device_memory_t gains work and budget
+ *    figures, and a planned session holds no more in a device's memory
+ *    than the plan gave it. */
+#define HETRT_API_VERSION 11
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -381,12 +386,48 @@ typedef struct hetrt_device_memory_t {
   uint64_t planned_weight_bytes;
   uint64_t planned_kv_cache_bytes;
   uint64_t planned_stream_buffer_bytes;
+  /* Since API version 11: what the programs compute with as the plan
+   * counted it, and the bytes the session may hold in the device's memory
+   * (the plan's capacity for it, which --device-memory caps; 0: none). */
+  uint64_t planned_work_bytes;
+  uint64_t budget_bytes;
 } hetrt_device_memory_t;
 /* Device index's memory (index < hetrt_session_device_count). Memory read
  * in place, as the mapped model file a CPU reads, is not counted. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_device_memory(const hetrt_session_t *session, size_t index,
                             hetrt_device_memory_t *out_memory);
+/* The memory spaces a session holds data in: each device's memory
+ * ("vulkan0.device-local", "cpu0.host"), and the KV cache's tiers in host
+ * memory and on disk ("disk"). Held bytes are by what they hold; copies
+ * between spaces (weights streamed in, activations handed between devices,
+ * KV blocks moved out of the pool and back) count as migrations out of one
+ * and into the other. Since API version 11. */
+typedef struct hetrt_memory_space_t {
+  const char *name;            /* valid while the session lives */
+  const char *device;          /* its device; "" for disk */
+  uint64_t capacity_bytes;     /* 0: unknown */
+  uint64_t budget_bytes;       /* 0: no budget but the capacity */
+  uint64_t weight_bytes;       /* resident weights */
+  uint64_t kv_cache_bytes;     /* the KV pool's caches */
+  uint64_t stream_buffer_bytes; /* buffers streamed weights land in */
+  uint64_t work_bytes;         /* activations, logits, tables, parameters */
+  uint64_t kv_tier_bytes;      /* KV blocks moved out of the pool */
+  uint64_t peak_bytes;         /* the most held at once */
+  uint64_t migrations_in;
+  uint64_t migrations_out;
+  uint64_t bytes_in;
+  uint64_t bytes_out;
+  uint64_t wait_ns; /* time work here waited for copies into it: the
+                       copying not hidden behind computing */
+} hetrt_memory_space_t;
+HETRT_API HETRT_MUST_USE hetrt_status_t hetrt_session_memory_space_count(
+    const hetrt_session_t *session, size_t *out_count);
+/* Space `index` < hetrt_session_memory_space_count, as of this call. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_memory_space(const hetrt_session_t *session, size_t index,
+                           hetrt_memory_space_t *out_space);
+
 /* What a session runs on; the strings are valid while it lives. Since API
  * version 6. */
 typedef struct hetrt_session_info_t {

@@ -472,6 +472,23 @@ public:
     }
     return out;
   }
+  /// The memory spaces it holds data in (hetrt_session_memory_space).
+  std::vector<hetrt_memory_space_t> memorySpaces() const {
+    std::vector<hetrt_memory_space_t> out;
+    size_t count = 0;
+    Status ignored;
+    if (!detail::check(hetrt_session_memory_space_count(handle_.get(), &count),
+                       ignored))
+      return out;
+    for (size_t i = 0; i < count; ++i) {
+      hetrt_memory_space_t space;
+      if (!detail::check(hetrt_session_memory_space(handle_.get(), i, &space),
+                         ignored))
+        break;
+      out.push_back(space);
+    }
+    return out;
+  }
   /// Whether a CPU session's prefills take cached prefixes
   /// (hetrt_session_set_prefix_caching).
   bool setPrefixCaching(bool enabled, Status &status) {

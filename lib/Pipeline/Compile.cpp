@@ -19,6 +19,7 @@
 #include "runtime/format/OutputFile.h"
 #include "runtime/format/Pack.h"
 #include "runtime/format/ProgramJson.h"
+#include "runtime/format/ProgramMemory.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +31,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <optional>
 #include <set>
 
 namespace hetc::pipeline {
@@ -72,14 +75,11 @@ void addProgramPaging(mlir::OpPassManager &pm) {
 /// the sections in `prefillSection` and `decodeSection`. False with `error`
 /// when a function is missing or cannot be built (the diagnostic names the
 /// op).
-bool packPrograms(
+bool buildPrograms(
     mlir::ModuleOp module, const std::string &kind,
     llvm::function_ref<mlir::FailureOr<abi::Program>(mlir::func::FuncOp)> build,
-    hetrt::format::PackWriter &pack, std::string &prefillSection,
-    std::string &decodeSection, std::string &error) {
-  for (auto [name, section] :
-       {std::pair<const char *, std::string *>{"prefill", &prefillSection},
-        {"decode", &decodeSection}}) {
+    std::vector<abi::Program> &programs, std::string &error) {
+  for (const char *name : {"prefill", "decode"}) {
     auto function = module.lookupSymbol<mlir::func::FuncOp>(name);
     if (!function) {
       error = std::string("the module has no @") + name + " to build a " +
@@ -92,11 +92,61 @@ bool packPrograms(
               "above names the op)";
       return false;
     }
-    *section = "program/" + kind + "/" + name + ".json";
+    programs.push_back(std::move(*program));
+  }
+  return true;
+}
+
+/// Adds the prefill and decode programs to `pack` as program/KIND/*.json.
+void addPrograms(const std::vector<abi::Program> &programs,
+                 const std::string &kind, hetrt::format::PackWriter &pack,
+                 std::string &prefillSection, std::string &decodeSection) {
+  prefillSection = "program/" + kind + "/prefill.json";
+  decodeSection = "program/" + kind + "/decode.json";
+  for (auto [program, section] :
+       {std::pair{&programs[0], &prefillSection},
+        std::pair{&programs[1], &decodeSection}}) {
     std::string json = hetrt::format::programToJson(*program);
     pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
   }
-  return true;
+}
+
+/// A device whose memory the plan's programs overflow.
+struct MemoryOverflow {
+  std::string device;
+  /// What the programs hold there, what they compute with (one token's
+  /// worth), and what the plan gives the memory.
+  uint64_t heldBytes = 0, workBytes = 0, capacityBytes = 0;
+};
+
+/// Fits the plan's programs into the memory the plan gave each device:
+/// the weights, caches and stream buffers the plan placed, and beside them
+/// what the programs compute with, which grows with the prefill's chunk of
+/// tokens. Halves the chunk until every device's bytes fit its home memory
+/// (as llama.cpp sizes its compute buffers by the micro-batch) and records
+/// those bytes; the first device that one token's worth still overflows
+/// otherwise.
+std::optional<MemoryOverflow>
+fitPlanMemory(const std::vector<abi::Program> &programs,
+              hetrt::format::PlannedCode &code) {
+  for (;;) {
+    std::vector<hetrt::format::DeviceHeldBytes> held =
+        hetrt::format::programHeldBytes(
+            {{&programs[0], code.maxPrefillTokens}, {&programs[1], 1}});
+    std::optional<MemoryOverflow> over;
+    for (hetrt::format::PlannedCode::PlannedMemory &use : code.memory)
+      for (const hetrt::format::DeviceHeldBytes &device : held)
+        if (device.device == use.device) {
+          use.workBytes = device.workBytes;
+          if (use.capacityBytes > 0 && device.total() > use.capacityBytes &&
+              !over)
+            over = MemoryOverflow{device.device, device.total(),
+                                  device.workBytes, use.capacityBytes};
+        }
+    if (!over || code.maxPrefillTokens == 1)
+      return over;
+    code.maxPrefillTokens = std::max<int64_t>(1, code.maxPrefillTokens / 2);
+  }
 }
 
 /// Adds the model as SPIR-V programs to `pack` and `manifest`: the kernel
@@ -114,13 +164,16 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
   }
   hetrt::format::SpirvCode code;
   code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
-  if (!packPrograms(
+  std::vector<abi::Program> programs;
+  if (!buildPrograms(
           module, "spirv",
           [](mlir::func::FuncOp function) {
             return spirv::buildProgram(function);
           },
-          pack, code.prefillSection, code.decodeSection, error))
+          programs, error))
     return false;
+  addPrograms(programs, "spirv", pack, code.prefillSection,
+              code.decodeSection);
   // Every variant of the library, best first: the runtime runs the first one
   // the device's SPIR-V capabilities allow.
   for (llvm::StringRef variant : target::spirv::kernelLibraryVariants()) {
@@ -165,76 +218,107 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
               hetrt::format::Manifest &manifest,
               std::set<std::string> &gpuTargets, std::string &error) {
   mlir::MLIRContext *context = imported.getContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module(imported.clone());
-  mlir::PassManager pm(context);
-  het::HetPartitionPassOptions partition;
-  partition.system = options.system;
-  partition.deviceMemory.assign(options.deviceMemory.begin(),
-                                options.deviceMemory.end());
-  partition.objective = options.objective;
-  pm.addPass(het::createHetPartitionPass(partition));
-  pm.addPass(het::createHetOutlinePass());
-  addProgramPaging(pm);
-  pm.addPass(het::createHetVerifyPartitionedPass());
-  if (mlir::failed(pm.run(*module))) {
-    error = "planning on " + options.system +
-            " failed (see the diagnostics above)";
-    return false;
-  }
-  // The CPU segments go into a module of their own, with the model's
-  // weights and facts, for the x86 target.
-  mlir::OpBuilder builder(context);
-  mlir::OwningOpRef<mlir::ModuleOp> segments(
-      mlir::ModuleOp::create(imported.getLoc()));
-  for (mlir::NamedAttribute attribute : imported->getAttrs())
-    (*segments)->setAttr(attribute.getName(), attribute.getValue());
-  builder.setInsertionPointToEnd(segments->getBody());
-  for (auto weight : imported.getOps<llm::WeightOp>())
-    builder.clone(*weight);
-
+  // What the programs compute with is known once they are built: a plan
+  // that leaves a device too little room for one token's worth is made
+  // again with that much reserved, a few times at most (the reserve moves
+  // little as the placement moves).
+  std::map<std::string, uint64_t> reserved;
+  mlir::OwningOpRef<mlir::ModuleOp> module, segments;
   hetrt::format::PlannedCode code;
-  code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
-  auto build = [&](mlir::func::FuncOp function) {
-    mlir::FailureOr<abi::Program> program =
-        spirv::buildPlannedProgram(function, *segments);
-    if (mlir::failed(program))
+  std::vector<abi::Program> programs;
+  mlir::DictionaryAttr plan;
+  for (int attempt = 0;; ++attempt) {
+    module = imported.clone();
+    mlir::PassManager pm(context);
+    het::HetPartitionPassOptions partition;
+    partition.system = options.system;
+    partition.deviceMemory.assign(options.deviceMemory.begin(),
+                                  options.deviceMemory.end());
+    for (const auto &[device, bytes] : reserved)
+      partition.reserveMemory.push_back(device + "=" + std::to_string(bytes) +
+                                        "B");
+    partition.objective = options.objective;
+    pm.addPass(het::createHetPartitionPass(partition));
+    pm.addPass(het::createHetOutlinePass());
+    addProgramPaging(pm);
+    pm.addPass(het::createHetVerifyPartitionedPass());
+    if (mlir::failed(pm.run(*module))) {
+      error = "planning on " + options.system +
+              " failed (see the diagnostics above)";
+      return false;
+    }
+    // The CPU segments go into a module of their own, with the model's
+    // weights and facts, for the x86 target.
+    segments = mlir::ModuleOp::create(imported.getLoc());
+    for (mlir::NamedAttribute attribute : imported->getAttrs())
+      (*segments)->setAttr(attribute.getName(), attribute.getValue());
+    mlir::OpBuilder builder(context);
+    builder.setInsertionPointToEnd(segments->getBody());
+    for (auto weight : imported.getOps<llm::WeightOp>())
+      builder.clone(*weight);
+    code = {};
+    code.maxPrefillTokens = std::min(contextLength, kSpirvPrefillChunk);
+    auto build = [&](mlir::func::FuncOp function) {
+      mlir::FailureOr<abi::Program> program =
+          spirv::buildPlannedProgram(function, *segments);
+      if (mlir::failed(program))
+        return program;
+      for (const abi::ProgramDevice &device : program->devices)
+        if (device.target != "x86")
+          gpuTargets.insert(device.target);
+      for (const abi::ProgramStep &step : program->steps)
+        if (step.kind == abi::StepKind::Dispatch &&
+            program->devices[step.device].target == "x86")
+          code.cpuKernels.emplace_back(step.kernel,
+                                       static_cast<int>(step.buffers.size()));
       return program;
-    for (const abi::ProgramDevice &device : program->devices)
-      if (device.target != "x86")
-        gpuTargets.insert(device.target);
-    for (const abi::ProgramStep &step : program->steps)
-      if (step.kind == abi::StepKind::Dispatch &&
-          program->devices[step.device].target == "x86")
-        code.cpuKernels.emplace_back(step.kernel,
-                                     static_cast<int>(step.buffers.size()));
-    return program;
-  };
-  if (!packPrograms(*module, "plan", build, pack, code.prefillSection,
-                    code.decodeSection, error))
-    return false;
-  auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
+    };
+    programs.clear();
+    if (!buildPrograms(*module, "plan", build, programs, error))
+      return false;
+    plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
+    if (auto memory =
+            plan ? plan.getAs<mlir::DictionaryAttr>("memory") : nullptr)
+      for (mlir::NamedAttribute entry : memory) {
+        auto fields = llvm::dyn_cast<mlir::DictionaryAttr>(entry.getValue());
+        if (!fields)
+          continue;
+        hetrt::format::PlannedCode::PlannedMemory use;
+        use.device = entry.getName().str();
+        auto bytes = [&](llvm::StringRef name) -> uint64_t {
+          auto value = fields.getAs<mlir::IntegerAttr>(name);
+          return value ? static_cast<uint64_t>(value.getInt()) : 0;
+        };
+        use.weightBytes = bytes("weight_bytes");
+        use.kvCacheBytes = bytes("kv_cache_bytes");
+        use.streamBufferBytes = bytes("stream_buffer_bytes");
+        use.capacityBytes = bytes("capacity_bytes");
+        code.memory.push_back(std::move(use));
+      }
+    std::optional<MemoryOverflow> over = fitPlanMemory(programs, code);
+    if (!over)
+      break;
+    if (attempt == 3 || over->workBytes >= over->capacityBytes) {
+      error = "the plan's programs need " + std::to_string(over->heldBytes) +
+              " bytes on " + over->device + " (" +
+              std::to_string(over->workBytes) +
+              " of them to compute one token with), past the " +
+              std::to_string(over->capacityBytes) +
+              " bytes of its memory; give it more (--device-memory " +
+              over->device + "=SIZE)";
+      return false;
+    }
+    reserved[over->device] = std::max(
+        reserved[over->device] + (over->heldBytes - over->capacityBytes),
+        over->workBytes);
+  }
+  addPrograms(programs, "plan", pack, code.prefillSection, code.decodeSection);
   if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
     code.system = system.str();
   if (auto units = plan ? plan.getAs<mlir::DictionaryAttr>("units") : nullptr)
     for (mlir::NamedAttribute entry : units)
       if (auto count = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))
         code.units.emplace_back(entry.getName().str(), count.getInt());
-  if (auto memory = plan ? plan.getAs<mlir::DictionaryAttr>("memory") : nullptr)
-    for (mlir::NamedAttribute entry : memory) {
-      auto fields = llvm::dyn_cast<mlir::DictionaryAttr>(entry.getValue());
-      if (!fields)
-        continue;
-      hetrt::format::PlannedCode::PlannedMemory use;
-      use.device = entry.getName().str();
-      auto bytes = [&](llvm::StringRef name) -> uint64_t {
-        auto value = fields.getAs<mlir::IntegerAttr>(name);
-        return value ? static_cast<uint64_t>(value.getInt()) : 0;
-      };
-      use.weightBytes = bytes("weight_bytes");
-      use.kvCacheBytes = bytes("kv_cache_bytes");
-      use.streamBufferBytes = bytes("stream_buffer_bytes");
-      code.memory.push_back(std::move(use));
-    }
   auto seconds = [&](llvm::StringRef name) {
     auto value = plan ? plan.getAs<mlir::FloatAttr>(name) : nullptr;
     return value ? value.getValueAsDouble() : 0.0;

@@ -12,6 +12,7 @@
 #include "hetc/Cost/CostModel.h"
 #include "hetc/Hardware/Catalog.h"
 #include "hetc/Partition/ModelPlan.h"
+#include "runtime/format/ByteSize.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +21,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <map>
 
 #define DEBUG_TYPE "het-partition"
 
@@ -220,6 +223,9 @@ struct HetPartitionPass
       return emitError(module.getLoc()) << "het-partition: " << error;
     for (const std::string &warning : warnings)
       emitWarning(module.getLoc()) << "het-partition: " << warning;
+    std::map<std::string, uint64_t> reserved;
+    if (failed(applyReserves(module, *machine, reserved)))
+      return failure();
 
     partition::PlanRequest request;
     request.objective = *goal;
@@ -246,7 +252,7 @@ struct HetPartitionPass
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
         return failure();
-    writeSummary(module, *machine, *plan, prompt, capacity);
+    writeSummary(module, *machine, *plan, reserved, prompt, capacity);
     return success();
   }
 
@@ -336,9 +342,45 @@ struct HetPartitionPass
     return success();
   }
 
+  /// Takes each `reserve-memory` entry out of its device's home memory,
+  /// recording it in `reserved`.
+  LogicalResult applyReserves(ModuleOp module, hardware::System &machine,
+                              std::map<std::string, uint64_t> &reserved) {
+    for (const std::string &entry : reserveMemory) {
+      auto fail = [&](const std::string &why) {
+        return emitError(module.getLoc())
+               << "het-partition: reserve-memory " << entry << ": " << why;
+      };
+      size_t equals = entry.find('=');
+      if (equals == std::string::npos || equals == 0)
+        return fail("write DEVICE=SIZE, e.g. gpu0=64MiB");
+      std::string id = entry.substr(0, equals);
+      int index = machine.deviceIndex(id);
+      if (index < 0)
+        return fail(machine.name + " has no device \"" + id + "\"");
+      std::optional<uint64_t> bytes =
+          hetrt::format::parseByteSize(entry.substr(equals + 1));
+      if (!bytes)
+        return fail(std::string("the size must be ") +
+                    hetrt::format::kByteSizeHint);
+      std::vector<hardware::MemoryTier> &memory =
+          machine.devices[index].device.memory;
+      if (memory.empty() || *bytes >= memory.front().capacityBytes)
+        return fail("leaves nothing of " + id +
+                    "'s home memory to plan with; give it more memory "
+                    "(--device-memory) or reserve less");
+      if (reserved.count(id))
+        return fail(id + " is reserved twice; give one size per device");
+      memory.front().capacityBytes -= *bytes;
+      reserved[id] = *bytes;
+    }
+    return success();
+  }
+
   void writeSummary(ModuleOp module, const hardware::System &machine,
-                    const partition::ModelPlan &plan, int64_t prompt,
-                    int64_t context) {
+                    const partition::ModelPlan &plan,
+                    const std::map<std::string, uint64_t> &reserved,
+                    int64_t prompt, int64_t context) {
     Builder b(module.getContext());
     NamedAttrList units, memory;
     for (size_t d = 0; d < plan.devices.size(); ++d) {
@@ -353,6 +395,15 @@ struct HetPartitionPass
           kv += static_cast<int64_t>(use.kvBytes);
           streamBuffers += static_cast<int64_t>(use.streamBufferBytes);
         }
+      // The runtime allocates in the device's home memory, with what the
+      // plan left free for the programs' work.
+      int64_t capacity = 0;
+      int index = machine.deviceIndex(device.id);
+      if (index >= 0 && !machine.devices[index].device.memory.empty())
+        capacity = static_cast<int64_t>(
+            machine.devices[index].device.memory.front().capacityBytes);
+      if (auto reserve = reserved.find(device.id); reserve != reserved.end())
+        capacity += static_cast<int64_t>(reserve->second);
       memory.append(device.id,
                     b.getDictionaryAttr(
                         {b.getNamedAttr("weight_bytes",
@@ -360,7 +411,9 @@ struct HetPartitionPass
                          b.getNamedAttr("kv_cache_bytes",
                                         b.getI64IntegerAttr(kv)),
                          b.getNamedAttr("stream_buffer_bytes",
-                                        b.getI64IntegerAttr(streamBuffers))}));
+                                        b.getI64IntegerAttr(streamBuffers)),
+                         b.getNamedAttr("capacity_bytes",
+                                        b.getI64IntegerAttr(capacity))}));
     }
     NamedAttrList summary;
     summary.append("system", b.getStringAttr(machine.name));

@@ -49,6 +49,10 @@ def HetPartitionPass : Pass<"het-partition", "mlir::ModuleOp"> {
     ListOption<"deviceMemory", "device-memory", "std::string",
                "Caps on what the plan may use of a device's memory, "
                "DEVICE=SIZE (as hetc plan --device-memory)">,
+    ListOption<"reserveMemory", "reserve-memory", "std::string",
+               "Bytes of a device's home memory the plan leaves free for "
+               "what its programs compute with (activations, parameters), "
+               "DEVICE=SIZE; the capacity het.plan records includes them">,
   ];
   let dependentDialects = ["::hetc::het::HetDialect"];
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 
 struct hetrt_model_t {
@@ -34,6 +35,13 @@ struct hetrt_session_t {
   std::string devices;
   std::string system;
   int32_t threads = 0;
+  /// What hetrt_memory_space_t names point into, kept for the session's
+  /// life (a set's strings never move).
+  mutable std::set<std::string> memoryNames;
+
+  std::vector<hetrt::core::MemorySpaceStats> memorySpaces() const {
+    return spirv ? spirv->memorySpaces() : session->memorySpaces();
+  }
 
   /// Fills the description of a session of `model` that was just created.
   void describe(const hetrt::core::Model &model) {
@@ -925,12 +933,54 @@ hetrt_status_t hetrt_session_device_memory(const hetrt_session_t *session,
                    stats.streamedBytes,     stats.streamNanoseconds,
                    stats.streamWaitNanoseconds, stats.steps,
                    planned.weightBytes,     planned.kvCacheBytes,
-                   planned.streamBufferBytes};
+                   planned.streamBufferBytes, planned.workBytes,
+                   planned.capacityBytes};
   } else if (session->session) {
     hetrt::core::KvUsage usage = session->session->kvUsage();
     out_memory->kv_cache_bytes =
         static_cast<uint64_t>(usage.blocks * usage.blockBytes);
   }
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_memory_space_count(const hetrt_session_t *session,
+                                               size_t *out_count) {
+  if (!session || !out_count)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_memory_space_count: NULL argument");
+  *out_count = session->memorySpaces().size();
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_session_memory_space(const hetrt_session_t *session,
+                                         size_t index,
+                                         hetrt_memory_space_t *out_space) {
+  if (!session || !out_space)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_memory_space: NULL argument");
+  std::vector<hetrt::core::MemorySpaceStats> spaces = session->memorySpaces();
+  if (index >= spaces.size())
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_memory_space: index " + std::to_string(index) +
+                    " is not below the session's " +
+                    std::to_string(spaces.size()) + " memory spaces");
+  const hetrt::core::MemorySpaceStats &space = spaces[index];
+  using hetrt::core::MemoryRole;
+  *out_space = {session->memoryNames.insert(space.name).first->c_str(),
+                session->memoryNames.insert(space.device).first->c_str(),
+                space.capacityBytes,
+                space.budgetBytes,
+                space.held(MemoryRole::Weights),
+                space.held(MemoryRole::KvCache),
+                space.held(MemoryRole::StreamBuffers),
+                space.held(MemoryRole::Work),
+                space.held(MemoryRole::KvTier),
+                space.peakBytes,
+                space.migrationsIn,
+                space.migrationsOut,
+                space.bytesIn,
+                space.bytesOut,
+                space.waitNanoseconds};
   return HETRT_OK;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <tuple>
 
 namespace hetrt::core {
 
@@ -446,6 +447,58 @@ void KvCache::dropReused(KvSequence &sequence, size_t blocksBefore,
   sequence.tokens.resize(sequence.tokens.size() - static_cast<size_t>(reused));
   sequence.hashes.resize(sequence.tokens.size() /
                          static_cast<size_t>(blockSize_));
+}
+
+std::string hostMemorySpace() {
+  const hal::DeviceInfo &cpu = hal::enumerateDevices().front()->info();
+  return cpu.name + "." + cpu.memories.at(0).name;
+}
+
+void addKvSpaces(const KvUsage &usage,
+                 const std::vector<std::pair<std::string, uint64_t>> &poolShares,
+                 std::vector<MemorySpaceStats> &spaces) {
+  const hal::DeviceInfo &cpu = hal::enumerateDevices().front()->info();
+  const std::string host = hostMemorySpace();
+  auto spaceNamed = [&](const std::string &name) -> MemorySpaceStats & {
+    for (MemorySpaceStats &space : spaces)
+      if (space.name == name)
+        return space;
+    MemorySpaceStats space;
+    space.name = name;
+    if (name == host) {
+      space.device = cpu.name;
+      space.capacityBytes = cpu.memories.at(0).capacityBytes;
+    }
+    spaces.push_back(std::move(space));
+    return spaces.back();
+  };
+  const KvSwapStats &swaps = usage.swaps;
+  uint64_t out = static_cast<uint64_t>(swaps.toHost + swaps.toDisk);
+  uint64_t in = static_cast<uint64_t>(swaps.fromHost + swaps.fromDisk);
+  for (const auto &[name, blockBytes] : poolShares) {
+    MemorySpaceStats &pool = spaceNamed(name);
+    pool.migrationsOut += out;
+    pool.bytesOut += out * blockBytes;
+    pool.migrationsIn += in;
+    pool.bytesIn += in * blockBytes;
+  }
+  uint64_t block = static_cast<uint64_t>(usage.blockBytes);
+  for (auto [name, held, to, from] :
+       {std::tuple{host, swaps.hostBytes, swaps.toHost, swaps.fromHost},
+        std::tuple{std::string("disk"), swaps.diskBytes, swaps.toDisk,
+                   swaps.fromDisk}}) {
+    // A disk tier appears once a budget gave it blocks.
+    if (held == 0 && to == 0 && name == "disk")
+      continue;
+    MemorySpaceStats &tier = spaceNamed(name);
+    tier.heldBytes[static_cast<size_t>(MemoryRole::KvTier)] +=
+        static_cast<uint64_t>(held);
+    tier.peakBytes = std::max(tier.peakBytes, tier.held());
+    tier.migrationsIn += static_cast<uint64_t>(to);
+    tier.bytesIn += static_cast<uint64_t>(to) * block;
+    tier.migrationsOut += static_cast<uint64_t>(from);
+    tier.bytesOut += static_cast<uint64_t>(from) * block;
+  }
 }
 
 } // namespace hetrt::core

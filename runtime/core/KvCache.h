@@ -12,6 +12,7 @@
 #include "runtime/core/Failure.h"
 #include "runtime/core/KvBlocks.h"
 #include "runtime/core/KvSwap.h"
+#include "runtime/core/MemorySpaces.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,18 @@ struct KvUsage {
   /// Blocks moved out of the pool to host memory and to disk, and back.
   KvSwapStats swaps;
 };
+
+/// The name of host memory's space: the CPU device's memory.
+std::string hostMemorySpace();
+
+/// Adds the cache's tiers to `spaces`: host memory and "disk", with the
+/// bytes they hold, and the blocks moved out of the pool and back as
+/// migrations. The pool's blocks lie in the spaces of `poolShares`, each
+/// with the bytes of a block it holds (a plan may keep some layers'
+/// caches on one device and the rest on another).
+void addKvSpaces(const KvUsage &usage,
+                 const std::vector<std::pair<std::string, uint64_t>> &poolShares,
+                 std::vector<MemorySpaceStats> &spaces);
 
 /// The bytes of the pool's blocks. A block is every layer's keys and values
 /// of its positions; gathered, it is blockBytes() bytes in the store's own

@@ -82,6 +82,11 @@ ProgramRunner::create(std::vector<DeviceCode> devices,
       if (!*event)
         return nullptr;
     }
+    device.space = runner->memory_.spaceOf(*code.device, 0);
+    if (code.memoryBudget > 0 &&
+        !runner->memory_.setBudget(device.space, code.memoryBudget,
+                                   code.budgetSource, error))
+      return nullptr;
     device.code = std::move(code);
     runner->devices_.push_back(std::move(device));
   }
@@ -237,9 +242,17 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     // A weight a CPU holds for another device to stream is read where the
     // model file maps it.
     bool inPlace = tensor && hal.info().kind == "cpu";
+    MemoryRole role = buffer.role == BufferRole::Weight ? MemoryRole::Weights
+                      : buffer.role == BufferRole::KvCache
+                          ? MemoryRole::KvCache
+                      : buffer.role == BufferRole::StreamedWeight
+                          ? MemoryRole::StreamBuffers
+                          : MemoryRole::Work;
     std::shared_ptr<hal::Buffer> allocated =
         inPlace ? hal.importHostMemory(weights.tensorData(*tensor), bytes, error)
-                : hal.allocate(0, paddedBytes(bytes), error);
+                : memory_.allocate(hal, 0, paddedBytes(bytes), role,
+                                   where + "'s buffer \"" + buffer.name + "\"",
+                                   error);
     if (!allocated)
       return false;
     prepared.buffers.push_back(allocated);
@@ -247,13 +260,6 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
       prepared.inPlace.back() = weights.tensorData(*tensor);
     if (buffer.role == BufferRole::Logits)
       vocab_ = bytes / 4;
-    DeviceStats &held = devices_[device].stats;
-    if (!inPlace)
-      (buffer.role == BufferRole::Weight           ? held.weightBytes
-       : buffer.role == BufferRole::KvCache        ? held.kvCacheBytes
-       : buffer.role == BufferRole::StreamedWeight ? held.streamBufferBytes
-                                                   : held.workBytes) +=
-          allocated->size();
     if (!shared)
       continue;
     shared_[{device, buffer.name}] = {allocated, bytes,
@@ -370,12 +376,12 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     prepared.kernels.back() = kernel;
     if (!library)
       continue;
-    std::shared_ptr<hal::Buffer> params = device.code.device->allocate(
-        0, paddedBytes(step.params.size() * 4), error);
+    std::shared_ptr<hal::Buffer> params = memory_.allocate(
+        *device.code.device, 0, paddedBytes(step.params.size() * 4),
+        MemoryRole::Work, stepWhere + "'s parameters", error);
     if (!params)
       return false;
     prepared.params.back() = params;
-    device.stats.workBytes += params->size();
   }
   prepared.writtenParams.resize(program.steps.size());
   // A weight copy of fixed size into a device with nothing before it in the
@@ -477,6 +483,21 @@ size_t ProgramRunner::kvBlockBytes() const {
   return bytes;
 }
 
+std::vector<std::pair<std::string, uint64_t>>
+ProgramRunner::kvBlockShares() const {
+  std::vector<MemorySpaceStats> spaces = memory_.stats();
+  std::vector<std::pair<std::string, uint64_t>> shares;
+  for (const KvCacheBuffer &cache : kvCaches_) {
+    const std::string &name = spaces[devices_[cache.device].space].name;
+    auto share = std::find_if(shares.begin(), shares.end(),
+                              [&](const auto &s) { return s.first == name; });
+    if (share == shares.end())
+      share = shares.insert(shares.end(), {name, 0});
+    share->second += 2 * cache.runs * cache.runBytes;
+  }
+  return shares;
+}
+
 template <typename Move>
 bool ProgramRunner::forEachKvRun(std::initializer_list<int32_t> blocks,
                                  hal::Error &error, Move move) {
@@ -544,7 +565,25 @@ std::vector<ProgramRunner::DeviceStats> ProgramRunner::stats() const {
     out.back().streamNanoseconds = device.streamQueue->busyNanoseconds();
     out.back().streamWaitNanoseconds = device.streamEvent->blockedNanoseconds();
   }
+  std::vector<MemorySpaceStats> spaces = memory_.stats();
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const MemorySpaceStats &space = spaces[devices_[d].space];
+    out[d].weightBytes = space.held(MemoryRole::Weights);
+    out[d].kvCacheBytes = space.held(MemoryRole::KvCache);
+    out[d].streamBufferBytes = space.held(MemoryRole::StreamBuffers);
+    out[d].workBytes = space.held(MemoryRole::Work);
+  }
   return out;
+}
+
+std::vector<MemorySpaceStats> ProgramRunner::memorySpaces() const {
+  std::vector<MemorySpaceStats> spaces = memory_.stats();
+  // The copies' waits are the events' to measure.
+  for (const RunnerDevice &device : devices_)
+    spaces[device.space].waitNanoseconds +=
+        device.copyEvent->blockedNanoseconds() +
+        device.streamEvent->blockedNanoseconds();
+  return spaces;
 }
 
 bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
@@ -643,6 +682,9 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
             !sendWeight(prepared, s, bytes, error))
           return abandon();
         device.stats.streamedBytes += static_cast<uint64_t>(bytes);
+        memory_.recordMigration(
+            queueOf(program.buffers[step.buffers[0]].device).space,
+            device.space, 1, static_cast<uint64_t>(bytes));
         continue;
       }
       // Read in order on the source's queue (after the steps that computed
@@ -667,6 +709,8 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
       prepared.transferDone[s] = copied;
       sourceDevice.stats.bytesOut += static_cast<uint64_t>(bytes);
       device.stats.bytesIn += static_cast<uint64_t>(bytes);
+      memory_.recordMigration(sourceDevice.space, device.space, 1,
+                              static_cast<uint64_t>(bytes));
       continue;
     }
     if (step.kind == StepKind::Wait) {

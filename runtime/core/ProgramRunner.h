@@ -11,6 +11,7 @@
 #define HETRT_CORE_PROGRAMRUNNER_H
 
 #include "abi/Program.h"
+#include "runtime/core/MemorySpaces.h"
 #include "runtime/backends/cpu/CpuWeights.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/hal/Device.h"
@@ -45,6 +46,10 @@ public:
     /// Whether it runs code: a device that only holds memory (a program's
     /// "host-memory" device) runs none.
     bool runsCode = true;
+    /// Bytes the runner may hold in the device's first memory (0: what
+    /// the device has), and what set the bound, for messages.
+    uint64_t memoryBudget = 0;
+    std::string budgetSource;
   };
 
   /// What ran on one device since the runner was made.
@@ -123,6 +128,9 @@ public:
   /// Bytes of one block of the pools: each KV cache's keys and values of
   /// the block's slots, in the order the programs name the caches.
   size_t kvBlockBytes() const;
+  /// Where a block's bytes lie: per memory space holding caches, its name
+  /// and the bytes of one block there.
+  std::vector<std::pair<std::string, uint64_t>> kvBlockShares() const;
   /// Block `block` of every cache into `out` (kvBlockBytes()), from `in`,
   /// and from block `from` to block `to`; after the work run() queued and
   /// done on return. The streamed weights prefetch() sent stay in flight.
@@ -131,6 +139,9 @@ public:
   bool copyKvBlock(int32_t from, int32_t to, hal::Error &error);
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
+  /// The memory spaces the runner holds buffers in, with what they hold and
+  /// the copies between them (streamed weights, activations handed over).
+  std::vector<MemorySpaceStats> memorySpaces() const;
   /// The code loaded on device `index` (create()'s order); null for a
   /// device that only holds memory.
   const hal::Executable *executable(size_t index) const {
@@ -188,6 +199,8 @@ private:
     std::shared_ptr<hal::Event> streamEvent;
     uint64_t streamValue = 0;
     DeviceStats stats;
+    /// The memory space of its buffers.
+    size_t space = 0;
     std::array<hal::Queue *, 3> queues() const {
       return {queue.get(), copyQueue.get(), streamQueue.get()};
     }
@@ -205,6 +218,7 @@ private:
                hal::Error &error);
   bool finishAll(hal::Error &error);
 
+  MemoryManager memory_;
   std::vector<RunnerDevice> devices_;
   /// The weights as each CPU device's code reads them (a rewritten copy
   /// when it reads some in an interleaved layout), by runner device.

@@ -268,6 +268,12 @@ std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
                failure);
 }
 
+std::vector<MemorySpaceStats> ProgramSession::memorySpaces() const {
+  std::vector<MemorySpaceStats> spaces = runner_->memorySpaces();
+  addKvSpaces(kv_->usage(), runner_->kvBlockShares(), spaces);
+  return spaces;
+}
+
 std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     const Model &model, const std::vector<std::shared_ptr<hal::Device>> &devices,
     std::string &error, Failure &failure) {
@@ -398,6 +404,18 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       for (const auto &[name, bindings] : plan.cpuKernels)
         code.kernels.push_back({name, bindings, 0});
     }
+    // The runtime holds no more in the device's memory than the plan gave
+    // it.
+    std::string plannedName;
+    for (const auto &[runtime, planned] : planNames)
+      if (runtime == wanted.name)
+        plannedName = planned;
+    for (const format::PlannedCode::PlannedMemory &use : plan.memory)
+      if (use.device == plannedName && use.capacityBytes > 0) {
+        code.memoryBudget = use.capacityBytes;
+        code.budgetSource = "the plan for " + plan.system + " (" +
+                            plannedName + "'s memory)";
+      }
     codes.push_back(std::move(code));
   }
   std::unique_ptr<ProgramSession> session =

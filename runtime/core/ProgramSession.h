@@ -98,6 +98,9 @@ public:
     return runtimeName;
   }
   /// What ran on each device so far.
+  /// The memory spaces the session holds buffers in (its devices', and
+  /// the cache's tiers), with the copies between them.
+  std::vector<MemorySpaceStats> memorySpaces() const;
   std::vector<ProgramRunner::DeviceStats> deviceStats() const {
     return runner_->stats();
   }

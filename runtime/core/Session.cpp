@@ -68,6 +68,20 @@ Session::Session(const Model &model, int numThreads)
                                   blockSize_, m.contextLength);
 }
 
+std::vector<MemorySpaceStats> Session::memorySpaces() const {
+  const format::Manifest &m = model_.manifest();
+  std::vector<MemorySpaceStats> spaces;
+  addKvSpaces(kv_->usage(), {{hostMemorySpace(), blockBytes()}}, spaces);
+  // The pool's caches, allocated at creation.
+  MemorySpaceStats &host = spaces.front();
+  host.heldBytes[static_cast<size_t>(MemoryRole::KvCache)] =
+      static_cast<uint64_t>(*kvCacheBytes(1, m.kvSlots(), m.numKvHeads,
+                                          m.headDim, m.kvElementBytes())) *
+      caches_.size();
+  host.peakBytes = std::max(host.peakBytes, host.held());
+  return spaces;
+}
+
 std::unique_ptr<Session> Session::create(const Model &model,
                                          int64_t numThreads,
                                          std::string &error) {

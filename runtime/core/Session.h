@@ -92,6 +92,8 @@ public:
     return kv_->position(sequence);
   }
   KvUsage kvUsage() const { return kv_->usage(); }
+  /// Host memory holding the caches' pool, and the cache's tiers.
+  std::vector<MemorySpaceStats> memorySpaces() const;
   /// The kind of the last failed run's failure (KvCache::lastFailure).
   Failure lastFailure() const { return kv_->lastFailure(); }
   void setPrefixCaching(bool enabled) { kv_->setPrefixCaching(enabled); }

@@ -133,7 +133,9 @@ std::string Manifest::toJson() const {
       for (const PlannedCode::PlannedMemory &use : plan->memory)
         memory[use.device] = {{"weight_bytes", use.weightBytes},
                               {"kv_cache_bytes", use.kvCacheBytes},
-                              {"stream_buffer_bytes", use.streamBufferBytes}};
+                              {"stream_buffer_bytes", use.streamBufferBytes},
+                              {"work_bytes", use.workBytes},
+                              {"capacity_bytes", use.capacityBytes}};
       json["plan"]["predicted"] = {
           {"memory", memory},
           {"decode_seconds_per_step", plan->decodeSecondsPerStep},
@@ -554,7 +556,8 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
           "and \"decode_seconds_per_step_empty_cache\", numbers from 0 to "
           "1e6, \"context\", 1 to 2^31, and \"memory\", by device of the "
           "plan's units {\"weight_bytes\", \"kv_cache_bytes\", "
-          "\"stream_buffer_bytes\"} of 0 to 2^60";
+          "\"stream_buffer_bytes\", \"work_bytes\", \"capacity_bytes\"} "
+          "of 0 to 2^60";
       if (!predicted->is_object())
         return fail(predictedShape);
       auto seconds = [&](const char *field, double &out) {
@@ -583,12 +586,14 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
         bool known = std::any_of(
             code.units.begin(), code.units.end(),
             [&](const auto &unit) { return unit.first == use.device; });
-        if (!known || !it.value().is_object() || it.value().size() != 3)
+        if (!known || !it.value().is_object() || it.value().size() != 5)
           return fail(predictedShape);
         for (auto [field, out] :
              {std::pair{"weight_bytes", &use.weightBytes},
               std::pair{"kv_cache_bytes", &use.kvCacheBytes},
-              std::pair{"stream_buffer_bytes", &use.streamBufferBytes}}) {
+              std::pair{"stream_buffer_bytes", &use.streamBufferBytes},
+              std::pair{"work_bytes", &use.workBytes},
+              std::pair{"capacity_bytes", &use.capacityBytes}}) {
           auto value = it.value().find(field);
           if (value == it.value().end() || !value->is_number_unsigned() ||
               value->get<uint64_t>() > (uint64_t(1) << 60))

@@ -109,6 +109,12 @@ struct PlannedCode {
     uint64_t weightBytes = 0;
     uint64_t kvCacheBytes = 0;
     uint64_t streamBufferBytes = 0;
+    /// What the programs compute with there (activations, parameters), at
+    /// maxPrefillTokens, as the runner allocates it.
+    uint64_t workBytes = 0;
+    /// The device's first memory as the plan saw it (--device-memory caps
+    /// it): the runtime holds no more there (0: not bounded).
+    uint64_t capacityBytes = 0;
   };
   std::vector<PlannedMemory> memory;
   /// The plan's decode step at its context `plannedContext` and with an

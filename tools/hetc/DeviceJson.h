@@ -28,11 +28,14 @@ inline nlohmann::json memoryJson(const hetrt_device_memory_t &memory) {
                         {"stream_buffer_bytes", memory.stream_buffer_bytes},
                         {"work_bytes", memory.work_bytes}};
   if (memory.planned_weight_bytes || memory.planned_kv_cache_bytes ||
-      memory.planned_stream_buffer_bytes)
+      memory.planned_stream_buffer_bytes || memory.planned_work_bytes)
     out["planned"] = {
         {"weight_bytes", memory.planned_weight_bytes},
         {"kv_cache_bytes", memory.planned_kv_cache_bytes},
-        {"stream_buffer_bytes", memory.planned_stream_buffer_bytes}};
+        {"stream_buffer_bytes", memory.planned_stream_buffer_bytes},
+        {"work_bytes", memory.planned_work_bytes}};
+  if (memory.budget_bytes)
+    out["budget_bytes"] = memory.budget_bytes;
   if (memory.streamed_bytes == 0)
     return out;
   out["streamed"] = {
@@ -42,6 +45,30 @@ inline nlohmann::json memoryJson(const hetrt_device_memory_t &memory) {
       {"copy_ms", memory.stream_ns / 1e6},
       {"wait_ms", memory.stream_wait_ns / 1e6},
       {"hidden", hiddenShare(memory)}};
+  return out;
+}
+
+/// hetrt_memory_space_t as {"name", "device", "held": {by role}, ...}:
+/// what `hetc run --json` and `hetrt-run --json` print under
+/// "memory_spaces".
+inline nlohmann::json memorySpaceJson(const hetrt_memory_space_t &space) {
+  nlohmann::json out = {
+      {"name", space.name},
+      {"device", space.device},
+      {"capacity_bytes", space.capacity_bytes},
+      {"held", {{"weight_bytes", space.weight_bytes},
+                {"kv_cache_bytes", space.kv_cache_bytes},
+                {"stream_buffer_bytes", space.stream_buffer_bytes},
+                {"work_bytes", space.work_bytes},
+                {"kv_tier_bytes", space.kv_tier_bytes}}},
+      {"peak_bytes", space.peak_bytes},
+      {"migrations_in", space.migrations_in},
+      {"migrations_out", space.migrations_out},
+      {"bytes_in", space.bytes_in},
+      {"bytes_out", space.bytes_out},
+      {"wait_ms", space.wait_ns / 1e6}};
+  if (space.budget_bytes)
+    out["budget_bytes"] = space.budget_bytes;
   return out;
 }
 

@@ -534,6 +534,11 @@ Action registerRunCommand(CLI::App &app) {
                                    {"blocks_from_host", kv->blocks_from_host},
                                    {"blocks_to_disk", kv->blocks_to_disk},
                                    {"blocks_from_disk", kv->blocks_from_disk}});
+      // Where the session's bytes are, and what moved between them.
+      nlohmann::json spaces = nlohmann::json::array();
+      for (const hetrt_memory_space_t &space : session->memorySpaces())
+        spaces.push_back(hetc::cli::memorySpaceJson(space));
+      result["memory_spaces"] = spaces;
       if (!onCpu) {
         // What each device ran: the code, the plan's units, its dispatches,
         // and the activations copied in and out of its memory.

@@ -312,6 +312,19 @@ int run(const RunnerFlags &flags) {
                          {"memory", hetc::cli::memoryJson(memory)}});
     }
     result["devices"] = devices;
+    nlohmann::json spaces = nlohmann::json::array();
+    size_t spaceCount = 0;
+    if (!report(hetrt_session_memory_space_count(session.get, &spaceCount),
+                "hetrt_session_memory_space_count"))
+      return failed();
+    for (size_t i = 0; i < spaceCount; ++i) {
+      hetrt_memory_space_t space;
+      if (!report(hetrt_session_memory_space(session.get, i, &space),
+                  "hetrt_session_memory_space"))
+        return failed();
+      spaces.push_back(hetc::cli::memorySpaceJson(space));
+    }
+    result["memory_spaces"] = spaces;
     // A CPU session's paged cache: the blocks the run took, and what the
     // prefix cache and sharing did.
     hetrt_kv_stats_t kv;

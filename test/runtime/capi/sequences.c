@@ -203,6 +203,32 @@ int main(int argc, char **argv) {
          stats.blocks_to_disk > 0 ? "yes" : "no",
          stats.blocks_from_host > 0 && stats.blocks_from_disk > 0 ? "yes"
                                                                    : "no");
+  /* The same moves as memory spaces: host memory holds the pool and took
+   * the blocks moved to it; disk took the rest. */
+  size_t spaceCount = 0;
+  if (!check(hetrt_session_memory_space_count(tiered, &spaceCount),
+             "hetrt_session_memory_space_count"))
+    return 1;
+  for (size_t i = 0; i < spaceCount; ++i) {
+    hetrt_memory_space_t space;
+    if (!check(hetrt_session_memory_space(tiered, i, &space),
+               "hetrt_session_memory_space"))
+      return 1;
+    int isDisk = strcmp(space.name, "disk") == 0;
+    uint64_t blocksIn = (uint64_t)(isDisk ? stats.blocks_to_disk
+                                          : stats.blocks_from_host +
+                                                stats.blocks_from_disk +
+                                                stats.blocks_to_host);
+    printf("space %s: %s, migrations in %s, bytes in %s\n",
+           isDisk ? "disk" : (space.device[0] ? "of a device" : "unnamed"),
+           isDisk ? "no device" : (space.kv_cache_bytes > 0 ? "holds the pool"
+                                                            : "no pool"),
+           space.migrations_in == blocksIn ? "as the cache counts"
+                                           : "differ",
+           space.bytes_in == blocksIn * (uint64_t)stats.block_bytes
+               ? "a block each"
+               : "differ");
+  }
   hetrt_session_release(tiered);
   /* The tiers' format is a name; another is refused. */
   hetrt_session_t *named = NULL;

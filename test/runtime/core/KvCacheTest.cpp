@@ -305,4 +305,43 @@ TEST(KvCache, RandomRunsForksAndTiersAgreeWithAPlainModel) {
   EXPECT_GT(usage.reusedTokens, 10000);
 }
 
+// A cache's tiers as memory spaces: blocks moved out of the pool count
+// as migrations out of every space holding part of the pool (by its share
+// of a block) and into the tier that took them, and the tiers hold what
+// the cache says they hold.
+TEST(KvCache, TiersAppearAsMemorySpacesWithTheirMigrations) {
+  hetrt::core::KvUsage usage;
+  usage.blockBytes = 100;
+  usage.swaps.toHost = 3;
+  usage.swaps.fromHost = 2;
+  usage.swaps.toDisk = 1;
+  usage.swaps.fromDisk = 1;
+  usage.swaps.hostBytes = 100;
+  usage.swaps.diskBytes = 100;
+  std::vector<hetrt::core::MemorySpaceStats> spaces;
+  hetrt::core::addKvSpaces(usage, {{"gpu.vram", 60}, {"gpu.bar", 40}},
+                           spaces);
+  ASSERT_EQ(spaces.size(), 4u);
+  EXPECT_EQ(spaces[0].name, "gpu.vram");
+  EXPECT_EQ(spaces[0].migrationsOut, 4u);
+  EXPECT_EQ(spaces[0].bytesOut, 240u);
+  EXPECT_EQ(spaces[0].migrationsIn, 3u);
+  EXPECT_EQ(spaces[0].bytesIn, 180u);
+  EXPECT_EQ(spaces[1].bytesOut, 160u);
+  EXPECT_EQ(spaces[2].name, hetrt::core::hostMemorySpace());
+  EXPECT_EQ(spaces[2].held(hetrt::core::MemoryRole::KvTier), 100u);
+  EXPECT_EQ(spaces[2].migrationsIn, 3u);
+  EXPECT_EQ(spaces[2].bytesIn, 300u);
+  EXPECT_EQ(spaces[2].migrationsOut, 2u);
+  EXPECT_GT(spaces[2].capacityBytes, 0u);
+  EXPECT_EQ(spaces[3].name, "disk");
+  EXPECT_EQ(spaces[3].migrationsIn, 1u);
+  EXPECT_EQ(spaces[3].bytesOut, 100u);
+  // No disk tier in use: no disk space.
+  usage.swaps = {};
+  spaces.clear();
+  hetrt::core::addKvSpaces(usage, {{"gpu.vram", 60}}, spaces);
+  EXPECT_EQ(spaces.size(), 2u);
+}
+
 } // namespace

@@ -295,7 +295,8 @@ Manifest plannedManifest() {
   plan.decodeSection = "program/plan/decode.json";
   plan.maxPrefillTokens = 64;
   plan.units = {{"cpu0", 1}, {"vulkan0", 5}};
-  plan.memory = {{"cpu0", 1000, 0, 0}, {"vulkan0", 2000, 4096, 512}};
+  plan.memory = {{"cpu0", 1000, 0, 0, 300, 0},
+                 {"vulkan0", 2000, 4096, 512, 700, 9000}};
   plan.decodeSecondsPerStep = 0.002;
   plan.emptyCacheDecodeSecondsPerStep = 0.001;
   plan.plannedContext = 64;
@@ -317,6 +318,8 @@ TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
   EXPECT_EQ(parsed->plan->memory[1].weightBytes, 2000u);
   EXPECT_EQ(parsed->plan->memory[1].kvCacheBytes, 4096u);
   EXPECT_EQ(parsed->plan->memory[1].streamBufferBytes, 512u);
+  EXPECT_EQ(parsed->plan->memory[1].workBytes, 700u);
+  EXPECT_EQ(parsed->plan->memory[1].capacityBytes, 9000u);
   EXPECT_DOUBLE_EQ(parsed->plan->decodeSecondsPerStep, 0.002);
   EXPECT_DOUBLE_EQ(parsed->plan->emptyCacheDecodeSecondsPerStep, 0.001);
   EXPECT_EQ(parsed->plan->plannedContext, 64);
@@ -330,6 +333,8 @@ TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
       edited([](nlohmann::json &p) { p["memory"]["gpu9"] = p["memory"]["cpu0"]; }),
       edited([](nlohmann::json &p) { p["memory"]["cpu0"]["weight_bytes"] = -1; }),
       edited([](nlohmann::json &p) { p["memory"]["cpu0"].erase("kv_cache_bytes"); }),
+      edited([](nlohmann::json &p) { p["memory"]["cpu0"].erase("capacity_bytes"); }),
+      edited([](nlohmann::json &p) { p["memory"]["cpu0"]["work_bytes"] = "all"; }),
       edited([](nlohmann::json &p) { p["decode_seconds_per_step"] = "fast"; }),
       edited([](nlohmann::json &p) { p["context"] = 0; }),
       edited([](nlohmann::json &p) { p = nlohmann::json::array(); }),

@@ -10,6 +10,7 @@
 #include "passes/target/spirv/ProgramBuilder.h"
 #include "runtime/core/ProgramRunner.h"
 #include "runtime/format/Gguf.h"
+#include "runtime/format/ProgramMemory.h"
 #include "runtime/hal/Device.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -244,6 +245,69 @@ TEST(SpirvPrograms, ProgramsThatDoNotFitTheLibraryOrTheModelAreRefused) {
   huge.prefill.buffers.back().bytes = hetc::abi::ProgramValue::tokens(int64_t(1) << 40);
   EXPECT_NE(loadError(huge.prefill, huge.decode).find("is outside 1 byte to 1 TiB"),
             std::string::npos);
+}
+
+// A runner holds in the device's memory exactly what programHeldBytes
+// predicts from the programs (the compiler's check of a plan), and a budget
+// one byte short of it is refused before anything runs; the bytes come
+// back when the runner goes.
+TEST(SpirvPrograms, ARunnerHoldsWhatTheProgramsPredictWithinItsBudget) {
+  std::string error;
+  std::unique_ptr<hetrt::format::GgufFile> file = hetrt::format::GgufFile::open(
+      sharedPath("models/stories260K.gguf"), error);
+  ASSERT_TRUE(file) << error;
+  ModelPrograms programs = programsOf(*file, 64);
+  std::vector<hetrt::format::DeviceHeldBytes> predicted =
+      hetrt::format::programHeldBytes(
+          {{&programs.prefill, 16}, {&programs.decode, 1}});
+  ASSERT_EQ(predicted.size(), 1u);
+  const hetrt::format::DeviceHeldBytes &held = predicted[0];
+  ASSERT_GT(held.weightBytes, 0u);
+  ASSERT_GT(held.kvCacheBytes, 0u);
+  ASSERT_GT(held.workBytes, 0u);
+  const hetc::target::spirv::SpirvExecutable &library =
+      hetc::test::kernelLibrary();
+  std::vector<hetrt::hal::KernelSignature> signatures;
+  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
+    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
+    auto load = [&](uint64_t budget, hetrt::hal::Error &halError) {
+      hetrt::core::ProgramRunner::DeviceCode code;
+      code.device = &device;
+      code.format = hetrt::hal::ExecutableFormat::SpirV;
+      code.binary = library.binary;
+      code.kernels = signatures;
+      code.memoryBudget = budget;
+      code.budgetSource = "the test's plan";
+      return hetrt::core::ProgramRunner::create(
+          {code}, {{programs.prefill, 16}, {programs.decode, 1}}, *file,
+          halError);
+    };
+    hetrt::hal::Error halError;
+    std::unique_ptr<hetrt::core::ProgramRunner> runner =
+        load(held.total(), halError);
+    ASSERT_TRUE(runner) << halError.message;
+    hetrt::core::ProgramRunner::DeviceStats stats = runner->stats()[0];
+    EXPECT_EQ(stats.weightBytes, held.weightBytes);
+    EXPECT_EQ(stats.kvCacheBytes, held.kvCacheBytes);
+    EXPECT_EQ(stats.streamBufferBytes, held.streamBufferBytes);
+    EXPECT_EQ(stats.workBytes, held.workBytes);
+    std::vector<hetrt::core::MemorySpaceStats> spaces = runner->memorySpaces();
+    ASSERT_EQ(spaces.size(), 1u);
+    EXPECT_EQ(spaces[0].name, device.info().name + "." +
+                                  device.info().memories[0].name);
+    EXPECT_EQ(spaces[0].budgetBytes, held.total());
+    EXPECT_EQ(spaces[0].peakBytes, held.total());
+    runner.reset();
+
+    EXPECT_FALSE(load(held.total() - 1, halError));
+    EXPECT_EQ(halError.kind, hetrt::core::Failure::OutOfMemory);
+    EXPECT_NE(halError.message.find(
+                  "past the budget of " + std::to_string(held.total() - 1) +
+                  " bytes the test's plan sets"),
+              std::string::npos)
+        << halError.message;
+  });
 }
 
 } // namespace
