@@ -46,7 +46,8 @@ extern "C" {
  *    hetrt_session_memory_space): what each holds, its budget and the
  *    copies between them; hetrt_device_memory_t gains work and budget
  *    figures, and a planned session holds no more in a device's memory
- *    than the plan gave it. */
+ *    than the plan gave it; hetrt_session_decode_batch on sessions on a
+ *    device. */
 #define HETRT_API_VERSION 11
 
 #if defined(__GNUC__)
@@ -489,9 +490,12 @@ hetrt_session_sequence_decode(hetrt_session_t *session, int32_t sequence,
  * sequence's, valid until the session's next call. Fails as
  * hetrt_session_sequence_decode does for any of them, for a sequence given
  * twice, or when the pool cannot hold every one's blocks at once
- * (HETRT_OUT_OF_MEMORY), before running anything. Only a CPU session's
- * code has the batched entry point (HETRT_UNSUPPORTED elsewhere). Since API
- * version 8. */
+ * (HETRT_OUT_OF_MEMORY), before running anything. A CPU session runs its
+ * code's batched entry point, a session on a device its batch program (each
+ * sequence's token through its own block table; at most the pack's largest
+ * batch, 64 for hetc compile's packs); a planned session decodes one
+ * sequence per step (HETRT_UNSUPPORTED). Since API version 8; on devices
+ * since 11. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
                            const int32_t *ids, size_t count,

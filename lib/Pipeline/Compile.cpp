@@ -57,6 +57,9 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 /// The most tokens one prefill step of a SPIR-V program takes: its
 /// activations are sized for it, and longer prompts run in chunks.
 constexpr int64_t kSpirvPrefillChunk = 512;
+/// The most sequences a SPIR-V program decodes in one step: a server's
+/// running batch (llama-server's and vLLM's defaults are of this order).
+constexpr int64_t kSpirvMaxBatch = 64;
 
 /// Slots of a block of the paged KV caches, in the CPU code and the
 /// programs alike.
@@ -174,6 +177,19 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
     return false;
   addPrograms(programs, "spirv", pack, code.prefillSection,
               code.decodeSection);
+  if (auto batch = module.lookupSymbol<mlir::func::FuncOp>("decode_batch")) {
+    mlir::FailureOr<abi::Program> program = spirv::buildProgram(batch);
+    if (mlir::failed(program)) {
+      error = "the spirv program of a batch's decode step cannot be built "
+              "(the diagnostic above names the op)";
+      return false;
+    }
+    code.decodeBatchSection = "program/spirv/decode_batch.json";
+    code.maxBatch = kSpirvMaxBatch;
+    std::string json = hetrt::format::programToJson(*program);
+    pack.addSection(code.decodeBatchSection,
+                    std::vector<char>(json.begin(), json.end()));
+  }
   // Every variant of the library, best first: the runtime runs the first one
   // the device's SPIR-V capabilities allow.
   for (llvm::StringRef variant : target::spirv::kernelLibraryVariants()) {
@@ -229,6 +245,8 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   mlir::DictionaryAttr plan;
   for (int attempt = 0;; ++attempt) {
     module = imported.clone();
+    if (auto batch = module->lookupSymbol<mlir::func::FuncOp>("decode_batch"))
+      batch.erase();
     mlir::PassManager pm(context);
     het::HetPartitionPassOptions partition;
     partition.system = options.system;
@@ -533,12 +551,9 @@ bool compileModel(const CompileOptions &options, std::string &error) {
 
   hetrt::format::PackWriter pack;
   std::set<std::string> gpuTargets;
-  // Programs run one sequence with one slot per position: the batched
-  // decode, which needs paged caches, is the CPU code's alone.
+  // The SPIR-V programs decode batches too; a plan's programs run one
+  // sequence (packPlan leaves the batch out).
   mlir::OwningOpRef<mlir::ModuleOp> programModule(module->clone());
-  if (auto batch =
-          programModule->lookupSymbol<mlir::func::FuncOp>("decode_batch"))
-    batch.erase();
   if (options.spirv)
     gpuTargets.insert("spirv");
   if (!options.system.empty()) {

@@ -1061,24 +1061,6 @@ hetrt::core::KvCache *kvCacheOf(const hetrt_session_t *session,
   return &const_cast<hetrt_session_t *>(session)->kv();
 }
 
-/// The CPU session behind `session`, or null with the failure recorded:
-/// only the CPU code decodes a batch of sequences in one call.
-hetrt::core::Session *cpuSession(const hetrt_session_t *session,
-                                 const char *call, hetrt_status_t &status) {
-  if (!kvCacheOf(session, call, status))
-    return nullptr;
-  if (!session->session) {
-    status = fail(HETRT_UNSUPPORTED,
-                  std::string(call) +
-                      ": sessions on Vulkan devices and planned sessions "
-                      "decode one sequence per call "
-                      "(hetrt_session_sequence_decode); create the session "
-                      "on the CPU (hetrt_session_create) to batch them");
-    return nullptr;
-  }
-  return session->session.get();
-}
-
 /// A failed run of `kv`'s session, with the status of its kind.
 hetrt_status_t runFailure(const hetrt::core::KvCache &kv,
                           const std::string &error) {
@@ -1192,21 +1174,32 @@ hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_decode_batch: out_logits is NULL");
   *out_logits = nullptr;
-  hetrt_status_t status = HETRT_OK;
-  hetrt::core::Session *cpu =
-      cpuSession(session, "hetrt_session_decode_batch", status);
-  if (!cpu)
-    return status;
+  if (!session)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_decode_batch: NULL session");
   if (!sequences || !ids || count == 0)
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_decode_batch: needs at least one sequence and "
                 "its id");
+  if (session->spirv && session->spirv->maxBatch() == 0)
+    return fail(HETRT_UNSUPPORTED,
+                "hetrt_session_decode_batch: the programs on " +
+                    session->spirv->deviceName() +
+                    " decode one sequence per step (a plan's do); decode "
+                    "each sequence with hetrt_session_sequence_decode");
   return guarded([&] {
     std::string error;
-    if (!cpu->decodeBatch(std::vector<int32_t>(sequences, sequences + count),
-                          std::vector<int32_t>(ids, ids + count), error))
-      return runFailure(cpu->kvCache(), error);
-    *out_logits = cpu->logits();
+    std::vector<int32_t> members(sequences, sequences + count);
+    std::vector<int32_t> tokens(ids, ids + count);
+    if (session->spirv) {
+      if (!session->spirv->decodeBatch(members, tokens, error))
+        return runFailure(session->spirv->kvCache(), error);
+      *out_logits = session->spirv->logits();
+      return HETRT_OK;
+    }
+    if (!session->session->decodeBatch(members, tokens, error))
+      return runFailure(session->session->kvCache(), error);
+    *out_logits = session->session->logits();
     return HETRT_OK;
   });
 }

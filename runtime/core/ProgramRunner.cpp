@@ -154,14 +154,18 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
   for (const ProgramBuffer &buffer : program.buffers) {
     if (buffer.role != BufferRole::BlockTable)
       continue;
-    // Every program reads the same pools through tables of one size.
-    int64_t bytes = buffer.bytes.constant;
-    if (!(buffer.bytes == ProgramValue::fixed(bytes)) || bytes <= 0 ||
+    // Every program reads the same pools through tables of one size: one
+    // table, or a row per token (a batch's program).
+    int64_t bytes = buffer.bytes.constant + buffer.bytes.perToken;
+    if (!(buffer.bytes == ProgramValue::fixed(bytes) ||
+          buffer.bytes == ProgramValue::tokens(bytes)) ||
+        bytes <= 0 ||
         bytes % 4 != 0 || bytes / 4 > std::numeric_limits<int32_t>::max() ||
         (tableEntries_ != 0 && tableEntries_ != bytes / 4))
       return fail(error, where + ": block table \"" + buffer.name +
-                             "\" is not a fixed number of i32 ids, as "
-                             "many as the other programs' tables");
+                             "\" is not a fixed number of i32 ids (per "
+                             "token or in all), as many as the other "
+                             "programs' tables");
     tableEntries_ = bytes / 4;
   }
   for (const ProgramBuffer &buffer : program.buffers) {
@@ -258,8 +262,9 @@ bool ProgramRunner::prepare(size_t index, Entry entry,
     prepared.buffers.push_back(allocated);
     if (inPlace)
       prepared.inPlace.back() = weights.tensorData(*tensor);
+    // A batch's program gives a row of logits per token.
     if (buffer.role == BufferRole::Logits)
-      vocab_ = bytes / 4;
+      vocab_ = buffer.bytes.at(1, 0) / 4;
     if (!shared)
       continue;
     shared_[{device, buffer.name}] = {allocated, bytes,
@@ -589,6 +594,30 @@ std::vector<MemorySpaceStats> ProgramRunner::memorySpaces() const {
 bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
                         int64_t start, const int32_t *blockTable,
                         float *logits, hal::Error &error) {
+  if (start < 0 || count < 0 ||
+      start > std::numeric_limits<int32_t>::max() - count)
+    return fail(error, "run: position " + std::to_string(start) +
+                           " is outside the 32-bit positions");
+  std::vector<int32_t> positions(static_cast<size_t>(count));
+  for (int64_t t = 0; t < count; ++t)
+    positions[t] = static_cast<int32_t>(start + t);
+  return runSteps(entry, tokens, positions.data(), count, blockTable, 1,
+                  logits, false, error);
+}
+
+bool ProgramRunner::runBatch(size_t entry, const int32_t *tokens,
+                             const int32_t *positions, int64_t count,
+                             const int32_t *tables, float *logits,
+                             hal::Error &error) {
+  return runSteps(entry, tokens, positions, count, tables, count, logits,
+                  true, error);
+}
+
+bool ProgramRunner::runSteps(size_t entry, const int32_t *tokens,
+                             const int32_t *positions, int64_t count,
+                             const int32_t *tables, int64_t tableRows,
+                             float *logits, bool everyToken,
+                             hal::Error &error) {
   if (entry >= prepared_.size())
     return fail(error, "run: there is no program " + std::to_string(entry));
   Prepared &prepared = prepared_[entry];
@@ -597,16 +626,25 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     return fail(error, "run: " + std::to_string(count) +
                            " tokens, but the program takes 1 to " +
                            std::to_string(prepared.entry.maxTokens));
-  if (start < 0 || start > std::numeric_limits<int32_t>::max() - count)
-    return fail(error, "run: position " + std::to_string(start) +
-                           " is outside the 32-bit positions");
-  int64_t keys = start + count;
+  // The keys the step reads: up to its last position (each token attends
+  // only up to its own).
+  int64_t keys = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    if (positions[t] < 0 || positions[t] == std::numeric_limits<int32_t>::max())
+      return fail(error, "run: position " + std::to_string(positions[t]) +
+                             " is outside the 32-bit positions");
+    keys = std::max<int64_t>(keys, int64_t(positions[t]) + 1);
+  }
   // An id past the pools would have the kernels write outside the caches.
-  for (int64_t b = 0; b < tableEntries_; ++b)
-    if (blockTable[b] < 0 || blockTable[b] >= tableEntries_)
-      return fail(error, "run: entry " + std::to_string(b) +
+  for (int64_t b = 0; b < tableRows * tableEntries_; ++b)
+    if (tables[b] < 0 || tables[b] >= tableEntries_)
+      return fail(error, "run: entry " + std::to_string(b % tableEntries_) +
+                             (tableRows > 1 ? " of row " +
+                                                  std::to_string(
+                                                      b / tableEntries_)
+                                            : std::string()) +
                              " of the block table is block " +
-                             std::to_string(blockTable[b]) +
+                             std::to_string(tables[b]) +
                              ", outside the pool's " +
                              std::to_string(tableEntries_) + " blocks");
   // The leading streams prefetch() sent serve this entry's run only.
@@ -632,9 +670,6 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
         written.clear();
     return false;
   };
-  std::vector<int32_t> positions(count);
-  for (int64_t t = 0; t < count; ++t)
-    positions[t] = static_cast<int32_t>(start + t);
   int logitsBuffer = -1;
   for (size_t b = 0; b < program.buffers.size(); ++b) {
     const ProgramBuffer &buffer = program.buffers[b];
@@ -643,11 +678,16 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
     if (buffer.role == BufferRole::Tokens)
       source = tokens;
     else if (buffer.role == BufferRole::Positions)
-      source = positions.data();
+      source = positions;
     else if (buffer.role == BufferRole::BlockTable)
-      source = blockTable, bytes = tableEntries_ * 4;
+      source = tables, bytes = tableRows * tableEntries_ * 4;
     else if (buffer.role == BufferRole::Logits)
       logitsBuffer = static_cast<int>(b);
+    if (source && bytes > buffer.bytes.at(count, keys))
+      return fail(error, "run: the program's " + buffer.name + " buffer "
+                             "takes one sequence; run a batch through a "
+                             "program built for one"),
+             abandon();
     if (source && !queueOf(buffer.device).queue->write(
                       stage(source, bytes), *prepared.buffers[b], 0, bytes,
                       error))
@@ -655,6 +695,11 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
   }
   if (logitsBuffer < 0)
     return fail(error, "run: the program has no logits buffer"), abandon();
+  int64_t logitBytes = (everyToken ? count : 1) * vocab_ * 4;
+  if (logitBytes > program.buffers[logitsBuffer].bytes.at(count, keys))
+    return fail(error, "run: the program gives the last token's logits "
+                       "only; a batch needs a program built for one"),
+           abandon();
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ProgramStep &step = program.steps[s];
     RunnerDevice &device = queueOf(step.device);
@@ -805,7 +850,7 @@ bool ProgramRunner::run(size_t entry, const int32_t *tokens, int64_t count,
   }
   RunnerDevice &logitsDevice = queueOf(program.buffers[logitsBuffer].device);
   bool ok = logitsDevice.queue->read(*prepared.buffers[logitsBuffer], 0,
-                                     logits, vocab_ * 4, error) &&
+                                     logits, logitBytes, error) &&
             finishAll(error);
   if (!ok)
     return abandon();

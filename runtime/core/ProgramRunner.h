@@ -49,7 +49,7 @@ public:
     /// Bytes the runner may hold in the device's first memory (0: what
     /// the device has), and what set the bound, for messages.
     uint64_t memoryBudget = 0;
-    std::string budgetSource;
+    std::string budgetSource = {};
   };
 
   /// What ran on one device since the runner was made.
@@ -107,6 +107,15 @@ public:
   /// hold the positions before `start`.
   bool run(size_t entry, const int32_t *tokens, int64_t count, int64_t start,
            const int32_t *blockTable, float *logits, hal::Error &error);
+
+  /// Runs entry `entry`, a program built for a batch (one sequence per
+  /// token), for `count` tokens: token t at `positions[t]` of the sequence
+  /// whose block table is row t of `tables` (count rows of
+  /// blockTableEntries()); copies every token's logits (count rows of
+  /// `vocab` floats) to `logits`.
+  bool runBatch(size_t entry, const int32_t *tokens, const int32_t *positions,
+                int64_t count, const int32_t *tables, float *logits,
+                hal::Error &error);
 
   /// Sends entry `entry`'s first streamed weights (the copies a run issues
   /// before its target device has anything else to do) now, so that they
@@ -207,6 +216,11 @@ private:
   };
 
   ProgramRunner() = default;
+  /// run() and runBatch(): `tableRows` tables, the last token's logits or
+  /// `everyToken`'s.
+  bool runSteps(size_t entry, const int32_t *tokens, const int32_t *positions,
+                int64_t count, const int32_t *tables, int64_t tableRows,
+                float *logits, bool everyToken, hal::Error &error);
   /// Queues transfer step `step` of `prepared`, a weight readable from the
   /// host, on its target's stream queue after the target's work so far.
   bool sendWeight(Prepared &prepared, size_t step, int64_t bytes,

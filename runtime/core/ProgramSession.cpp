@@ -261,11 +261,17 @@ std::unique_ptr<ProgramSession> ProgramSession::create(const Model &model,
       readProgram(pack, code.decodeSection, recompile, error);
   if (!decode)
     return nullptr;
+  std::optional<hetc::abi::Program> batch;
+  if (!code.decodeBatchSection.empty()) {
+    batch = readProgram(pack, code.decodeBatchSection, recompile, error);
+    if (!batch)
+      return nullptr;
+  }
   if (!spirvCode(pack, code, device, recompile, library, error, failure))
     return nullptr;
   return start(model, {std::move(library)}, std::move(*prefill),
                std::move(*decode), code.maxPrefillTokens, recompile, error,
-               failure);
+               failure, std::move(batch), code.maxBatch);
 }
 
 std::vector<MemorySpaceStats> ProgramSession::memorySpaces() const {
@@ -430,7 +436,8 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
     const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
     hetc::abi::Program prefill, hetc::abi::Program decode,
     int64_t maxPrefillTokens, const std::string &recompile,
-    std::string &error, Failure &failure) {
+    std::string &error, Failure &failure,
+    std::optional<hetc::abi::Program> batch, int64_t maxBatch) {
   const format::Manifest &manifest = model.manifest();
   const format::PackFile &pack = model.pack();
   std::unique_ptr<ProgramSession> session(new ProgramSession());
@@ -439,11 +446,16 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   for (const ProgramRunner::DeviceCode &code : devices)
     session->deviceName_ += (session->deviceName_.empty() ? "" : "+") +
                             code.device->info().name;
+  std::vector<ProgramRunner::Entry> programs = {
+      {std::move(prefill), maxPrefillTokens}, {std::move(decode), 1}};
+  if (batch) {
+    programs.push_back({std::move(*batch), maxBatch});
+    session->maxBatch_ = maxBatch;
+  }
   hal::Error halError;
-  session->runner_ = ProgramRunner::create(
-      std::move(devices),
-      {{std::move(prefill), maxPrefillTokens}, {std::move(decode), 1}},
-      model.weights(), halError);
+  session->runner_ = ProgramRunner::create(std::move(devices),
+                                           std::move(programs),
+                                           model.weights(), halError);
   if (!session->runner_) {
     error = pack.path() + " on " + session->deviceName_ + ": " +
             halError.message;
@@ -483,6 +495,7 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   session->table_.assign(static_cast<size_t>(entries), 0);
   session->headDim_ = static_cast<size_t>(manifest.headDim);
   session->kvElementBytes_ = static_cast<size_t>(manifest.kvElementBytes());
+  session->vocab_ = manifest.vocabSize;
   session->logits_.assign(manifest.vocabSize, 0.0f);
   KvBlockStore &store = *session;
   session->kv_ = std::make_unique<KvCache>(
@@ -588,6 +601,68 @@ bool ProgramSession::prefill(SequenceId id, const std::vector<int32_t> &tokens,
 bool ProgramSession::decode(SequenceId id, int32_t token, std::string &error) {
   KvSequence *sequence = checkRun(id, &token, 1, error);
   return sequence && step(kDecodeEntry, id, *sequence, &token, 1, error);
+}
+
+bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
+                                 const std::vector<int32_t> &ids,
+                                 std::string &error) {
+  if (maxBatch_ == 0) {
+    error = "the pack's programs on " + deviceName_ +
+            " decode one sequence per step (a plan's do); decode each "
+            "sequence in turn";
+    return false;
+  }
+  if (sequences.empty() || sequences.size() != ids.size()) {
+    error = "a batch needs one id per sequence and at least one sequence (" +
+            std::to_string(sequences.size()) + " sequences, " +
+            std::to_string(ids.size()) + " ids)";
+    return false;
+  }
+  int64_t count = static_cast<int64_t>(sequences.size());
+  if (count > maxBatch_) {
+    error = "a batch of " + std::to_string(count) + " sequences, but the "
+            "programs decode at most " + std::to_string(maxBatch_) +
+            " at once; decode the rest in another step";
+    return false;
+  }
+  std::vector<KvSequence *> members;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (std::count(sequences.begin(), sequences.end(), sequences[i]) > 1) {
+      error = "sequence " + std::to_string(sequences[i]) +
+              " is in the batch twice; a batch decodes one token of each";
+      return false;
+    }
+    KvSequence *member = checkRun(sequences[i], &ids[i], 1, error);
+    if (!member)
+      return false;
+    members.push_back(member);
+  }
+  std::vector<int32_t> positions;
+  for (KvSequence *member : members)
+    positions.push_back(static_cast<int32_t>(member->length()));
+  std::vector<int32_t> tables;
+  size_t width = 0;
+  if (!kv_->prepareBatch(sequences, members, tables, width, error))
+    return false;
+  // The programs read a row of the pool's size per token.
+  size_t entries = table_.size();
+  std::vector<int32_t> rows(static_cast<size_t>(count) * entries, 0);
+  for (size_t m = 0; m < members.size(); ++m)
+    std::copy(tables.begin() + static_cast<long>(m * width),
+              tables.begin() + static_cast<long>(m * width + width),
+              rows.begin() + static_cast<long>(m * entries));
+  logits_.resize(static_cast<size_t>(count * vocab_));
+  hal::Error halError;
+  if (!runner_->runBatch(kBatchEntry, ids.data(), positions.data(), count,
+                         rows.data(), logits_.data(), halError)) {
+    error = deviceName_ + ": " + halError.message;
+    return false;
+  }
+  for (size_t m = 0; m < members.size(); ++m) {
+    members[m]->tokens.push_back(ids[m]);
+    kv_->publishBlocks(*members[m]);
+  }
+  return true;
 }
 
 } // namespace hetrt::core

@@ -12,6 +12,7 @@
 #include "runtime/hal/Device.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,15 @@ public:
   bool prefill(SequenceId sequence, const std::vector<int32_t> &tokens,
                std::string &error);
   bool decode(SequenceId sequence, int32_t token, std::string &error);
+  /// One step of `sequences`, each taking its id of `ids` at its own next
+  /// position, in one run of the batch's program (each token through its
+  /// own block table); logits() then holds a row per sequence. As
+  /// Session::decodeBatch; fails, changing nothing, where the pack has no
+  /// batch program (a plan's) or the batch is larger than it takes.
+  bool decodeBatch(const std::vector<SequenceId> &sequences,
+                   const std::vector<int32_t> &ids, std::string &error);
+  /// The most sequences decodeBatch takes (0: none).
+  int64_t maxBatch() const { return maxBatch_; }
   /// Forgets the default sequence's tokens, freeing its blocks.
   void reset() { kv_->reset(); }
 
@@ -84,8 +94,14 @@ public:
   KvCache &kvCache() { return *kv_; }
   const KvCache &kvCache() const { return *kv_; }
 
+  /// The last step's logits: the last token's, or a row per sequence of a
+  /// batch.
   const float *logits() const { return logits_.data(); }
-  int64_t vocabSize() const { return static_cast<int64_t>(logits_.size()); }
+  /// Sequence `row`'s logits of the last batch.
+  const float *logits(size_t row) const {
+    return logits_.data() + row * static_cast<size_t>(vocab_);
+  }
+  int64_t vocabSize() const { return vocab_; }
   /// The devices it runs on, joined by '+' ("vulkan0", "vulkan0+cpu0").
   const std::string &deviceName() const { return deviceName_; }
   /// The name the plan gives the device this machine calls `runtimeName`
@@ -97,10 +113,10 @@ public:
         return planned;
     return runtimeName;
   }
-  /// What ran on each device so far.
   /// The memory spaces the session holds buffers in (its devices', and
   /// the cache's tiers), with the copies between them.
   std::vector<MemorySpaceStats> memorySpaces() const;
+  /// What ran on each device so far.
   std::vector<ProgramRunner::DeviceStats> deviceStats() const {
     return runner_->stats();
   }
@@ -112,7 +128,9 @@ private:
   start(const Model &model, std::vector<ProgramRunner::DeviceCode> devices,
         hetc::abi::Program prefill, hetc::abi::Program decode,
         int64_t maxPrefillTokens, const std::string &recompile,
-        std::string &error, Failure &failure);
+        std::string &error, Failure &failure,
+        std::optional<hetc::abi::Program> batch = std::nullopt,
+        int64_t maxBatch = 0);
   /// The sequence, if it exists and `count` more ids fit its context and
   /// the vocabulary; null with `error` otherwise.
   KvSequence *checkRun(SequenceId sequence, const int32_t *tokens,
@@ -132,6 +150,8 @@ private:
   /// The runner's entries: the prefill program, then the decode program.
   static constexpr size_t kPrefillEntry = 0;
   static constexpr size_t kDecodeEntry = 1;
+  /// The batch's decode step, where the pack has one.
+  static constexpr size_t kBatchEntry = 2;
 
   std::unique_ptr<ProgramRunner> runner_;
   std::unique_ptr<KvCache> kv_;
@@ -143,6 +163,8 @@ private:
   std::vector<float> logits_;
   int64_t context_ = 0;
   int64_t maxPrefillTokens_ = 1;
+  int64_t maxBatch_ = 0;
+  int64_t vocab_ = 0;
   std::string deviceName_;
   /// (this machine's name, the plan's name) of each device of a plan.
   std::vector<std::pair<std::string, std::string>> planNames_;

@@ -100,6 +100,10 @@ std::string Manifest::toJson() const {
                      {"prefill", spirv->prefillSection},
                      {"decode", spirv->decodeSection},
                      {"max_prefill_tokens", spirv->maxPrefillTokens}};
+    if (!spirv->decodeBatchSection.empty()) {
+      json["spirv"]["decode_batch"] = spirv->decodeBatchSection;
+      json["spirv"]["max_batch"] = spirv->maxBatch;
+    }
   }
   for (auto [key, code] : {std::pair{"nvptx", &nvptx},
                            std::pair{"amdgpu", &amdgpu}}) {
@@ -403,14 +407,23 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
         "\"variant\", \"section\" and \"spirv_version\" (as 1.3), lists "
         "\"capabilities\" and \"extensions\" of strings} with distinct "
         "variants and sections, string \"prefill\" and \"decode\", a list "
-        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64}, and "
-        "\"max_prefill_tokens\" of 1 to 65535";
+        "\"kernels\" of 1 to 256 {name, bindings of 1 to 64}, "
+        "\"max_prefill_tokens\" of 1 to 65535, and optionally string "
+        "\"decode_batch\" with \"max_batch\" of 1 to 65535";
     SpirvCode code;
     if (!spirv->is_object() ||
         !readSections(*spirv, {{"prefill", &code.prefillSection},
                                {"decode", &code.decodeSection}}) ||
         !readTokens(*spirv, code.maxPrefillTokens))
       return fail(shape);
+    if (spirv->contains("decode_batch") || spirv->contains("max_batch")) {
+      auto batch = spirv->find("max_batch");
+      if (!readSections(*spirv, {{"decode_batch", &code.decodeBatchSection}}) ||
+          batch == spirv->end() || !batch->is_number_integer() ||
+          batch->get<int64_t>() < 1 || batch->get<int64_t>() > 65535)
+        return fail(shape);
+      code.maxBatch = batch->get<int64_t>();
+    }
     auto libraries = spirv->find("libraries");
     if (libraries == spirv->end() || !libraries->is_array() ||
         libraries->empty() || libraries->size() > 8)

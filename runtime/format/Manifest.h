@@ -49,6 +49,10 @@ struct SpirvCode {
   std::string decodeSection;
   /// The most tokens one prefill step takes (longer prompts run in chunks).
   int64_t maxPrefillTokens = 0;
+  /// The program of a decode step of a batch, one sequence per token, and
+  /// the most sequences it takes (empty and 0 in packs without one).
+  std::string decodeBatchSection;
+  int64_t maxBatch = 0;
 };
 
 /// One build of the GPU kernel library: for NVIDIA GPUs a cubin per chip

@@ -32,6 +32,7 @@ struct ImportFlags {
   int64_t contextLength = 0;
   std::string kvType = pipeline::defaultKvElementType(pipeline::CompileOptions());
   bool debugInfo = false;
+  bool batchedDecode = false;
 };
 } // namespace
 
@@ -54,6 +55,9 @@ Action registerImportCommand(CLI::App &app) {
       ->check(CLI::IsMember({"f32", "f16"}));
   command->add_flag("--debug-info", flags->debugInfo,
                     "Print locations (the model's tensor names)");
+  command->add_flag("--batched-decode", flags->batchedDecode,
+                    "Also import @decode_batch: a decode step of a batch, "
+                    "one sequence per token (as hetc compile packs it)");
   return [command, flags]() -> int {
     if (!*command)
       return -1;
@@ -83,6 +87,7 @@ Action registerImportCommand(CLI::App &app) {
     import::ImportOptions options;
     options.contextLength = flags->contextLength;
     options.kvElementType = flags->kvType;
+    options.batchedDecode = flags->batchedDecode;
     mlir::OwningOpRef<mlir::ModuleOp> module =
         import::importGguf(context, *file, options, error);
     if (!module) {

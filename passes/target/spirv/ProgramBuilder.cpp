@@ -107,7 +107,8 @@ public:
       bind(positions_, "positions", BufferRole::Positions);
       if (blockTable_)
         bind(blockTable_, "blocks", BufferRole::BlockTable,
-             ProgramValue::fixed(tableEntries_ * 4));
+             perToken_ ? ProgramValue::tokens(tableEntries_ * 4)
+                       : ProgramValue::fixed(tableEntries_ * 4));
     }
     for (unsigned i = 3; i < function_.getNumArguments(); ++i) {
       auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(i).getType());
@@ -162,10 +163,17 @@ private:
         !function_.getArgAttr(2, hetrt::format::kKvBlockTableAttrName))
       return function_.emitOpError() << kUnpagedCache;
     auto table = dyn_cast<RankedTensorType>(function_.getArgument(2).getType());
-    if (!table || table.getRank() != 1)
+    perToken_ = function_->hasAttr(llm::kSequencePerTokenAttrName);
+    if (!table || table.getRank() != (perToken_ ? 2 : 1))
       return function_.emitOpError()
              << "has a block table of type " << function_.getArgument(2).getType()
-             << "; programs run one sequence, with a tensor<?xi32> table";
+             << (perToken_ ? "; a batch's program takes a tensor<?x?xi32> "
+                             "table, a row per token"
+                           : "; programs run one sequence, with a "
+                             "tensor<?xi32> table");
+    if (perToken_ && planned_)
+      return function_.emitOpError()
+             << "decodes a batch; a plan's programs run one sequence";
     auto size = function_->getAttrOfType<IntegerAttr>(
         hetrt::format::kKvBlockSizeAttrName);
     auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(3).getType());
@@ -622,7 +630,7 @@ private:
                           ProgramValue::fixed(rope.rotary),
                           ProgramValue::fixed(rope.mode),
                           ProgramValue::fixed(blockSize_),
-                          ProgramValue::fixed(0), cacheFormat(cache)},
+                          tableStride(), cacheFormat(cache)},
                          {rowsOf(keys), ProgramValue::fixed(1),
                           ProgramValue::fixed(1)});
                 assign(append.getResult(), buffer);
@@ -635,7 +643,7 @@ private:
                        {ProgramValue::fixed(row),
                         ProgramValue::fixed(cache.getCapacity()),
                         ProgramValue::fixed(blockSize_),
-                        ProgramValue::fixed(0), cacheFormat(cache)},
+                        tableStride(), cacheFormat(cache)},
                        {rowsOf(keys), ProgramValue::fixed(1),
                         ProgramValue::fixed(1)});
               assign(append.getResult(), buffer);
@@ -682,7 +690,7 @@ private:
               // kKeysPerSplit keys, whose records a second kernel merges.
               auto paging = [&] {
                 params.push_back(ProgramValue::fixed(blockSize_));
-                params.push_back(ProgramValue::fixed(0));
+                params.push_back(tableStride());
                 params.push_back(cacheFormat(cache));
               };
               if (type.isDynamicDim(0) ||
@@ -714,10 +722,9 @@ private:
               return success();
             })
             .Case([&](llm::LogitsOp logits) -> LogicalResult {
-              if (logits.getAllTokens() || logits.getSoftcap())
+              if (logits.getSoftcap())
                 return op.emitOpError()
-                       << "of every token or with a soft cap has no SPIR-V "
-                          "program yet";
+                       << "with a soft cap has no SPIR-V program yet";
               FailureOr<int> w = weight(&op, logits.getOutput());
               FailureOr<std::string> format =
                   weightFormat(&op, logits.getOutput());
@@ -727,19 +734,25 @@ private:
               auto weightType =
                   cast<RankedTensorType>(logits.getOutput().getType());
               int64_t vocab = weightType.getDimSize(0);
+              // The last token's row, or every token's (a batch's step).
+              bool every = logits.getAllTokens();
+              ProgramValue rows =
+                  every ? rowsOf(hidden) : ProgramValue::fixed(1);
               int out = addBuffer("logits", BufferRole::Logits,
-                                  ProgramValue::fixed(vocab * 4));
+                                  scaled(rows, vocab * 4));
               assign(logits.getResult(), out);
-              ProgramValue lastRow = rowsOf(hidden);
-              lastRow.constant -= 1;
+              ProgramValue firstRow = ProgramValue::fixed(0);
+              if (!every) {
+                firstRow = rowsOf(hidden);
+                firstRow.constant -= 1;
+              }
               std::vector<ProgramValue> params = {
-                  ProgramValue::fixed(1),
-                  ProgramValue::fixed(weightType.getDimSize(1)),
-                  ProgramValue::fixed(vocab), lastRow};
+                  rows, ProgramValue::fixed(weightType.getDimSize(1)),
+                  ProgramValue::fixed(vocab), firstRow};
               std::string kernel = matmulKernel(*format, params);
               auto [columns, slices] = outputGrid(vocab);
               dispatch(kernel, {buf(logits.getHidden()), *w, out},
-                       params, {columns, ProgramValue::fixed(1), slices});
+                       params, {columns, rows, slices});
               return success();
             })
             .Default([&](Operation *other) {
@@ -1456,6 +1469,13 @@ private:
   Value blockTable_;
   int64_t blockSize_ = 0;
   int64_t tableEntries_ = 0;
+  /// Whether each token is a sequence of its own, with a table row of its
+  /// own (a batch's decode step).
+  bool perToken_ = false;
+  /// The kernels' table_stride: a row per token, or one table.
+  ProgramValue tableStride() const {
+    return ProgramValue::fixed(perToken_ ? tableEntries_ : 0);
+  }
   /// The device whose buffers and steps are being built.
   int device_ = 0;
   /// A step read a value with no buffer on its device.

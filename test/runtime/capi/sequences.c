@@ -1,5 +1,7 @@
 /* A C client of libhetrt's sequences: one session, one paged KV pool.
- * Usage: hetrt-capi-sequences PACK PROMPT COUNT
+ * Usage: hetrt-capi-sequences PACK PROMPT COUNT [DEVICE]
+ * (DEVICE: hetrt_device_count's index of the device the sessions run on;
+ * the CPU by default.)
  * Generates COUNT greedy ids three ways over one pool: the session's first
  * sequence; a fork of its prompt but the last id; a new sequence, decoded in
  * turns with the fork. Prints each, the pool's statistics, and the statuses
@@ -30,10 +32,11 @@ static void print(const char *name, const int32_t *ids, int count) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s PACK PROMPT COUNT\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: %s PACK PROMPT COUNT [DEVICE]\n", argv[0]);
     return 2;
   }
+  int32_t device = argc == 5 ? atoi(argv[4]) : 0;
   int count = atoi(argv[3]);
   if (count < 1 || count > 1024) {
     fprintf(stderr, "COUNT must be in [1, 1024]\n");
@@ -49,7 +52,8 @@ int main(int argc, char **argv) {
       !check(hetrt_model_tokenize(model, argv[2], strlen(argv[2]), 1, ids,
                                   1024, &numIds),
              "hetrt_model_tokenize") ||
-      !check(hetrt_session_create(model, 0, &session), "hetrt_session_create"))
+      !check(hetrt_session_create_on_device(model, device, 0, &session),
+             "hetrt_session_create_on_device"))
     return 1;
 
   const float *logits = NULL;
@@ -160,7 +164,8 @@ int main(int argc, char **argv) {
   hetrt_session_release(session);
 
   hetrt_session_t *tiered = NULL;
-  if (!check(hetrt_session_create(model, 0, &tiered), "hetrt_session_create") ||
+  if (!check(hetrt_session_create_on_device(model, device, 0, &tiered),
+             "hetrt_session_create_on_device") ||
       !check(hetrt_session_set_kv_budget(tiered, "pool",
                                          (uint64_t)stats.block_bytes, NULL),
              "hetrt_session_set_kv_budget") ||
@@ -203,36 +208,43 @@ int main(int argc, char **argv) {
          stats.blocks_to_disk > 0 ? "yes" : "no",
          stats.blocks_from_host > 0 && stats.blocks_from_disk > 0 ? "yes"
                                                                    : "no");
-  /* The same moves as memory spaces: host memory holds the pool and took
-   * the blocks moved to it; disk took the rest. */
+  /* The same moves as memory spaces: each block moved counts once out of
+   * one space and once into another, a block's bytes each; the pool's
+   * space sent out every block that left the pool, and disk took the
+   * blocks moved to it. */
   size_t spaceCount = 0;
   if (!check(hetrt_session_memory_space_count(tiered, &spaceCount),
              "hetrt_session_memory_space_count"))
     return 1;
+  uint64_t moves = (uint64_t)(stats.blocks_to_host + stats.blocks_to_disk +
+                              stats.blocks_from_host + stats.blocks_from_disk);
+  uint64_t in = 0, out = 0, bytesIn = 0, poolOut = 0, diskIn = 0;
   for (size_t i = 0; i < spaceCount; ++i) {
     hetrt_memory_space_t space;
     if (!check(hetrt_session_memory_space(tiered, i, &space),
                "hetrt_session_memory_space"))
       return 1;
-    int isDisk = strcmp(space.name, "disk") == 0;
-    uint64_t blocksIn = (uint64_t)(isDisk ? stats.blocks_to_disk
-                                          : stats.blocks_from_host +
-                                                stats.blocks_from_disk +
-                                                stats.blocks_to_host);
-    printf("space %s: %s, migrations in %s, bytes in %s\n",
-           isDisk ? "disk" : (space.device[0] ? "of a device" : "unnamed"),
-           isDisk ? "no device" : (space.kv_cache_bytes > 0 ? "holds the pool"
-                                                            : "no pool"),
-           space.migrations_in == blocksIn ? "as the cache counts"
-                                           : "differ",
-           space.bytes_in == blocksIn * (uint64_t)stats.block_bytes
-               ? "a block each"
-               : "differ");
+    in += space.migrations_in;
+    out += space.migrations_out;
+    bytesIn += space.bytes_in;
+    if (space.kv_cache_bytes > 0)
+      poolOut = space.migrations_out;
+    if (strcmp(space.name, "disk") == 0)
+      diskIn = space.migrations_in;
   }
+  printf("spaces: every move in and out once %s, a block each %s; the pool "
+         "sent out what left it %s; disk took its blocks %s\n",
+         in == moves && out == moves ? "yes" : "no",
+         bytesIn == moves * (uint64_t)stats.block_bytes ? "yes" : "no",
+         poolOut >= (uint64_t)(stats.blocks_to_host + stats.blocks_to_disk)
+             ? "yes"
+             : "no",
+         diskIn == (uint64_t)stats.blocks_to_disk ? "yes" : "no");
   hetrt_session_release(tiered);
   /* The tiers' format is a name; another is refused. */
   hetrt_session_t *named = NULL;
-  if (!check(hetrt_session_create(model, 0, &named), "hetrt_session_create"))
+  if (!check(hetrt_session_create_on_device(model, device, 0, &named),
+             "hetrt_session_create_on_device"))
     return 1;
   status = hetrt_session_set_kv_tier_format(named, "int4");
   printf("tier format: status %d: %s\n", (int)status,

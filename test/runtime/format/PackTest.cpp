@@ -8,6 +8,8 @@
 #include "runtime/format/Pack.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -190,6 +192,35 @@ TEST(PackTest, SpirvLibrariesRoundTripWithTheirRequirements) {
   EXPECT_EQ(best.capabilities,
             (std::vector<std::string>{"Shader", "GroupNonUniformArithmetic"}));
   EXPECT_EQ(parsed->spirv->libraries[1].variant, "portable");
+  EXPECT_EQ(parsed->spirv->decodeBatchSection, "");
+  EXPECT_EQ(parsed->spirv->maxBatch, 0);
+}
+
+// The batch's program is optional; where present it comes with its size,
+// and one without the other is refused.
+TEST(PackTest, ASpirvBatchProgramRoundTripsWithItsSize) {
+  Manifest manifest = spirvManifest();
+  manifest.spirv->decodeBatchSection = "program/spirv/decode_batch.json";
+  manifest.spirv->maxBatch = 64;
+  std::string error;
+  std::optional<Manifest> parsed =
+      Manifest::fromJson(manifest.toJson(), "test.hetpack", error);
+  ASSERT_TRUE(parsed && parsed->spirv) << error;
+  EXPECT_EQ(parsed->spirv->decodeBatchSection,
+            "program/spirv/decode_batch.json");
+  EXPECT_EQ(parsed->spirv->maxBatch, 64);
+  for (auto edit : std::vector<std::function<void(nlohmann::json &)>>{
+           [](nlohmann::json &spirv) { spirv.erase("max_batch"); },
+           [](nlohmann::json &spirv) { spirv.erase("decode_batch"); },
+           [](nlohmann::json &spirv) { spirv["max_batch"] = 0; },
+           [](nlohmann::json &spirv) { spirv["decode_batch"] = 7; }}) {
+    nlohmann::json json = nlohmann::json::parse(manifest.toJson());
+    edit(json["spirv"]);
+    EXPECT_FALSE(Manifest::fromJson(json.dump(), "test.hetpack", error))
+        << json["spirv"].dump();
+    EXPECT_NE(error.find("\"max_batch\" of 1 to 65535"), std::string::npos)
+        << error;
+  }
 }
 
 TEST(PackTest, MalformedSpirvLibrariesAreRefused) {

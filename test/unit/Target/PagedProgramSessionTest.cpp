@@ -44,6 +44,21 @@ TEST(PagedProgramSessions, Stories260KGivesTheReferenceTokensThroughHostAndDisk)
   });
 }
 
+// A batch of sequences decodes in one run of the batch's program, each
+// token at its own position through its own block table.
+TEST(PagedProgramSessions, BatchedDecodeOfStories260KGivesTheReferenceTokens) {
+  onEveryDevice("stories260K", 1024, [&](ProgramSession &session) {
+    EXPECT_EQ(session.maxBatch(), 64);
+    expectBatchedReferenceTokens(session, "stories260K");
+  });
+}
+
+TEST(PagedProgramSessions, BatchedDecodeOfBabyLlama105GivesTheReferenceTokens) {
+  onEveryDevice("babyllama105", 1024, [&](ProgramSession &session) {
+    expectBatchedReferenceTokens(session, "babyllama105");
+  });
+}
+
 /// A session of `model`'s plan on the CPU-only system: one CPU segment per
 /// step, whose code keeps each cache head-major ([2, kv_heads, slots,
 /// head_dim]), so a block is a run per head.
@@ -65,6 +80,16 @@ TEST(PagedProgramSessions, APlannedCpuSessionGivesTheReferenceTokensThroughHostA
     expectReferenceTokensThroughTiers(*session, model,
                                       model == "stories260K" ? 1 : 3, 2, true);
   }
+}
+
+TEST(PagedProgramSessions, APlannedSessionDecodesOneSequencePerStep) {
+  std::unique_ptr<ProgramSession> session = plannedOnCpu("stories260K");
+  ASSERT_TRUE(session);
+  EXPECT_EQ(session->maxBatch(), 0);
+  std::string error;
+  EXPECT_FALSE(session->decodeBatch({0}, {1}, error));
+  EXPECT_NE(error.find("decode one sequence per step"), std::string::npos)
+      << error;
 }
 
 TEST(PagedProgramSessions, AForkInsideABlockCopiesItOnTheDevice) {

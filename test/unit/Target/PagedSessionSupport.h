@@ -106,6 +106,41 @@ void prefillEach(SessionT &session, const std::vector<Prompt> &prompts,
   }
 }
 
+/// The reference prompts prefilled one by one, then decoded together: one
+/// call of the batched entry point per step, each sequence at its own
+/// position with its own blocks.
+template <typename SessionT>
+void expectBatchedReferenceTokens(SessionT &session, const std::string &model) {
+  std::vector<Prompt> prompts = referencePrompts(model);
+  std::vector<SequenceId> sequences;
+  std::vector<std::vector<int32_t>> generated;
+  prefillEach(session, prompts, false, sequences, generated);
+  std::string error;
+  for (size_t step = 1; step < prompts[0].generated.size(); ++step) {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ids.push_back(generated[i].back());
+    ASSERT_TRUE(session.decodeBatch(sequences, ids, error)) << error;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const float *logits = session.logits(i);
+      generated[i].push_back(static_cast<int32_t>(
+          std::max_element(logits, logits + session.vocabSize()) - logits));
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(prompts[i].name);
+    EXPECT_EQ(generated[i], prompts[i].generated);
+  }
+  // A sequence given twice, or one that does not exist, is refused.
+  EXPECT_FALSE(session.decodeBatch({sequences[0], sequences[0]}, {1, 2},
+                                   error));
+  EXPECT_NE(error.find("in the batch twice"), std::string::npos) << error;
+  EXPECT_FALSE(session.decodeBatch({sequences[0], 999}, {1, 2}, error));
+  EXPECT_NE(error.find("there is no sequence 999"), std::string::npos)
+      << error;
+  EXPECT_FALSE(session.decodeBatch({sequences[0]}, {1, 2}, error));
+}
+
 /// The prompts prefilled, then decoded in turns of one token each until
 /// each has its reference's count, which its tokens must equal.
 template <typename SessionT>

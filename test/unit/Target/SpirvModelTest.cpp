@@ -30,6 +30,8 @@ std::string sharedPath(const std::string &relative) {
 
 struct ModelPrograms {
   hetc::abi::Program prefill, decode;
+  /// A decode step of a batch: one sequence per token.
+  hetc::abi::Program batch;
 };
 
 /// Slots of a block: small, so that a prompt spans several blocks.
@@ -45,6 +47,7 @@ ModelPrograms programsOf(const hetrt::format::GgufFile &file, int64_t context) {
   std::string error;
   hetc::import::ImportOptions options;
   options.contextLength = context;
+  options.batchedDecode = true;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       hetc::import::importGguf(mlirContext, file, options, error);
   EXPECT_TRUE(module) << error;
@@ -59,7 +62,8 @@ ModelPrograms programsOf(const hetrt::format::GgufFile &file, int64_t context) {
   for (auto [name, program] :
        {std::pair<const char *, hetc::abi::Program *>{"prefill",
                                                        &programs.prefill},
-        {"decode", &programs.decode}}) {
+        {"decode", &programs.decode},
+        {"decode_batch", &programs.batch}}) {
     auto function = module->lookupSymbol<mlir::func::FuncOp>(name);
     EXPECT_TRUE(function) << name;
     if (!function)
@@ -169,6 +173,124 @@ TEST(SpirvModels, Stories260KGivesTheReferenceTokens) {
 
 TEST(SpirvModels, BabyLlama105GivesTheReferenceTokens) {
   expectReferenceTokens("babyllama105");
+}
+
+/// Every reference prompt of `model` as a sequence of its own in one pool,
+/// their blocks interleaved: each is prefilled alone, then all decode
+/// together, one token each per step of the batch's program (each at its
+/// own position, through its own table row), leaving the batch as they
+/// finish. Each gives its reference tokens.
+void expectBatchedReferenceTokens(const std::string &model) {
+  std::string error;
+  std::unique_ptr<hetrt::format::GgufFile> file =
+      hetrt::format::GgufFile::open(sharedPath("models/" + model + ".gguf"),
+                                    error);
+  ASSERT_TRUE(file) << error;
+  std::ifstream in(sharedPath("models/" + model + ".reference.json"));
+  nlohmann::json reference = nlohmann::json::parse(in);
+  constexpr int64_t kContext = 1024;
+  constexpr int64_t kMaxBatch = 8;
+  ModelPrograms programs = programsOf(*file, kContext);
+  ASSERT_FALSE(programs.batch.steps.empty());
+  const hetc::target::spirv::SpirvExecutable &library =
+      hetc::test::kernelLibrary();
+  std::vector<hetrt::hal::KernelSignature> signatures;
+  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
+    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+
+  hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
+    hetrt::hal::Error halError;
+    std::unique_ptr<hetrt::core::ProgramRunner> runner =
+        hetrt::core::ProgramRunner::create(
+            device, hetrt::hal::ExecutableFormat::SpirV, library.binary,
+            signatures,
+            {{programs.prefill, kContext},
+             {programs.decode, 1},
+             {programs.batch, kMaxBatch}},
+            *file, halError);
+    ASSERT_TRUE(runner) << halError.message;
+    int64_t entries = runner->blockTableEntries();
+    int64_t vocab = runner->vocab();
+    struct Sequence {
+      std::vector<int32_t> table, expected, generated;
+      int64_t position = 0;
+    };
+    std::vector<Sequence> sequences;
+    size_t count = reference["prompts"].size();
+    ASSERT_GE(count, 2u);
+    for (size_t i = 0; i < count; ++i) {
+      const nlohmann::json &prompt = reference["prompts"][i];
+      Sequence sequence;
+      // Sequence i's block b is pool block b * count + i, mirrored.
+      sequence.table.assign(static_cast<size_t>(entries), 0);
+      for (int64_t b = 0; b < entries / static_cast<int64_t>(count); ++b)
+        sequence.table[static_cast<size_t>(b)] = static_cast<int32_t>(
+            entries - 1 - (b * static_cast<int64_t>(count) + int64_t(i)));
+      std::vector<int32_t> tokens =
+          prompt["prompt_token_ids"].get<std::vector<int32_t>>();
+      sequence.expected =
+          prompt["generated_token_ids"].get<std::vector<int32_t>>();
+      std::vector<float> logits(static_cast<size_t>(vocab));
+      ASSERT_TRUE(runner->run(0, tokens.data(),
+                              static_cast<int64_t>(tokens.size()), 0,
+                              sequence.table.data(), logits.data(), halError))
+          << halError.message;
+      sequence.generated = {static_cast<int32_t>(
+          std::max_element(logits.begin(), logits.end()) - logits.begin())};
+      sequence.position = static_cast<int64_t>(tokens.size());
+      sequences.push_back(std::move(sequence));
+    }
+    size_t steps = 0;
+    for (;;) {
+      std::vector<Sequence *> batch;
+      for (Sequence &sequence : sequences)
+        if (sequence.generated.size() < sequence.expected.size())
+          batch.push_back(&sequence);
+      if (batch.empty())
+        break;
+      ASSERT_LE(batch.size(), static_cast<size_t>(kMaxBatch));
+      std::vector<int32_t> tokens, positions, tables;
+      for (Sequence *member : batch) {
+        tokens.push_back(member->generated.back());
+        positions.push_back(static_cast<int32_t>(member->position++));
+        tables.insert(tables.end(), member->table.begin(),
+                      member->table.end());
+      }
+      std::vector<float> logits(batch.size() * static_cast<size_t>(vocab));
+      ASSERT_TRUE(runner->runBatch(2, tokens.data(), positions.data(),
+                                   static_cast<int64_t>(batch.size()),
+                                   tables.data(), logits.data(), halError))
+          << halError.message;
+      for (size_t m = 0; m < batch.size(); ++m) {
+        auto row = logits.begin() + static_cast<long>(m * vocab);
+        batch[m]->generated.push_back(static_cast<int32_t>(
+            std::max_element(row, row + vocab) - row));
+      }
+      ++steps;
+    }
+    EXPECT_GT(steps, 0u);
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      SCOPED_TRACE(reference["prompts"][i]["name"].get<std::string>());
+      EXPECT_EQ(sequences[i].generated, sequences[i].expected);
+    }
+    // The single sequence's program takes no batch.
+    std::vector<int32_t> two = {1, 2}, at = {3, 4};
+    std::vector<int32_t> tables(static_cast<size_t>(2 * entries), 0);
+    std::vector<float> logits(static_cast<size_t>(2 * vocab));
+    EXPECT_FALSE(runner->runBatch(0, two.data(), at.data(), 2, tables.data(),
+                                  logits.data(), halError));
+    EXPECT_NE(halError.message.find("buffer takes one sequence"),
+              std::string::npos)
+        << halError.message;
+  });
+}
+
+TEST(SpirvModels, Stories260KDecodesABatchToTheReferenceTokens) {
+  expectBatchedReferenceTokens("stories260K");
+}
+
+TEST(SpirvModels, BabyLlama105DecodesABatchToTheReferenceTokens) {
+  expectBatchedReferenceTokens("babyllama105");
 }
 
 /// The error ProgramRunner::create gives for `programs` on the first SPIR-V

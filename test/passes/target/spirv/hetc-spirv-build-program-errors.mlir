@@ -95,3 +95,15 @@ func.func @decode(%tokens: tensor<1xi32>, %positions: tensor<1xi32>, %blocks: te
   %c = llm.kv_append %k, %k into %cache at %positions pages %blocks block_size = 32 : (tensor<1x2x16xf32>, tensor<1x2x16xf32>, !cache, tensor<1xi32>, tensor<?xi32>) -> !cache
   return %c : !cache
 }
+
+// -----
+
+// A batch's step (a sequence per token) needs a table row per token.
+llm.weight @table {data_offset = 0 : i64} : tensor<100x32xf32>
+!cache = !llm.kv_cache<capacity = 64, kvHeads = 2, headDim = 16, elementType = f32>
+// expected-error @+1 {{'func.func' op has a block table of type 'tensor<?xi32>'; a batch's program takes a tensor<?x?xi32> table, a row per token}}
+func.func @decode_batch(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !cache) -> (tensor<?x32xf32>, !cache) attributes {hetc.kv_block_size = 16 : i64, llm.sequence_per_token} {
+  %table = llm.get_weight @table : tensor<100x32xf32>
+  %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x32xf32>) -> tensor<?x32xf32>
+  return %x, %cache : tensor<?x32xf32>, !cache
+}
