@@ -310,6 +310,7 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
   std::vector<int32_t> prompt =
       benchPrompt(flags.promptTokens, model->vocabSize());
   std::unique_ptr<hetrt::api::Session> session;
+  int32_t deviceIndex = -1;
   if (!flags.system.empty()) {
     session = hetrt::api::Session::createPlanned(*model, status);
   } else {
@@ -328,7 +329,8 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                    "--list-devices` lists them)\n";
       return 2;
     }
-    session = hetrt::api::Session::createOnDevice(*model, found->index, 0,
+    deviceIndex = found->index;
+    session = hetrt::api::Session::createOnDevice(*model, deviceIndex, 0,
                                                   status);
   }
   std::string error;
@@ -341,6 +343,24 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
                    prefillRate, decodeRate, error)) {
     std::cerr << "hetc bench: " << error << "\n";
     return 1;
+  }
+  // Batched decode on the device: several sequences in one run of the
+  // batch's program per step, beside one sequence's rate.
+  nlohmann::json batches = nlohmann::json::array();
+  for (int sequences : flags.batches) {
+    std::unique_ptr<hetrt::api::Session> batchSession =
+        hetrt::api::Session::createOnDevice(*model, deviceIndex, 0, status);
+    double rate = 0;
+    if (!batchSession ||
+        !timeBatch(*batchSession, prompt, sequences, flags.decodeTokens,
+                   flags.repeats, rate, error)) {
+      std::cerr << "hetc bench: --batch " << sequences << ": "
+                << (batchSession ? error : status.message) << "\n";
+      return 1;
+    }
+    batches.push_back({{"sequences", sequences},
+                       {"decode_tokens_per_s", rate},
+                       {"vs_one_sequence", rate / decodeRate}});
   }
   // Per decode step: each round ran a prefill and the decode steps; the
   // device counters ran since the session began.
@@ -376,6 +396,8 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
       report["planned_decode_tokens_per_s"] = 1 / plannedSeconds;
       report["decode_vs_plan"] = decodeRate * plannedSeconds;
     }
+    if (!batches.empty())
+      report["batches"] = batches;
     std::cout << report.dump(2) << "\n";
     return 0;
   }
@@ -386,6 +408,15 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
     std::printf("the plan predicts %.1f decode tokens/s: measured/planned "
                 "%.2f\n",
                 1 / plannedSeconds, decodeRate * plannedSeconds);
+  if (!batches.empty())
+    std::printf("\n%-10s %16s %16s %10s\n", "sequences", "decode tok/s",
+                "per sequence", "vs one");
+  for (const nlohmann::json &batch : batches)
+    std::printf("%-10d %16.1f %16.1f %10.2f\n", batch["sequences"].get<int>(),
+                batch["decode_tokens_per_s"].get<double>(),
+                batch["decode_tokens_per_s"].get<double>() /
+                    batch["sequences"].get<int>(),
+                batch["vs_one_sequence"].get<double>());
   for (const hetrt::api::DeviceStats &stats : session->deviceStats())
     std::printf("%s (%s): %llu dispatches, %.1f KiB in and %.1f KiB out over "
                 "%lld rounds\n",
@@ -477,9 +508,9 @@ Action registerBenchCommand(CLI::App &app) {
     }
     // The device and plan measurements open the model through the public
     // API alone.
-    if (onProgram && !flags->batches.empty()) {
-      std::cerr << "hetc bench: --batch measures the CPU's batched decode; "
-                   "drop it with --device or --system\n";
+    if (!flags->system.empty() && !flags->batches.empty()) {
+      std::cerr << "hetc bench: --batch measures a batched decode, which a "
+                   "plan's programs do not run; drop it with --system\n";
       return 2;
     }
     if (onProgram)
