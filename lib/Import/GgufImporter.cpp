@@ -334,9 +334,11 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext &context, const GgufFile &file,
     cacheElement = b.getF32Type();
   else if (options.kvElementType == "f16")
     cacheElement = b.getF16Type();
+  else if (options.kvElementType == "bf16")
+    cacheElement = b.getBF16Type();
   else {
     error = "KV-cache element type \"" + options.kvElementType +
-            "\" is not one of f32, f16";
+            "\" is not one of f32, f16, bf16";
     return nullptr;
   }
   auto cacheType = llm::KVCacheType::get(&context, capacity, config->numKvHeads,

@@ -26,23 +26,25 @@ KvSwapSpace::KvSwapSpace(size_t blockBytes, int64_t hostBlocks,
 }
 
 namespace {
-float elementAt(const std::byte *row, size_t i, size_t elementBytes) {
-  if (elementBytes == 4) {
+float elementAt(const std::byte *row, size_t i, const KvBlockRows &rows) {
+  if (rows.elementBytes == 4) {
     float value;
     std::memcpy(&value, row + i * 4, 4);
     return value;
   }
   uint16_t bits;
   std::memcpy(&bits, row + i * 2, 2);
-  return format::fp16ToFp32(bits);
+  return rows.bfloat ? format::bf16ToFp32(bits) : format::fp16ToFp32(bits);
 }
 
-void storeElement(std::byte *row, size_t i, size_t elementBytes, float value) {
-  if (elementBytes == 4) {
+void storeElement(std::byte *row, size_t i, const KvBlockRows &rows,
+                  float value) {
+  if (rows.elementBytes == 4) {
     std::memcpy(row + i * 4, &value, 4);
     return;
   }
-  uint16_t bits = format::fp32ToFp16(value);
+  uint16_t bits =
+      rows.bfloat ? format::fp32ToBf16(value) : format::fp32ToFp16(value);
   std::memcpy(row + i * 2, &bits, 2);
 }
 } // namespace
@@ -58,13 +60,13 @@ const std::byte *KvSwapSpace::encode(const std::byte *block) {
     float largest = 0;
     for (size_t i = 0; i < rows_.rowElements; ++i)
       largest = std::max(largest,
-                         std::fabs(elementAt(row, i, rows_.elementBytes)));
+                         std::fabs(elementAt(row, i, rows_)));
     // Symmetric: the largest magnitude maps to 127.
     float scale = largest > 0 ? largest / 127.0f : 1.0f;
     std::memcpy(out, &scale, sizeof(float));
     out += sizeof(float);
     for (size_t i = 0; i < rows_.rowElements; ++i) {
-      float q = std::nearbyint(elementAt(row, i, rows_.elementBytes) / scale);
+      float q = std::nearbyint(elementAt(row, i, rows_) / scale);
       out[i] = static_cast<std::byte>(
           static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
     }
@@ -86,7 +88,7 @@ void KvSwapSpace::decode(const std::byte *stored, std::byte *block) const {
     stored += sizeof(float);
     std::byte *row = block + r * rowBytes;
     for (size_t i = 0; i < rows_.rowElements; ++i)
-      storeElement(row, i, rows_.elementBytes,
+      storeElement(row, i, rows_,
                    static_cast<float>(static_cast<int8_t>(stored[i])) * scale);
     stored += rows_.rowElements;
   }

@@ -34,10 +34,11 @@ struct KvSwapStats {
 enum class KvTierFormat { Exact, Int8 };
 
 /// A block's layout for compressing it: rows of `rowElements` elements of
-/// `elementBytes` (4: f32, 2: f16).
+/// `elementBytes` (4: f32, 2: f16, or bf16 where `bfloat`).
 struct KvBlockRows {
   size_t rowElements = 0;
   size_t elementBytes = 4;
+  bool bfloat = false;
 };
 
 /// Not thread-safe.

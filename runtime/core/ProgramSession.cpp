@@ -495,6 +495,7 @@ std::unique_ptr<ProgramSession> ProgramSession::start(
   session->table_.assign(static_cast<size_t>(entries), 0);
   session->headDim_ = static_cast<size_t>(manifest.headDim);
   session->kvElementBytes_ = static_cast<size_t>(manifest.kvElementBytes());
+  session->kvBfloat_ = manifest.kvElementType == "bf16";
   session->vocab_ = manifest.vocabSize;
   session->logits_.assign(manifest.vocabSize, 0.0f);
   KvBlockStore &store = *session;

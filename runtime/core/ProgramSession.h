@@ -141,7 +141,7 @@ private:
   // The caches as the KV cache's block store (ProgramRunner moves them).
   size_t blockBytes() const override { return runner_->kvBlockBytes(); }
   KvBlockRows blockRows() const override {
-    return {headDim_, kvElementBytes_};
+    return {headDim_, kvElementBytes_, kvBfloat_};
   }
   bool gatherBlock(int32_t block, std::byte *out, std::string &error) override;
   bool scatterBlock(const std::byte *in, int32_t block,
@@ -160,6 +160,7 @@ private:
   std::vector<int32_t> table_;
   size_t headDim_ = 0;
   size_t kvElementBytes_ = 4;
+  bool kvBfloat_ = false;
   std::vector<float> logits_;
   int64_t context_ = 0;
   int64_t maxPrefillTokens_ = 1;

@@ -184,7 +184,7 @@ std::byte *Session::blockRun(int32_t block, size_t run) const {
 KvBlockRows Session::blockRows() const {
   const format::Manifest &m = model_.manifest();
   return {static_cast<size_t>(m.headDim),
-          static_cast<size_t>(m.kvElementBytes())};
+          static_cast<size_t>(m.kvElementBytes()), m.kvElementType == "bf16"};
 }
 
 bool Session::copyBlock(int32_t from, int32_t to, std::string &) {

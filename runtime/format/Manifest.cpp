@@ -300,7 +300,7 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
   if (manifest.kvElementBytes() == 0)
     return fail("field \"model.kv_element_type\" is \"" +
                 printable(manifest.kvElementType) +
-                "\"; this runtime supports \"f32\" and \"f16\"");
+                "\"; this runtime supports \"f32\", \"f16\" and \"bf16\"");
   // A list of code variants (name, section, CPU features); false with
   // `problem` set.
   std::string problem;

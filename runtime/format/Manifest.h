@@ -128,10 +128,10 @@ struct PlannedCode {
   int64_t plannedContext = 0;
 };
 
-/// Bytes of a KV-cache element of `type` ("f32", "f16"); 0 for a type
+/// Bytes of a KV-cache element of `type` ("f32", "f16", "bf16"); 0 for a type
 /// no runtime of this version allocates.
 inline int64_t kvElementBytesOf(const std::string &type) {
-  return type == "f32" ? 4 : type == "f16" ? 2 : 0;
+  return type == "f32" ? 4 : type == "f16" || type == "bf16" ? 2 : 0;
 }
 
 struct Manifest {
@@ -157,10 +157,11 @@ struct Manifest {
   int64_t kvSlots() const {
     return kvBlockSize > 0 ? kvBlockSize * kvPoolBlocks : contextLength;
   }
-  /// Element type of the KV cache: "f32", or "f16" (llama.cpp's default,
+  /// Element type of the KV cache: "f32", "bf16", or "f16" (llama.cpp's default,
   /// half the bytes every decode step reads).
   std::string kvElementType = "f32";
-  /// Bytes of one KV-cache element (fromJson admits only "f32" and "f16").
+  /// Bytes of one KV-cache element (fromJson admits only "f32", "f16" and
+  /// "bf16").
   int64_t kvElementBytes() const { return kvElementBytesOf(kvElementType); }
 
   /// Symbols of the one-pointer entry wrappers; fromJson admits only the

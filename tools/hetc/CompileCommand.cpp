@@ -68,10 +68,9 @@ Action registerCompileCommand(CLI::App &app) {
       ->check(wholeRange(1, INT32_MAX / 64));
   command->add_option("--kv-type", flags->kvType,
                       "KV-cache element type: f16 (default, as llama.cpp; "
-                      "half the bytes each decode step reads) or f32 "
-                      "(default with --spirv or --system, whose SPIR-V "
-                      "kernels read f32)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+                      "half the bytes each decode step reads), bf16 (the "
+                      "same bytes with f32's range) or f32")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   command->add_flag("--spirv", flags->spirv,
                     "Also pack the model as SPIR-V programs, for Vulkan "
                     "devices (hetc run --device vulkan0)");

@@ -51,8 +51,8 @@ Action registerImportCommand(CLI::App &app) {
       ->check(wholeRange(0, INT32_MAX));
   command->add_option("--kv-type", flags->kvType,
                       "KV-cache element type: f16 (default, as hetc compile "
-                      "packs it) or f32")
-      ->check(CLI::IsMember({"f32", "f16"}));
+                      "packs it), bf16 or f32")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   command->add_flag("--debug-info", flags->debugInfo,
                     "Print locations (the model's tensor names)");
   command->add_flag("--batched-decode", flags->batchedDecode,

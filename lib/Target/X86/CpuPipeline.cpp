@@ -102,6 +102,10 @@ void addLLVMPhase(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   // Vector lowering leaves ub.poison for lanes that are never read.
   pm.addPass(createUBToLLVMConversionPass());
+  // Rounding to bf16 (a bf16 KV cache) in integer ops: LLVM would call
+  // __truncsfbf2 on CPUs without AVX512-BF16, which the loaded code cannot
+  // resolve, and its instruction flushes subnormals where this keeps them.
+  pm.addPass(hetc::x86::createHetcX86ExpandBf16Pass());
   pm.addPass(createArithToLLVMConversionPass());
   // Branches carry AMX tiles where a loop keeps its sums in tile registers:
   // cf's patterns with the AMX dialect's type conversion (!amx.tile →

@@ -120,10 +120,11 @@ public:
                << "argument " << i << " holds " << cache.getCapacity()
                << " slots, not the " << tableEntries_ << " blocks of "
                << blockSize_ << " of the first cache";
-      if (!cache.getElementType().isF32() && !cache.getElementType().isF16())
+      if (!cache.getElementType().isF32() && !cache.getElementType().isF16() &&
+          !cache.getElementType().isBF16())
         return function_.emitOpError()
-               << "argument " << i << ": programs keep f32 or f16 KV caches, "
-               << "not " << cache.getElementType();
+               << "argument " << i << ": programs keep f32, f16 or bf16 KV "
+               << "caches, not " << cache.getElementType();
       kvNames_[function_.getArgument(i)] = "kv." + std::to_string(i - 3);
       if (!planned_)
         bindCache(function_.getArgument(i), 0);
@@ -189,9 +190,11 @@ private:
     return success();
   }
 
-  /// The kernels' code for a cache's elements (@cache_element): 0 f32, 1 f16.
+  /// The kernels' code for a cache's elements (@cache_element): 0 f32, 1
+  /// f16, 2 bf16.
   static ProgramValue cacheFormat(llm::KVCacheType cache) {
-    return ProgramValue::fixed(cache.getElementType().isF16() ? 1 : 0);
+    Type element = cache.getElementType();
+    return ProgramValue::fixed(element.isF16() ? 1 : element.isBF16() ? 2 : 0);
   }
 
   /// An op that reads a cache must read it through the function's table.

@@ -498,3 +498,18 @@ def HetcX86ApproximateMathPass
                            "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];
 }
+
+def HetcX86ExpandBf16Pass : Pass<"hetc-x86-expand-bf16", "mlir::ModuleOp"> {
+  let summary = "Convert f32 to and from bf16 with integer ops";
+  let description = [{
+    Rewrites `arith.truncf` to bf16 and `arith.extf` from bf16 (scalar or
+    vector) into integer ops with upstream MLIR's patterns: the upper half
+    of the f32, rounded to nearest even, a NaN kept quiet. A bf16 KV cache
+    writes through them: LLVM would otherwise call `__truncsfbf2` on CPUs
+    without AVX512-BF16, which loaded code cannot resolve, and the
+    instruction it uses elsewhere flushes subnormals. Other ops are left
+    alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}

@@ -64,12 +64,22 @@ TEST(KvSwapSpace, ExactBlocksComeBackThroughHostAndDisk) {
 TEST(KvSwapSpace, Int8BlocksComeBackWithinHalfAStepOfTheirRowScale) {
   constexpr size_t kRows = 8;
   std::mt19937 random(11);
-  for (size_t elementBytes : {size_t(4), size_t(2)}) {
-    SCOPED_TRACE(elementBytes == 4 ? "f32" : "f16");
+  for (KvBlockRows rows : {KvBlockRows{16, 4}, KvBlockRows{16, 2},
+                           KvBlockRows{16, 2, /*bfloat=*/true}}) {
+    size_t elementBytes = rows.elementBytes;
+    SCOPED_TRACE(elementBytes == 4 ? "f32" : rows.bfloat ? "bf16" : "f16");
+    // A 16-bit element as the cache keeps it, and back.
+    auto narrow = [&](float value) {
+      return rows.bfloat ? hetrt::format::fp32ToBf16(value)
+                         : hetrt::format::fp32ToFp16(value);
+    };
+    auto widen = [&](uint16_t bits) {
+      return rows.bfloat ? hetrt::format::bf16ToFp32(bits)
+                         : hetrt::format::fp16ToFp32(bits);
+    };
     size_t blockBytes = kRows * 16 * elementBytes;
     KvSwapSpace tiers(blockBytes, /*hostBlocks=*/1, /*diskBlocks=*/1,
-                      testing::TempDir(), KvTierFormat::Int8,
-                      KvBlockRows{16, elementBytes});
+                      testing::TempDir(), KvTierFormat::Int8, rows);
     std::string error;
     for (int i = 0; i < 2; ++i) {
       std::vector<std::byte> f32 = randomBlock(random, kRows);
@@ -78,8 +88,8 @@ TEST(KvSwapSpace, Int8BlocksComeBackWithinHalfAStepOfTheirRowScale) {
       std::vector<std::byte> block(blockBytes);
       for (size_t e = 0; e < values.size(); ++e) {
         if (elementBytes == 2) {
-          uint16_t half = hetrt::format::fp32ToFp16(values[e]);
-          values[e] = hetrt::format::fp16ToFp32(half);
+          uint16_t half = narrow(values[e]);
+          values[e] = widen(half);
           std::memcpy(block.data() + 2 * e, &half, 2);
         } else {
           std::memcpy(block.data() + 4 * e, &values[e], 4);
@@ -104,14 +114,17 @@ TEST(KvSwapSpace, Int8BlocksComeBackWithinHalfAStepOfTheirRowScale) {
           if (elementBytes == 2) {
             uint16_t half;
             std::memcpy(&half, back.data() + 2 * (r * 16 + e), 2);
-            restored = hetrt::format::fp16ToFp32(half);
+            restored = widen(half);
           } else {
             std::memcpy(&restored, back.data() + 4 * (r * 16 + e), 4);
           }
-          // Half a step of rounding, and f16's own rounding of the result.
-          float bound = step / 2 + (elementBytes == 2
-                                        ? std::fabs(original) / 1024 + 1e-3f
-                                        : 1e-6f);
+          // Half a step of rounding, and the 16-bit type's own rounding of
+          // the result (8 bits of mantissa in bf16, 11 in f16).
+          float bound =
+              step / 2 + (elementBytes == 4 ? 1e-6f
+                          : rows.bfloat
+                              ? std::fabs(original) / 128 + step / 128 + 1e-6f
+                              : std::fabs(original) / 1024 + 1e-3f);
           EXPECT_LE(std::fabs(restored - original), bound)
               << "row " << r << " element " << e;
         }

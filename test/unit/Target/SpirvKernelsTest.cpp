@@ -672,30 +672,50 @@ float widenHalf(uint16_t bits) {
   return static_cast<float>(half);
 }
 
-/// `values` as an f16 cache's words: two halves each, the lower first.
-std::vector<uint32_t> packHalves(const std::vector<float> &values) {
+/// The bfloat16 nearest `value`, ties to even (ggml's conversion); a NaN is
+/// the quiet 0x7fc0 the CPU's code writes.
+uint16_t bfloatBits(float value) {
+  return std::isnan(value) ? 0x7fc0 : hetrt::format::fp32ToBf16(value);
+}
+
+float widenBfloat(uint16_t bits) {
+  uint32_t word = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, 4);
+  return value;
+}
+
+/// The kernels' 16-bit cache formats (@cache_element): 1 IEEE halves, 2
+/// bfloat16.
+uint16_t sixteenBits(int format, float value) {
+  return format == 2 ? bfloatBits(value) : halfBits(value);
+}
+
+float widenSixteen(int format, uint16_t bits) {
+  return format == 2 ? widenBfloat(bits) : widenHalf(bits);
+}
+
+/// `values` as a 16-bit cache's words: two halves each, the lower first.
+std::vector<uint32_t> packHalves(const std::vector<float> &values,
+                                 int format = 1) {
   std::vector<uint32_t> words(values.size() / 2);
   for (size_t w = 0; w < words.size(); ++w)
-    words[w] = halfBits(values[2 * w]) |
-               (static_cast<uint32_t>(halfBits(values[2 * w + 1])) << 16);
+    words[w] = sixteenBits(format, values[2 * w]) |
+               (static_cast<uint32_t>(sixteenBits(format, values[2 * w + 1]))
+                << 16);
   return words;
 }
 
-TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
-  // Values that round up, down and to even, past the largest half (to
-  // infinity), into its subnormals and below them (to zero), a NaN and
-  // both zeros, with and without the keys' rotation.
+/// Appends into a 16-bit cache of `format` write the compiler's rounding
+/// of every value (`specials` among them).
+void expectSixteenBitAppends(int format, const std::vector<float> &specials) {
   constexpr int context = 8, heads = 2, dim = 16, row = heads * dim,
                 blockSize = 4;
   std::vector<int32_t> positions = {5, 2, 7};
   const int tokens = static_cast<int>(positions.size());
   std::vector<float> keys = randomValues(tokens * row, 21);
   std::vector<float> values = randomValues(tokens * row, 22);
-  const float specials[] = {65504.0f,  65520.0f, 70000.0f, -1e9f,
-                            6.0e-8f,   2.9e-8f,  1e-12f,   -0.0f,
-                            0.0f,      1.0009765625f, 1.00048828125f,
-                            1.00146484375f, std::nanf(""), 3e-5f};
-  for (size_t i = 0; i < std::size(specials); ++i)
+  for (size_t i = 0; i < specials.size(); ++i)
     values[3 + i] = specials[i];
   std::vector<int32_t> blocks = {1, 0};
   std::vector<uint32_t> expected(context * row, 0xdeadbeef);
@@ -705,7 +725,8 @@ TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
     std::vector<float> k(keys.begin() + t * row, keys.begin() + (t + 1) * row);
     std::vector<float> v(values.begin() + t * row,
                          values.begin() + (t + 1) * row);
-    std::vector<uint32_t> kw = packHalves(k), vw = packHalves(v);
+    std::vector<uint32_t> kw = packHalves(k, format),
+                          vw = packHalves(v, format);
     std::copy(kw.begin(), kw.end(), expected.begin() + slot * row / 2);
     std::copy(vw.begin(), vw.end(),
               expected.begin() + (context + slot) * row / 2);
@@ -716,7 +737,7 @@ TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
     auto cache =
         runner.upload(std::vector<uint32_t>(context * row, 0xdeadbeef));
     auto params = runner.upload(
-        std::vector<int32_t>{row, context, blockSize, 0, /*f16*/ 1});
+        std::vector<int32_t>{row, context, blockSize, 0, format});
     std::vector<float> written = runner.run(
         "kv_append_f32", {static_cast<uint32_t>(tokens), 1, 1},
         {bk.get(), bv.get(), bp.get(), bb.get(), cache.get(), params.get()},
@@ -725,6 +746,30 @@ TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
     std::memcpy(words.data(), written.data(), words.size() * 4);
     EXPECT_EQ(words, expected);
   });
+}
+
+TEST(SpirvKernels, KvAppendIntoAnF16CacheRoundsAsTheCpuDoes) {
+  // Values that round up, down and to even, past the largest half (to
+  // infinity), into its subnormals and below them (to zero), a NaN and
+  // both zeros.
+  expectSixteenBitAppends(
+      1, {65504.0f, 65520.0f, 70000.0f, -1e9f, 6.0e-8f, 2.9e-8f, 1e-12f,
+          -0.0f, 0.0f, 1.0009765625f, 1.00048828125f, 1.00146484375f,
+          std::nanf(""), 3e-5f});
+}
+
+TEST(SpirvKernels, KvAppendIntoABf16CacheRoundsAsTheCpuDoes) {
+  // Values that round up, down and to even (ties at 1 + 2^-8 and 1 + 3 *
+  // 2^-8), past the largest bfloat16 (to infinity), subnormals kept (not
+  // flushed), a NaN of either sign and both zeros.
+  EXPECT_EQ(bfloatBits(1.00390625f), 0x3f80); // a tie, to the even below
+  EXPECT_EQ(bfloatBits(1.01171875f), 0x3f82); // a tie, to the even above
+  EXPECT_EQ(bfloatBits(3.4e38f), 0x7f80);     // past the largest: infinity
+  EXPECT_EQ(bfloatBits(1e-39f), 0x000b);      // a subnormal, kept
+  expectSixteenBitAppends(
+      2, {1.00390625f, 1.01171875f, 1.005f, 3.3961e38f, 3.4e38f, -3.4e38f,
+          1e-39f, -1e-40f, 1.4e-45f, -0.0f, 0.0f, std::nanf(""),
+          -std::nanf(""), 65520.0f});
 }
 
 /// Grouped attention in double: each query over the keys its position may
@@ -862,9 +907,9 @@ TEST(SpirvKernels, AttentionOfABatchReadsEachTokensOwnBlockTable) {
   });
 }
 
-TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
-  // The cache's keys and values as halves: the reference attends over the
-  // same rounded values.
+/// Attention over a 16-bit cache of `format`: the reference attends over
+/// the same rounded values.
+void expectSixteenBitAttention(int format) {
   constexpr int heads = 4, kvHeads = 2, context = 200, keyCount = 150,
                 dim = 40;
   std::vector<int32_t> positions = {147, 3};
@@ -874,13 +919,13 @@ TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
     value *= 4.0f;
   std::vector<float> cache = randomValues(2 * context * kvHeads * dim, 24);
   for (float &value : cache)
-    value = widenHalf(halfBits(value));
+    value = widenSixteen(format, sixteenBits(format, value));
   std::vector<double> expected, scale;
   referenceAttention(q, cache, positions, heads, kvHeads, dim, context,
                      keyCount, /*causal=*/true, expected, scale);
   std::vector<int32_t> table = scrambledTable(context / 8, 7);
   std::vector<uint32_t> paged =
-      packHalves(pageCache(cache, context, kvHeads * dim, 8, table));
+      packHalves(pageCache(cache, context, kvHeads * dim, 8, table), format);
   float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
   onEveryDevice([&](KernelRunner &runner) {
     auto bq = runner.upload(q), bc = runner.upload(paged);
@@ -888,14 +933,24 @@ TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
     auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
     auto params = runner.upload(std::vector<int32_t>{
         heads, kvHeads, dim, context, keyCount, floatBits(attentionScale), 1,
-        0, 8, 0, /*f16*/ 1});
+        0, 8, 0, format});
     expectClose(runner.run("attention_f32",
                            {static_cast<uint32_t>(tokens), heads, 1},
                            {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
                             params.get()},
                            q.size(), 4),
-                expected, scale, 1e-5, "attention_f32 over f16");
+                expected, scale, 1e-5,
+                format == 2 ? "attention_f32 over bf16"
+                            : "attention_f32 over f16");
   });
+}
+
+TEST(SpirvKernels, AttentionOverAnF16CacheMatchesTheCpu) {
+  expectSixteenBitAttention(1);
+}
+
+TEST(SpirvKernels, AttentionOverABf16CacheMatchesTheCpu) {
+  expectSixteenBitAttention(2);
 }
 
 TEST(SpirvKernels, DecodeAttentionSplitOverTheContextMatchesTheCpu) {

@@ -682,11 +682,14 @@ module attributes {gpu.container_module} {
     }
 
     // A KV cache's words hold its elements as f32 (format 0) or as pairs of
-    // IEEE halves (format 1, the lower half first), so one kernel serves
-    // both element types: element e of the cache.
+    // 16-bit halves, the lower half first: IEEE halves (format 1) or
+    // bfloat16 (format 2, the upper half of an f32). One kernel serves every
+    // element type: element e of the cache.
     func.func private @cache_element(%cache: memref<?xi32>, %e: index, %format: i32) -> f32 {
       %c0_i32 = arith.constant 0 : i32
+      %c2_i32 = arith.constant 2 : i32
       %halves = arith.cmpi ne, %format, %c0_i32 : i32
+      %brain = arith.cmpi eq, %format, %c2_i32 : i32
       %value = scf.if %halves -> f32 {
         %c2 = arith.constant 2 : index
         %c16_i32 = arith.constant 16 : i32
@@ -698,7 +701,14 @@ module attributes {gpu.container_module} {
         %shift = arith.muli %odd_i32, %c16_i32 : i32
         %shifted = arith.shrui %word, %shift : i32
         %half = arith.andi %shifted, %low_bits : i32
-        %v = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+        %v = scf.if %brain -> f32 {
+          %upper = arith.shli %half, %c16_i32 : i32
+          %b = arith.bitcast %upper : i32 to f32
+          scf.yield %b : f32
+        } else {
+          %h = func.call @f16_bits_to_f32(%half) : (i32) -> f32
+          scf.yield %h : f32
+        }
         scf.yield %v : f32
       } else {
         %word = memref.load %cache[%e] : memref<?xi32>
@@ -708,18 +718,59 @@ module attributes {gpu.container_module} {
       return %value : f32
     }
 
-    // Word `at` of a cache: `first` as f32, or with `halves` `first` and
-    // `second` as IEEE halves (@cache_element's layout; rounded to nearest
-    // even, as the CPU rounds).
-    func.func private @store_cache_word(%cache: memref<?xi32>, %at: index, %first: f32, %second: f32, %halves: i1) {
+    // Word `at` of a cache of `format` (@cache_element's layout): `first`
+    // as f32, or `first` and `second` as halves of the format, rounded to
+    // nearest even as the CPU rounds.
+    func.func private @store_cache_word(%cache: memref<?xi32>, %at: index, %first: f32, %second: f32, %format: i32) {
+      %c0_i32 = arith.constant 0 : i32
+      %c1_i32 = arith.constant 1 : i32
+      %halves = arith.cmpi ne, %format, %c0_i32 : i32
+      %ieee = arith.cmpi eq, %format, %c1_i32 : i32
       scf.if %halves {
-        %word = func.call @pack_f16x2(%first, %second) : (f32, f32) -> i32
+        %word = scf.if %ieee -> i32 {
+          %w = func.call @pack_f16x2(%first, %second) : (f32, f32) -> i32
+          scf.yield %w : i32
+        } else {
+          %w = func.call @pack_bf16x2(%first, %second) : (f32, f32) -> i32
+          scf.yield %w : i32
+        }
         memref.store %word, %cache[%at] : memref<?xi32>
       } else {
         %word = arith.bitcast %first : f32 to i32
         memref.store %word, %cache[%at] : memref<?xi32>
       }
       return
+    }
+
+    // bfloat16 bits of lo in the low half, of hi in the high half
+    // (@f32_to_bf16_bits).
+    func.func private @pack_bf16x2(%lo: f32, %hi: f32) -> i32 {
+      %sixteen = arith.constant 16 : i32
+      %lo_bits = func.call @f32_to_bf16_bits(%lo) : (f32) -> i32
+      %hi_bits = func.call @f32_to_bf16_bits(%hi) : (f32) -> i32
+      %hi_shifted = arith.shli %hi_bits, %sixteen : i32
+      %word = arith.ori %lo_bits, %hi_shifted : i32
+      return %word : i32
+    }
+
+    // f32 → bfloat16 bits: the upper half, rounded to nearest even by
+    // adding 0x7fff and the kept half's lowest bit (an overflow carries into
+    // the exponent and gives infinity, as it should); a NaN is the quiet
+    // 0x7fc0, as the CPU's code writes it (hetc-x86-expand-bf16).
+    func.func private @f32_to_bf16_bits(%x: f32) -> i32 {
+      %bits = arith.bitcast %x : f32 to i32
+      %sixteen = arith.constant 16 : i32
+      %one = arith.constant 1 : i32
+      %bias = arith.constant 32767 : i32
+      %quiet_nan = arith.constant 32704 : i32
+      %kept = arith.shrui %bits, %sixteen : i32
+      %lowest = arith.andi %kept, %one : i32
+      %rounding = arith.addi %bias, %lowest : i32
+      %rounded_bits = arith.addi %bits, %rounding : i32
+      %rounded = arith.shrui %rounded_bits, %sixteen : i32
+      %nan = arith.cmpf uno, %x, %x : f32
+      %result = arith.select %nan, %quiet_nan, %rounded : i32
+      return %result : i32
     }
 
     // f16 bits of lo in the low half, of hi in the high half, each rounded
@@ -785,7 +836,7 @@ module attributes {gpu.container_module} {
 
     // Writes each token's keys and values ([tokens, kv_heads * head_dim],
     // f32) into the paged cache ([2, slots, kv_heads * head_dim]: keys,
-    // then values; f32 or f16 by `format`, @cache_element) at its
+    // then values; f32, f16 or bf16 by `format`, @cache_element) at its
     // position's slot (@cache_slot; a token's block table is row token *
     // table_stride of `blocks`: 0 when the tokens are one sequence's). A
     // thread writes whole words: one f32, or two halves. params: [row
@@ -843,8 +894,8 @@ module attributes {gpu.container_module} {
         }
         %key_at = arith.addi %key_words, %w : index
         %value_at = arith.addi %value_words, %w : index
-        func.call @store_cache_word(%cache, %key_at, %k, %k1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
-        func.call @store_cache_word(%cache, %value_at, %v, %v1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
+        func.call @store_cache_word(%cache, %key_at, %k, %k1, %format) : (memref<?xi32>, index, f32, f32, i32) -> ()
+        func.call @store_cache_word(%cache, %value_at, %v, %v1, %format) : (memref<?xi32>, index, f32, f32, i32) -> ()
       }
       gpu.return
     }
@@ -923,8 +974,8 @@ module attributes {gpu.container_module} {
         }
         %key_at = arith.addi %key_words, %w : index
         %value_at = arith.addi %value_words, %w : index
-        func.call @store_cache_word(%cache, %key_at, %k, %k1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
-        func.call @store_cache_word(%cache, %value_at, %v, %v1, %halves) : (memref<?xi32>, index, f32, f32, i1) -> ()
+        func.call @store_cache_word(%cache, %key_at, %k, %k1, %format) : (memref<?xi32>, index, f32, f32, i32) -> ()
+        func.call @store_cache_word(%cache, %value_at, %v, %v1, %format) : (memref<?xi32>, index, f32, f32, i32) -> ()
       }
       gpu.return
     }

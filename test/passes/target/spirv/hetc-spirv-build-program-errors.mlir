@@ -13,8 +13,8 @@ func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 // -----
 
 llm.weight @table {data_offset = 0 : i64} : tensor<100x64xf32>
-// expected-error @+1 {{'func.func' op argument 3: programs keep f32 or f16 KV caches, not 'bf16'}}
-func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 16, elementType = bf16>) -> tensor<?x64xf32> attributes {hetc.kv_block_size = 16 : i64} {
+// expected-error @+1 {{'func.func' op argument 3: programs keep f32, f16 or bf16 KV caches, not '!llm.quant<q8_0>'}}
+func.func @prefill(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %blocks: tensor<?xi32> {hetc.kv_block_table}, %cache: !llm.kv_cache<capacity = 32, kvHeads = 2, headDim = 32, elementType = !llm.quant<q8_0>>) -> tensor<?x64xf32> attributes {hetc.kv_block_size = 16 : i64} {
   %table = llm.get_weight @table : tensor<100x64xf32>
   %x = llm.embedding %tokens, %table : (tensor<?xi32>, tensor<100x64xf32>) -> tensor<?x64xf32>
   return %x : tensor<?x64xf32>
