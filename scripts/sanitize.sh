@@ -56,6 +56,8 @@ spirvpack="$asan/stories260K-spirv.hetpack"
 if "$asan/bin/hetrt-run" --list-devices | grep -q '^vulkan0 '; then
   "$asan/bin/hetrt-run" "$spirvpack" --device vulkan0 -p "Once upon a time" -n 48 \
     --temp 0 --json > /dev/null
+  # Sequences, batches and tiers on vulkan0 (device 1) through the C API.
+  "$asan/bin/hetrt-capi-sequences" "$spirvpack" "Once upon a time" 48 1
   # Packs stories260K for a plan on test system $2 with vulkan0 capped to
   # $3 into $1, and plays it through the C API.
   run_planned() {

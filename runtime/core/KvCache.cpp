@@ -343,6 +343,45 @@ KvSequence *KvCache::find(SequenceId id, int64_t count, std::string &error) {
   return &found->second;
 }
 
+KvSequence *KvCache::findRun(SequenceId id, const int32_t *ids, int64_t count,
+                             int64_t vocab, std::string &error) {
+  KvSequence *found = find(id, count, error);
+  if (!found)
+    return nullptr;
+  for (int64_t i = 0; i < count; ++i)
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      error = "token id " + std::to_string(ids[i]) +
+              " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+      return nullptr;
+    }
+  return found;
+}
+
+bool KvCache::findBatch(const std::vector<SequenceId> &sequences,
+                        const std::vector<int32_t> &ids, int64_t vocab,
+                        std::vector<KvSequence *> &members,
+                        std::string &error) {
+  members.clear();
+  if (sequences.empty() || sequences.size() != ids.size()) {
+    error = "a batch needs one id per sequence and at least one sequence (" +
+            std::to_string(sequences.size()) + " sequences, " +
+            std::to_string(ids.size()) + " ids)";
+    return false;
+  }
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (std::count(sequences.begin(), sequences.end(), sequences[i]) > 1) {
+      error = "sequence " + std::to_string(sequences[i]) +
+              " is in the batch twice; a batch decodes one token of each";
+      return false;
+    }
+    KvSequence *member = findRun(sequences[i], &ids[i], 1, vocab, error);
+    if (!member)
+      return false;
+    members.push_back(member);
+  }
+  return true;
+}
+
 bool KvCache::prepare(SequenceId id, KvSequence &sequence, int64_t count,
                       std::string &error) {
   sequence.lastRun = ++runs_;

@@ -130,6 +130,15 @@ public:
   /// The sequence, if it exists and `count` more positions fit the
   /// context; null with `error` otherwise.
   KvSequence *find(SequenceId id, int64_t count, std::string &error);
+  /// find() for a run of `ids`, each of which must be a token of a
+  /// vocabulary of `vocab`.
+  KvSequence *findRun(SequenceId id, const int32_t *ids, int64_t count,
+                      int64_t vocab, std::string &error);
+  /// findRun() of one id for each member of a batch, which must name each
+  /// sequence once; then `members` holds them in order.
+  bool findBatch(const std::vector<SequenceId> &sequences,
+                 const std::vector<int32_t> &ids, int64_t vocab,
+                 std::vector<KvSequence *> &members, std::string &error);
   /// Appends to `sequence` the cached blocks that hold the next whole
   /// blocks of `ids`, leaving at least the last id to run; the ids reused.
   int64_t reusePrefix(KvSequence &sequence, const int32_t *ids, int64_t count);

@@ -533,17 +533,7 @@ bool ProgramSession::copyBlock(int32_t from, int32_t to, std::string &error) {
 KvSequence *ProgramSession::checkRun(SequenceId sequence,
                                      const int32_t *tokens, int64_t count,
                                      std::string &error) {
-  KvSequence *found = kv_->find(sequence, count, error);
-  if (!found)
-    return nullptr;
-  int64_t vocab = vocabSize();
-  for (int64_t i = 0; i < count; ++i)
-    if (tokens[i] < 0 || tokens[i] >= vocab) {
-      error = "token id " + std::to_string(tokens[i]) +
-              " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
-      return nullptr;
-    }
-  return found;
+  return kv_->findRun(sequence, tokens, count, vocab_, error);
 }
 
 bool ProgramSession::step(size_t program, SequenceId id, KvSequence &sequence,
@@ -613,12 +603,6 @@ bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
             "sequence in turn";
     return false;
   }
-  if (sequences.empty() || sequences.size() != ids.size()) {
-    error = "a batch needs one id per sequence and at least one sequence (" +
-            std::to_string(sequences.size()) + " sequences, " +
-            std::to_string(ids.size()) + " ids)";
-    return false;
-  }
   int64_t count = static_cast<int64_t>(sequences.size());
   if (count > maxBatch_) {
     error = "a batch of " + std::to_string(count) + " sequences, but the "
@@ -627,17 +611,8 @@ bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
     return false;
   }
   std::vector<KvSequence *> members;
-  for (size_t i = 0; i < sequences.size(); ++i) {
-    if (std::count(sequences.begin(), sequences.end(), sequences[i]) > 1) {
-      error = "sequence " + std::to_string(sequences[i]) +
-              " is in the batch twice; a batch decodes one token of each";
-      return false;
-    }
-    KvSequence *member = checkRun(sequences[i], &ids[i], 1, error);
-    if (!member)
-      return false;
-    members.push_back(member);
-  }
+  if (!kv_->findBatch(sequences, ids, vocab_, members, error))
+    return false;
   std::vector<int32_t> positions;
   for (KvSequence *member : members)
     positions.push_back(static_cast<int32_t>(member->length()));

@@ -250,19 +250,7 @@ bool Session::decode(SequenceId sequence, int32_t id, std::string &error) {
 
 KvSequence *Session::checkRun(SequenceId id, const int32_t *ids, int64_t count,
                               std::string &error) {
-  const format::Manifest &m = model_.manifest();
-  KvSequence *found = kv_->find(id, count, error);
-  if (!found)
-    return nullptr;
-  for (int64_t i = 0; i < count; ++i) {
-    if (ids[i] < 0 || ids[i] >= m.vocabSize) {
-      error = "token id " + std::to_string(ids[i]) +
-              " is outside the vocabulary [0, " + std::to_string(m.vocabSize) +
-              ")";
-      return nullptr;
-    }
-  }
-  return found;
+  return kv_->findRun(id, ids, count, model_.manifest().vocabSize, error);
 }
 
 bool Session::run(SequenceId id, cpu::EntryFunction entry, const int32_t *ids,
@@ -322,24 +310,9 @@ bool Session::decodeBatch(const std::vector<SequenceId> &sequences,
                           const std::vector<int32_t> &ids,
                           std::string &error) {
   const format::Manifest &m = model_.manifest();
-  if (sequences.empty() || sequences.size() != ids.size()) {
-    error = "a batch needs one id per sequence and at least one sequence (" +
-            std::to_string(sequences.size()) + " sequences, " +
-            std::to_string(ids.size()) + " ids)";
-    return false;
-  }
   std::vector<KvSequence *> members;
-  for (size_t i = 0; i < sequences.size(); ++i) {
-    if (std::count(sequences.begin(), sequences.end(), sequences[i]) > 1) {
-      error = "sequence " + std::to_string(sequences[i]) +
-              " is in the batch twice; a batch decodes one token of each";
-      return false;
-    }
-    KvSequence *member = checkRun(sequences[i], &ids[i], 1, error);
-    if (!member)
-      return false;
-    members.push_back(member);
-  }
+  if (!kv_->findBatch(sequences, ids, m.vocabSize, members, error))
+    return false;
   positions_.resize(sequences.size());
   for (size_t i = 0; i < members.size(); ++i)
     positions_[i] = static_cast<int32_t>(members[i]->length());
