@@ -77,23 +77,43 @@ ModelPrograms programsOf(const hetrt::format::GgufFile &file, int64_t context) {
   return programs;
 }
 
-void expectReferenceTokens(const std::string &model) {
+/// The kernel library's kernels as a runner loads them.
+std::vector<hetrt::hal::KernelSignature>
+librarySignatures(const hetc::target::spirv::SpirvExecutable &library) {
+  std::vector<hetrt::hal::KernelSignature> signatures;
+  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
+    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  return signatures;
+}
+
+/// `model`'s GGUF file (null, with a failure recorded, when it cannot be
+/// opened) and llama.cpp's greedy tokens for it.
+std::unique_ptr<hetrt::format::GgufFile> openModel(const std::string &model) {
   std::string error;
   std::unique_ptr<hetrt::format::GgufFile> file =
       hetrt::format::GgufFile::open(sharedPath("models/" + model + ".gguf"),
                                     error);
-  ASSERT_TRUE(file) << error;
+  EXPECT_TRUE(file) << error;
+  return file;
+}
+
+nlohmann::json referenceOf(const std::string &model) {
   std::ifstream in(sharedPath("models/" + model + ".reference.json"));
-  nlohmann::json reference = nlohmann::json::parse(in);
+  return nlohmann::json::parse(in);
+}
+
+void expectReferenceTokens(const std::string &model) {
+  std::unique_ptr<hetrt::format::GgufFile> file = openModel(model);
+  ASSERT_TRUE(file);
+  nlohmann::json reference = referenceOf(model);
   constexpr int64_t kContext = 256;
   ModelPrograms programs = programsOf(*file, kContext);
   ASSERT_FALSE(programs.prefill.steps.empty());
   ASSERT_FALSE(programs.decode.steps.empty());
   const hetc::target::spirv::SpirvExecutable &library =
       hetc::test::kernelLibrary();
-  std::vector<hetrt::hal::KernelSignature> signatures;
-  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
-    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  std::vector<hetrt::hal::KernelSignature> signatures =
+      librarySignatures(library);
 
   hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
     hetrt::hal::Error halError;
@@ -181,22 +201,17 @@ TEST(SpirvModels, BabyLlama105GivesTheReferenceTokens) {
 /// own position, through its own table row), leaving the batch as they
 /// finish. Each gives its reference tokens.
 void expectBatchedReferenceTokens(const std::string &model) {
-  std::string error;
-  std::unique_ptr<hetrt::format::GgufFile> file =
-      hetrt::format::GgufFile::open(sharedPath("models/" + model + ".gguf"),
-                                    error);
-  ASSERT_TRUE(file) << error;
-  std::ifstream in(sharedPath("models/" + model + ".reference.json"));
-  nlohmann::json reference = nlohmann::json::parse(in);
+  std::unique_ptr<hetrt::format::GgufFile> file = openModel(model);
+  ASSERT_TRUE(file);
+  nlohmann::json reference = referenceOf(model);
   constexpr int64_t kContext = 1024;
   constexpr int64_t kMaxBatch = 8;
   ModelPrograms programs = programsOf(*file, kContext);
   ASSERT_FALSE(programs.batch.steps.empty());
   const hetc::target::spirv::SpirvExecutable &library =
       hetc::test::kernelLibrary();
-  std::vector<hetrt::hal::KernelSignature> signatures;
-  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
-    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  std::vector<hetrt::hal::KernelSignature> signatures =
+      librarySignatures(library);
 
   hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
     hetrt::hal::Error halError;
@@ -303,9 +318,8 @@ std::string loadError(const hetc::abi::Program &prefill,
   EXPECT_TRUE(file) << error;
   const hetc::target::spirv::SpirvExecutable &library =
       hetc::test::kernelLibrary();
-  std::vector<hetrt::hal::KernelSignature> signatures;
-  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
-    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  std::vector<hetrt::hal::KernelSignature> signatures =
+      librarySignatures(library);
   std::string message = "no SPIR-V device";
   hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
     hetrt::hal::Error halError;
@@ -389,9 +403,8 @@ TEST(SpirvPrograms, ARunnerHoldsWhatTheProgramsPredictWithinItsBudget) {
   ASSERT_GT(held.workBytes, 0u);
   const hetc::target::spirv::SpirvExecutable &library =
       hetc::test::kernelLibrary();
-  std::vector<hetrt::hal::KernelSignature> signatures;
-  for (const hetc::target::spirv::SpirvKernel &kernel : library.kernels)
-    signatures.push_back({kernel.entryPoint, kernel.bindings, 0});
+  std::vector<hetrt::hal::KernelSignature> signatures =
+      librarySignatures(library);
   hetc::test::onEverySpirvDevice([&](hetrt::hal::Device &device) {
     auto load = [&](uint64_t budget, hetrt::hal::Error &halError) {
       hetrt::core::ProgramRunner::DeviceCode code;
