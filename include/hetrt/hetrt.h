@@ -521,6 +521,11 @@ typedef struct hetrt_kv_stats_t {
   int64_t blocks_from_disk;/* and back */
   int64_t host_bytes;      /* bytes the host tier holds now */
   int64_t disk_bytes;      /* bytes the disk tier holds now */
+  /* Since API version 11: blocks the host and disk tiers may hold (host:
+   * -1 when unbounded). A planned session's host budget is the plan's host
+   * tier (het.kv_tiers) until hetrt_session_set_kv_budget changes it. */
+  int64_t host_budget_blocks;
+  int64_t disk_budget_blocks;
 } hetrt_kv_stats_t;
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,

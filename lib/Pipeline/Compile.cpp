@@ -333,6 +333,9 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   addPrograms(programs, "plan", pack, code.prefillSection, code.decodeSection);
   if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
     code.system = system.str();
+  if (auto host = plan ? plan.getAs<mlir::IntegerAttr>("kv_host_blocks")
+                       : nullptr)
+    code.kvHostBlocks = host.getInt();
   if (auto units = plan ? plan.getAs<mlir::DictionaryAttr>("units") : nullptr)
     for (mlir::NamedAttribute entry : units)
       if (auto count = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))

@@ -247,19 +247,68 @@ struct HetPartitionPass
     if (failed(attrs))
       return failure();
 
-    if (failed(declareKVTiers(module, *plan, *attrs)))
+    int64_t hostBlocks = kvHostBlocks(module, *machine, *plan, reserved);
+    if (failed(declareKVTiers(module, *plan, *attrs, hostBlocks)))
       return failure();
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
         return failure();
     writeSummary(module, *machine, *plan, reserved, prompt, capacity);
+    module->setAttr(HetDialect::kPlanAttrName,
+                    withKvHostBlocks(module, hostBlocks));
     return success();
   }
 
-  /// One het.kv_tiers per layer, in the memory the plan keeps its cache in.
+  /// The host tier of the KV cache: whole blocks (every layer's keys and
+  /// values of kKVBlockTokens positions) in half of the host memory the
+  /// plan leaves free (its weights, caches, stream buffers and the
+  /// programs' reserve taken out; the other half stays the system's). Idle
+  /// sequences' blocks move there when the pool is full, and the runtime
+  /// takes it as the host tier's budget. 0 without a CPU or a cache.
+  int64_t kvHostBlocks(ModuleOp module, const hardware::System &machine,
+                       const partition::ModelPlan &plan,
+                       const std::map<std::string, uint64_t> &reserved) {
+    llm::KVCacheType cacheType;
+    module.walk([&](llm::KVAppendOp append) {
+      cacheType = append.getCache().getType();
+      return WalkResult::interrupt();
+    });
+    int64_t layers = llvm::count_if(plan.units, [](const auto &unit) {
+      return unit.kvMemory >= 0;
+    });
+    if (!cacheType || layers == 0)
+      return 0;
+    for (const partition::MemoryUse &use : plan.memories) {
+      const hardware::SystemDevice &entry = machine.devices[use.device];
+      if (entry.device.kind != hardware::DeviceKind::Cpu || use.tier != 0)
+        continue;
+      uint64_t used = use.weightBytes + use.kvBytes + use.streamBufferBytes;
+      if (auto reserve = reserved.find(entry.id); reserve != reserved.end())
+        used += reserve->second;
+      if (used >= use.capacityBytes)
+        return 0;
+      uint64_t blockBytes = static_cast<uint64_t>(
+          layers * cacheType.getBytesForPositions(kKVBlockTokens));
+      return static_cast<int64_t>((use.capacityBytes - used) / 2 / blockBytes);
+    }
+    return 0;
+  }
+
+  /// het.plan with the host tier's blocks beside the predictions.
+  DictionaryAttr withKvHostBlocks(ModuleOp module, int64_t hostBlocks) {
+    Builder b(module.getContext());
+    NamedAttrList summary(
+        module->getAttrOfType<DictionaryAttr>(HetDialect::kPlanAttrName));
+    summary.set("kv_host_blocks", b.getI64IntegerAttr(hostBlocks));
+    return summary.getDictionary(module.getContext());
+  }
+
+  /// One het.kv_tiers per layer: the memory the plan keeps its cache in
+  /// (the pool), then host DRAM for `hostBlocks` more blocks where the pool
+  /// is elsewhere (a cache the CPU keeps has both in its DRAM).
   LogicalResult declareKVTiers(ModuleOp module,
                                const partition::ModelPlan &plan,
-                               const PlanAttrs &attrs) {
+                               const PlanAttrs &attrs, int64_t hostBlocks) {
     kvTiers.clear();
     llm::KVCacheType cacheType;
     module.walk([&](llm::KVAppendOp append) {
@@ -272,17 +321,34 @@ struct HetPartitionPass
     MLIRContext *context = module.getContext();
     int64_t blocks =
         (cacheType.getCapacity() + kKVBlockTokens - 1) / kKVBlockTokens;
+    // Host DRAM: the memory space of the plan's CPU, if it has one.
+    std::optional<MemorySpaceAttr> host;
+    for (size_t m = 0; m < plan.memories.size(); ++m)
+      if (plan.memories[m].tier == 0 &&
+          attrs.devices[plan.memories[m].device].getKind() == DeviceKind::cpu)
+        host = attrs.memories[m];
     for (const partition::PlacedUnit &unit : plan.units) {
       if (unit.kvMemory < 0)
         continue;
       MemorySpaceAttr space = attrs.memories[unit.kvMemory];
-      auto tier =
-          KVTierAttr::get(context, space.getKind(), space.getOwner(), blocks);
+      SmallVector<Attribute, 2> declared;
+      if (host && space == *host) {
+        declared.push_back(KVTierAttr::get(context, space.getKind(),
+                                           space.getOwner(),
+                                           blocks + hostBlocks));
+      } else {
+        declared.push_back(KVTierAttr::get(context, space.getKind(),
+                                           space.getOwner(), blocks));
+        if (host && hostBlocks > 0)
+          declared.push_back(KVTierAttr::get(context, host->getKind(),
+                                             host->getOwner(), hostBlocks));
+      }
       std::string name = "kv.blk." + std::to_string(unit.unit.layer);
       auto tiers = KVTiersOp::create(
           builder, module.getLoc(), builder.getStringAttr(name),
           TypeAttr::get(cacheType),
-          builder.getI64IntegerAttr(kKVBlockTokens), builder.getArrayAttr(tier));
+          builder.getI64IntegerAttr(kKVBlockTokens),
+          builder.getArrayAttr(declared));
       kvTiers[unit.unit.layer] = tiers;
     }
     return success();

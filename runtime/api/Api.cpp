@@ -1241,7 +1241,10 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
                 usage.blockBytes,     usage.swaps.toHost,
                 usage.swaps.fromHost, usage.swaps.toDisk,
                 usage.swaps.fromDisk,  usage.swaps.hostBytes,
-                usage.swaps.diskBytes};
+                usage.swaps.diskBytes,
+                usage.hostBudgetBlocks >= INT64_MAX / 4 ? -1
+                                                        : usage.hostBudgetBlocks,
+                usage.diskBudgetBlocks};
   return HETRT_OK;
 }
 

@@ -132,6 +132,8 @@ KvUsage KvCache::usage() const {
   usage.reusedTokens = reusedTokens_;
   usage.blockBytes = static_cast<int64_t>(store_.blockBytes());
   usage.swaps = swap_->stats();
+  usage.hostBudgetBlocks = hostBudget_;
+  usage.diskBudgetBlocks = diskBudget_;
   return usage;
 }
 

@@ -43,6 +43,10 @@ struct KvUsage {
   int64_t blockBytes = 0;
   /// Blocks moved out of the pool to host memory and to disk, and back.
   KvSwapStats swaps;
+  /// Blocks the host and disk tiers may hold (host: INT64_MAX / 4 when
+  /// unbounded).
+  int64_t hostBudgetBlocks = 0;
+  int64_t diskBudgetBlocks = 0;
 };
 
 /// The name of host memory's space: the CPU device's memory.

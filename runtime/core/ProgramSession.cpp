@@ -427,8 +427,20 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
   std::unique_ptr<ProgramSession> session =
       start(model, std::move(codes), std::move(*prefill), std::move(*decode),
             plan.maxPrefillTokens, recompile, error, failure);
-  if (session)
-    session->planNames_ = std::move(planNames);
+  if (!session)
+    return nullptr;
+  session->planNames_ = std::move(planNames);
+  // The plan's host tier bounds what idle sequences keep in host memory
+  // until the caller sets another budget.
+  if (plan.kvHostBlocks > 0 &&
+      !session->kv_->setBudget(
+          "host",
+          static_cast<uint64_t>(plan.kvHostBlocks) *
+              static_cast<uint64_t>(session->runner_->kvBlockBytes()),
+          error)) {
+    error = pack.path() + ": the plan's host tier: " + error;
+    return nullptr;
+  }
   return session;
 }
 

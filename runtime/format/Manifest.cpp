@@ -132,6 +132,8 @@ std::string Manifest::toJson() const {
                     {"cpu_variants", variantsJson(plan->cpuVariants)},
                     {"cpu_kernels", kernelsJson(plan->cpuKernels)},
                     {"units", units}};
+    if (plan->kvHostBlocks > 0)
+      json["plan"]["kv_host_blocks"] = plan->kvHostBlocks;
     if (!plan->memory.empty()) {
       nlohmann::json memory = nlohmann::json::object();
       for (const PlannedCode::PlannedMemory &use : plan->memory)
@@ -562,6 +564,14 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
           !plain(it.key()))
         return fail(shape);
       code.units.emplace_back(it.key(), it.value().get<int64_t>());
+    }
+    if (auto host = plan->find("kv_host_blocks"); host != plan->end()) {
+      if (!host->is_number_integer() || host->get<int64_t>() < 1 ||
+          host->get<int64_t>() > (int64_t(1) << 40))
+        return fail("field \"plan.kv_host_blocks\" must be a whole number of "
+                    "blocks from 1 to 2^40 (the plan's host tier); compile "
+                    "the model again");
+      code.kvHostBlocks = host->get<int64_t>();
     }
     if (auto predicted = plan->find("predicted"); predicted != plan->end()) {
       const char *predictedShape =

@@ -126,6 +126,9 @@ struct PlannedCode {
   double decodeSecondsPerStep = 0;
   double emptyCacheDecodeSecondsPerStep = 0;
   int64_t plannedContext = 0;
+  /// Blocks of the KV cache's host tier the plan gives (het.kv_tiers; 0:
+  /// none, or a pack planned before tiers were).
+  int64_t kvHostBlocks = 0;
 };
 
 /// Bytes of a KV-cache element of `type` ("f32", "f16", "bf16"); 0 for a type

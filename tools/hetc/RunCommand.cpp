@@ -533,7 +533,11 @@ Action registerRunCommand(CLI::App &app) {
                                    {"blocks_to_host", kv->blocks_to_host},
                                    {"blocks_from_host", kv->blocks_from_host},
                                    {"blocks_to_disk", kv->blocks_to_disk},
-                                   {"blocks_from_disk", kv->blocks_from_disk}});
+                                   {"blocks_from_disk", kv->blocks_from_disk},
+                                   {"host_budget_blocks",
+                                    kv->host_budget_blocks},
+                                   {"disk_budget_blocks",
+                                    kv->disk_budget_blocks}});
       // Where the session's bytes are, and what moved between them.
       nlohmann::json spaces = nlohmann::json::array();
       for (const hetrt_memory_space_t &space : session->memorySpaces())

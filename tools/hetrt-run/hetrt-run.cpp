@@ -338,7 +338,9 @@ int run(const RunnerFlags &flags) {
                             {"blocks_to_host", kv.blocks_to_host},
                             {"blocks_from_host", kv.blocks_from_host},
                             {"blocks_to_disk", kv.blocks_to_disk},
-                            {"blocks_from_disk", kv.blocks_from_disk}};
+                            {"blocks_from_disk", kv.blocks_from_disk},
+                            {"host_budget_blocks", kv.host_budget_blocks},
+                            {"disk_budget_blocks", kv.disk_budget_blocks}};
     std::cout << result.dump(2, ' ', false,
                              nlohmann::json::error_handler_t::replace)
               << "\n";

@@ -331,6 +331,7 @@ Manifest plannedManifest() {
   plan.decodeSecondsPerStep = 0.002;
   plan.emptyCacheDecodeSecondsPerStep = 0.001;
   plan.plannedContext = 64;
+  plan.kvHostBlocks = 300;
   manifest.plan = plan;
   return manifest;
 }
@@ -354,6 +355,7 @@ TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
   EXPECT_DOUBLE_EQ(parsed->plan->decodeSecondsPerStep, 0.002);
   EXPECT_DOUBLE_EQ(parsed->plan->emptyCacheDecodeSecondsPerStep, 0.001);
   EXPECT_EQ(parsed->plan->plannedContext, 64);
+  EXPECT_EQ(parsed->plan->kvHostBlocks, 300);
 
   auto edited = [](auto edit) {
     nlohmann::json json = nlohmann::json::parse(plannedManifest().toJson());
@@ -373,6 +375,17 @@ TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
   for (const std::string &json : cases) {
     EXPECT_FALSE(Manifest::fromJson(json, "test.hetpack", error)) << json;
     EXPECT_NE(error.find("field \"plan.predicted\" must hold"),
+              std::string::npos)
+        << error;
+  }
+  // The host tier is a whole number of blocks.
+  for (nlohmann::json bad : {nlohmann::json(0), nlohmann::json(-3),
+                             nlohmann::json(2.5), nlohmann::json("many")}) {
+    nlohmann::json json = nlohmann::json::parse(plannedManifest().toJson());
+    json["plan"]["kv_host_blocks"] = bad;
+    EXPECT_FALSE(Manifest::fromJson(json.dump(), "test.hetpack", error));
+    EXPECT_NE(error.find("field \"plan.kv_host_blocks\" must be a whole "
+                         "number of blocks"),
               std::string::npos)
         << error;
   }
