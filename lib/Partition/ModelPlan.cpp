@@ -682,4 +682,21 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
   return plan;
 }
 
+int64_t kvHostTierBlocks(const ModelPlan &plan, const hardware::System &system,
+                         uint64_t blockBytes, uint64_t reserved) {
+  if (blockBytes == 0)
+    return 0;
+  for (const MemoryUse &use : plan.memories) {
+    if (system.devices[use.device].device.kind != hardware::DeviceKind::Cpu ||
+        use.tier != 0)
+      continue;
+    uint64_t used =
+        use.weightBytes + use.kvBytes + use.streamBufferBytes + reserved;
+    if (used >= use.capacityBytes)
+      return 0;
+    return static_cast<int64_t>((use.capacityBytes - used) / 2 / blockBytes);
+  }
+  return 0;
+}
+
 } // namespace hetc::partition

@@ -457,7 +457,7 @@ checkKvElementType(const CompileOptions &options) {
   if (type.empty())
     return std::nullopt;
   if (hetrt::format::kvElementBytesOf(type) == 0)
-    return "--kv-type " + type + " is not one of f32, f16";
+    return "--kv-type " + type + " is not one of f32, f16, bf16";
   return std::nullopt;
 }
 

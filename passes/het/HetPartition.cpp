@@ -259,12 +259,9 @@ struct HetPartitionPass
     return success();
   }
 
-  /// The host tier of the KV cache: whole blocks (every layer's keys and
-  /// values of kKVBlockTokens positions) in half of the host memory the
-  /// plan leaves free (its weights, caches, stream buffers and the
-  /// programs' reserve taken out; the other half stays the system's). Idle
-  /// sequences' blocks move there when the pool is full, and the runtime
-  /// takes it as the host tier's budget. 0 without a CPU or a cache.
+  /// The host tier of the KV cache (partition::kvHostTierBlocks) for the
+  /// module's cache, whose blocks hold every layer's keys and values of
+  /// kKVBlockTokens positions; 0 without a cache.
   int64_t kvHostBlocks(ModuleOp module, const hardware::System &machine,
                        const partition::ModelPlan &plan,
                        const std::map<std::string, uint64_t> &reserved) {
@@ -278,20 +275,18 @@ struct HetPartitionPass
     });
     if (!cacheType || layers == 0)
       return 0;
-    for (const partition::MemoryUse &use : plan.memories) {
-      const hardware::SystemDevice &entry = machine.devices[use.device];
-      if (entry.device.kind != hardware::DeviceKind::Cpu || use.tier != 0)
-        continue;
-      uint64_t used = use.weightBytes + use.kvBytes + use.streamBufferBytes;
-      if (auto reserve = reserved.find(entry.id); reserve != reserved.end())
-        used += reserve->second;
-      if (used >= use.capacityBytes)
-        return 0;
-      uint64_t blockBytes = static_cast<uint64_t>(
-          layers * cacheType.getBytesForPositions(kKVBlockTokens));
-      return static_cast<int64_t>((use.capacityBytes - used) / 2 / blockBytes);
-    }
-    return 0;
+    uint64_t hostReserve = 0;
+    for (const hardware::SystemDevice &entry : machine.devices)
+      if (entry.device.kind == hardware::DeviceKind::Cpu) {
+        if (auto reserve = reserved.find(entry.id); reserve != reserved.end())
+          hostReserve = reserve->second;
+        break;
+      }
+    return partition::kvHostTierBlocks(
+        plan, machine,
+        static_cast<uint64_t>(layers *
+                              cacheType.getBytesForPositions(kKVBlockTokens)),
+        hostReserve);
   }
 
   /// het.plan with the host tier's blocks beside the predictions.

@@ -10,6 +10,7 @@
 #include "hetc/Hardware/Catalog.h"
 #include "hetc/Partition/ModelPlan.h"
 #include "hetc/Pipeline/Compile.h"
+#include "runtime/core/Limits.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -56,14 +57,10 @@ std::string gib(uint64_t bytes) {
 /// tokens, which the device waits for whichever it is.
 DevicePlan planOn(const std::string &id, const hardware::Device &device,
                   const cost::ModelShape &shape, const cost::Workload &workload,
-                  double samplingSeconds) {
+                  double samplingSeconds, double kvElement) {
   DevicePlan plan;
   plan.id = id;
   plan.device = &device;
-  // The CPU keeps the cache a pack compiled with the defaults keeps; so do
-  // accelerators.
-  double kvElement =
-      static_cast<double>(pipeline::defaultCpuKvElementBytes());
   std::vector<cost::Unit> units = cost::unitsOf(shape, kvElement);
   plan.kvBytes = static_cast<uint64_t>(
       static_cast<double>(workload.batch) *
@@ -188,6 +185,7 @@ Action registerPlanCommand(CLI::App &app) {
     partition::PlanRequest request;
     request.workload = workload;
     request.objective = inputs->objective;
+    request.kvElementBytes = inputs->kvElementBytes;
     std::optional<partition::ModelPlan> placed =
         partition::planModel(*shape, *system, request, error);
     if (!placed) {
@@ -198,9 +196,19 @@ Action registerPlanCommand(CLI::App &app) {
     // The plan's host samples the tokens whichever device runs the model.
     std::vector<DevicePlan> plans;
     for (const hardware::SystemDevice &entry : system->devices)
-      plans.push_back(
-          planOn(entry.id, entry.device, *shape, workload, plan.samplingSeconds));
+      plans.push_back(planOn(entry.id, entry.device, *shape, workload,
+                             plan.samplingSeconds, inputs->kvElementBytes));
     auto memoryName = [&](int memory) { return plan.memories[memory].name; };
+    // The KV cache as the runtime pages it: blocks of every layer's keys and
+    // values, a pool of the batch's whole contexts, and the host tier the
+    // plan gives idle sequences (het-partition's het.kv_tiers).
+    constexpr int64_t blockTokens = hetrt::format::kDefaultKvBlockSize;
+    uint64_t kvBlockBytes = static_cast<uint64_t>(
+        static_cast<double>(shape->numLayers * blockTokens) *
+        shape->kvBytesPerTokenLayer(inputs->kvElementBytes));
+    int64_t kvPoolBlocks = workload.batch * workload.kvPositions() / blockTokens;
+    int64_t kvHostBlocks =
+        partition::kvHostTierBlocks(plan, *system, kvBlockBytes);
 
     if (flags->json) {
       nlohmann::json alone = nlohmann::json::array();
@@ -274,6 +282,11 @@ Action registerPlanCommand(CLI::App &app) {
                         {"prompt_tokens", workload.promptTokens}}},
           {"devices", devices},
           {"placement", {{"ops", ops}, {"weights", weights}, {"kv_cache", kv}}},
+          {"kv_cache", {{"element_type", flags->kvType},
+                        {"block_tokens", blockTokens},
+                        {"block_bytes", kvBlockBytes},
+                        {"pool_blocks", kvPoolBlocks},
+                        {"host_tier_blocks", kvHostBlocks}}},
           {"each_device_alone", alone},
           {"predicted", {{"prefill_tokens_per_s", plan.prefillTokensPerS},
                          {"decode_tokens_per_s", plan.decodeTokensPerS},
@@ -346,6 +359,13 @@ Action registerPlanCommand(CLI::App &app) {
                     gib(memory.streamBufferBytes).c_str());
       std::printf("\n");
     }
+    std::printf("KV cache (%s): blocks of %lld positions, %s each; a pool of "
+                "%lld blocks, and a host tier of %lld blocks for idle "
+                "sequences\n",
+                flags->kvType.c_str(), static_cast<long long>(blockTokens),
+                hetrt::core::formatBytes(kvBlockBytes).c_str(),
+                static_cast<long long>(kvPoolBlocks),
+                static_cast<long long>(kvHostBlocks));
     int streamed = 0;
     for (const partition::PlacedUnit &unit : plan.units)
       streamed += unit.streamed ? 1 : 0;

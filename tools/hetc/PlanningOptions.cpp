@@ -3,6 +3,7 @@
 #include "Flags.h"
 
 #include "runtime/core/Limits.h"
+#include "runtime/format/Manifest.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -31,6 +32,12 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
       .add_option("--weight-type", flags.weightType,
                   "Weight type to plan a config.json with")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}))
+      ->capture_default_str();
+  command
+      .add_option("--kv-type", flags.kvType,
+                  "KV-cache element type the plan counts, as hetc compile "
+                  "--kv-type packs it")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();
   addObjectiveOption(command, flags.objective, "");
   command.add_option("--batch", flags.batch, "Sequences decoded together")
@@ -66,8 +73,10 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
   if (!shape)
     return std::nullopt;
   // The option's check admits only names parseObjective knows.
-  return PlanningInputs{std::move(*system), std::move(*shape),
-                        *partition::parseObjective(flags.objective)};
+  return PlanningInputs{
+      std::move(*system), std::move(*shape),
+      *partition::parseObjective(flags.objective),
+      static_cast<double>(hetrt::format::kvElementBytesOf(flags.kvType))};
 }
 
 void warnPastTrainedContext(const cost::ModelShape &shape,

@@ -21,6 +21,8 @@ struct PlanningFlags {
   std::string system;
   std::string catalog;
   std::string weightType = "f16";
+  /// The KV cache's element type, as hetc compile's --kv-type.
+  std::string kvType = "f16";
   std::string objective = "latency";
   int64_t batch = 1;
   int64_t promptTokens = 128;
@@ -29,14 +31,16 @@ struct PlanningFlags {
 };
 
 /// Adds the model positional and --system, --catalog, --weight-type,
-/// --objective, --batch, --prompt-tokens and --device-memory to `command`,
-/// bound to `flags`.
+/// --kv-type, --objective, --batch, --prompt-tokens and --device-memory to
+/// `command`, bound to `flags`.
 void addPlanningOptions(CLI::App &command, PlanningFlags &flags);
 
 struct PlanningInputs {
   hardware::System system;
   cost::ModelShape shape;
   partition::Objective objective = partition::Objective::Latency;
+  /// Bytes of a KV-cache element (--kv-type).
+  double kvElementBytes = 2;
 };
 
 /// Loads the system and the model's shapes `flags` name (with the

@@ -82,6 +82,7 @@ Action registerSimulateCommand(CLI::App &app) {
     request.workload = {flags->batch, flags->promptTokens + flags->decodeTokens,
                         flags->promptTokens};
     request.objective = inputs->objective;
+    request.kvElementBytes = inputs->kvElementBytes;
     warnPastTrainedContext(*shape, request.workload, "hetc simulate");
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *system, request, error);

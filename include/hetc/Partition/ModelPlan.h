@@ -153,6 +153,15 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
                                    const PlanRequest &request,
                                    std::string &error);
 
+/// The KV cache's host tier a plan gives: whole blocks of `blockBytes`
+/// (every layer's keys and values of a block's positions) in half of the
+/// host DRAM the plan leaves free (the first CPU's home memory, less its
+/// weights, caches, stream buffers and `reserved` bytes; the other half
+/// stays the system's). Idle sequences' blocks move there when the pool is
+/// full. 0 without a CPU.
+int64_t kvHostTierBlocks(const ModelPlan &plan, const hardware::System &system,
+                         uint64_t blockBytes, uint64_t reserved = 0);
+
 } // namespace hetc::partition
 
 #endif // HETC_PARTITION_MODELPLAN_H

@@ -52,9 +52,8 @@ std::string defaultKvElementType(const CompileOptions &options);
 /// keeps on the CPU.
 int64_t defaultCpuKvElementBytes();
 
-/// Why `options.kvElementType` cannot be packed as asked (an unknown type,
-/// or f16 beside SPIR-V programs or a plan), naming the flags; nothing
-/// when it can.
+/// Why `options.kvElementType` cannot be packed as asked (a type other than
+/// f32, f16 and bf16), naming the flag; nothing when it can.
 std::optional<std::string> checkKvElementType(const CompileOptions &options);
 
 /// The textual pass pipeline `hetc compile` runs from import to LLVM for
