@@ -478,6 +478,8 @@ bool ProgramRunner::finishAll(hal::Error &error) {
         ok = false;
       }
     }
+  // Every prefetched block is written (or its queue failed).
+  pendingKvWrites_.clear();
   return ok;
 }
 
@@ -511,6 +513,8 @@ bool ProgramRunner::forEachKvRun(std::initializer_list<int32_t> blocks,
       return fail(error, "block " + std::to_string(block) +
                              " is outside the pool's " +
                              std::to_string(tableEntries_) + " blocks");
+  if (!finishKvPrefetches(error))
+    return false;
   std::vector<hal::Queue *> used;
   size_t at = 0;
   for (const KvCacheBuffer &cache : kvCaches_) {
@@ -549,6 +553,45 @@ bool ProgramRunner::writeKvBlock(const std::byte *in, int32_t block,
                                            kvRunOffset(cache, run, block),
                                            cache.runBytes, failure);
                       });
+}
+
+bool ProgramRunner::prefetchKvBlock(const std::byte *in, int32_t block,
+                                    hal::Error &error) {
+  if (block < 0 || block >= tableEntries_)
+    return fail(error, "block " + std::to_string(block) +
+                           " is outside the pool's " +
+                           std::to_string(tableEntries_) + " blocks");
+  // The caller reuses `in`; the copy lives until the queues finish.
+  staging_.emplace_back(reinterpret_cast<const char *>(in),
+                        reinterpret_cast<const char *>(in) + kvBlockBytes());
+  const std::byte *staged =
+      reinterpret_cast<const std::byte *>(staging_.back().data());
+  size_t at = 0;
+  for (const KvCacheBuffer &cache : kvCaches_) {
+    RunnerDevice &device = devices_[cache.device];
+    for (uint64_t run = 0; run < 2 * cache.runs; ++run) {
+      if (!device.copyQueue->write(staged + at, *cache.buffer,
+                                   kvRunOffset(cache, run, block),
+                                   cache.runBytes, error))
+        return false;
+      at += cache.runBytes;
+    }
+    uint64_t done = ++device.copyValue;
+    if (!device.copyQueue->signal(*device.copyEvent, done, error))
+      return false;
+    pendingKvWrites_[cache.buffer.get()] = done;
+  }
+  return true;
+}
+
+bool ProgramRunner::finishKvPrefetches(hal::Error &error) {
+  if (pendingKvWrites_.empty())
+    return true;
+  for (RunnerDevice &device : devices_)
+    if (!device.copyQueue->finish(error))
+      return false;
+  pendingKvWrites_.clear();
+  return true;
 }
 
 bool ProgramRunner::copyKvBlock(int32_t from, int32_t to, hal::Error &error) {
@@ -798,6 +841,17 @@ bool ProgramRunner::runSteps(size_t entry, const int32_t *tokens,
     }
     bool library =
         device.code.format != hal::ExecutableFormat::X86SharedObject;
+    // A cache whose prefetched blocks are still on their way is waited for
+    // here, by the first step that reads it, not before the run.
+    if (!pendingKvWrites_.empty())
+      for (int32_t index : step.buffers) {
+        auto pending = pendingKvWrites_.find(prepared.buffers[index].get());
+        if (pending == pendingKvWrites_.end())
+          continue;
+        if (!queue.wait(*device.copyEvent, pending->second, error))
+          return abandon();
+        pendingKvWrites_.erase(pending);
+      }
     std::vector<int64_t> values(step.params.size());
     for (size_t p = 0; p < values.size(); ++p) {
       values[p] = step.params[p].at(count, keys);

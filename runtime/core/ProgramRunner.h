@@ -145,6 +145,12 @@ public:
   /// done on return. The streamed weights prefetch() sent stay in flight.
   bool readKvBlock(int32_t block, std::byte *out, hal::Error &error);
   bool writeKvBlock(const std::byte *in, int32_t block, hal::Error &error);
+  /// writeKvBlock() without waiting: each cache's part of the block is
+  /// written on its device's copy queue (from a copy of `in`), and the next
+  /// run's first step that reads the cache waits for it alone, so the
+  /// layers' blocks arrive while the layers before them compute. A block
+  /// read, written or copied in between waits for every such write first.
+  bool prefetchKvBlock(const std::byte *in, int32_t block, hal::Error &error);
   bool copyKvBlock(int32_t from, int32_t to, hal::Error &error);
   /// Per device, in the order create() was given them.
   std::vector<DeviceStats> stats() const;
@@ -260,6 +266,12 @@ private:
     uint64_t runBytes = 0;
   };
   std::vector<KvCacheBuffer> kvCaches_;
+  /// Caches with prefetched blocks still being written: the copy event's
+  /// value that marks them done, by cache buffer.
+  std::map<const hal::Buffer *, uint64_t> pendingKvWrites_;
+  /// Waits for every prefetched block (before a block is read, written or
+  /// copied on the device's own queue).
+  bool finishKvPrefetches(hal::Error &error);
   /// Where run `run` of block `block` starts in `cache`.
   uint64_t kvRunOffset(const KvCacheBuffer &cache, uint64_t run,
                        int32_t block) const {

@@ -527,8 +527,10 @@ bool ProgramSession::gatherBlock(int32_t block, std::byte *out,
 
 bool ProgramSession::scatterBlock(const std::byte *in, int32_t block,
                                   std::string &error) {
+  // A block comes back before the step that reads it: each layer's part
+  // lands while the layers before it compute.
   hal::Error failure;
-  if (runner_->writeKvBlock(in, block, failure))
+  if (runner_->prefetchKvBlock(in, block, failure))
     return true;
   error = deviceName_ + ": " + failure.message;
   return false;
