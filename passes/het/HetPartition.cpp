@@ -234,11 +234,15 @@ struct HetPartitionPass
     // Reserve the whole cache the module declares (a decode step's context
     // includes the prompt), as the programs allocate it.
     request.workload.context = capacity;
+    // The cache every layer appends to (the importer gives them one type).
+    llm::KVCacheType cacheType;
     module.walk([&](llm::KVAppendOp append) {
-      Type element = append.getCache().getType().getElementType();
-      request.kvElementBytes = element.getIntOrFloatBitWidth() / 8.0;
+      cacheType = append.getCache().getType();
       return WalkResult::interrupt();
     });
+    if (cacheType)
+      request.kvElementBytes =
+          cacheType.getElementType().getIntOrFloatBitWidth() / 8.0;
     std::optional<partition::ModelPlan> plan =
         partition::planModel(*shape, *machine, request, error);
     if (!plan)
@@ -247,33 +251,31 @@ struct HetPartitionPass
     if (failed(attrs))
       return failure();
 
-    int64_t hostBlocks = kvHostBlocks(module, *machine, *plan, reserved);
-    if (failed(declareKVTiers(module, *plan, *attrs, hostBlocks)))
+    kvTiers.clear();
+    int64_t hostBlocks =
+        cacheType ? kvHostBlocks(cacheType, *machine, *plan, reserved) : 0;
+    if (cacheType &&
+        failed(declareKVTiers(module, cacheType, *plan, *attrs, hostBlocks)))
       return failure();
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
         return failure();
-    writeSummary(module, *machine, *plan, reserved, prompt, capacity);
-    module->setAttr(HetDialect::kPlanAttrName,
-                    withKvHostBlocks(module, hostBlocks));
+    writeSummary(module, *machine, *plan, reserved, hostBlocks, prompt,
+                 capacity);
     return success();
   }
 
   /// The host tier of the KV cache (partition::kvHostTierBlocks) for the
   /// module's cache, whose blocks hold every layer's keys and values of
   /// kKVBlockTokens positions; 0 without a cache.
-  int64_t kvHostBlocks(ModuleOp module, const hardware::System &machine,
+  int64_t kvHostBlocks(llm::KVCacheType cacheType,
+                       const hardware::System &machine,
                        const partition::ModelPlan &plan,
                        const std::map<std::string, uint64_t> &reserved) {
-    llm::KVCacheType cacheType;
-    module.walk([&](llm::KVAppendOp append) {
-      cacheType = append.getCache().getType();
-      return WalkResult::interrupt();
-    });
     int64_t layers = llvm::count_if(plan.units, [](const auto &unit) {
       return unit.kvMemory >= 0;
     });
-    if (!cacheType || layers == 0)
+    if (layers == 0)
       return 0;
     uint64_t hostReserve = 0;
     for (const hardware::SystemDevice &entry : machine.devices)
@@ -289,29 +291,12 @@ struct HetPartitionPass
         hostReserve);
   }
 
-  /// het.plan with the host tier's blocks beside the predictions.
-  DictionaryAttr withKvHostBlocks(ModuleOp module, int64_t hostBlocks) {
-    Builder b(module.getContext());
-    NamedAttrList summary(
-        module->getAttrOfType<DictionaryAttr>(HetDialect::kPlanAttrName));
-    summary.set("kv_host_blocks", b.getI64IntegerAttr(hostBlocks));
-    return summary.getDictionary(module.getContext());
-  }
-
   /// One het.kv_tiers per layer: the memory the plan keeps its cache in
   /// (the pool), then host DRAM for `hostBlocks` more blocks where the pool
   /// is elsewhere (a cache the CPU keeps has both in its DRAM).
-  LogicalResult declareKVTiers(ModuleOp module,
+  LogicalResult declareKVTiers(ModuleOp module, llm::KVCacheType cacheType,
                                const partition::ModelPlan &plan,
                                const PlanAttrs &attrs, int64_t hostBlocks) {
-    kvTiers.clear();
-    llm::KVCacheType cacheType;
-    module.walk([&](llm::KVAppendOp append) {
-      cacheType = append.getCache().getType();
-      return WalkResult::interrupt();
-    });
-    if (!cacheType)
-      return success();
     OpBuilder builder(module.getBodyRegion());
     MLIRContext *context = module.getContext();
     int64_t blocks =
@@ -441,7 +426,7 @@ struct HetPartitionPass
   void writeSummary(ModuleOp module, const hardware::System &machine,
                     const partition::ModelPlan &plan,
                     const std::map<std::string, uint64_t> &reserved,
-                    int64_t prompt, int64_t context) {
+                    int64_t hostBlocks, int64_t prompt, int64_t context) {
     Builder b(module.getContext());
     NamedAttrList units, memory;
     for (size_t d = 0; d < plan.devices.size(); ++d) {
@@ -489,6 +474,8 @@ struct HetPartitionPass
     summary.append("usd_per_million_tokens",
                    b.getF64FloatAttr(plan.usdPerMillionTokens));
     summary.append("limit", b.getStringAttr(plan.limit));
+    // The KV cache's host tier (het.kv_tiers), for the runtime's budget.
+    summary.append("kv_host_blocks", b.getI64IntegerAttr(hostBlocks));
     summary.append("units", b.getDictionaryAttr(units));
     summary.append("memory", b.getDictionaryAttr(memory));
     // The step at the planned context and with an empty cache: a step at

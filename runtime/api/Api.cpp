@@ -1181,19 +1181,16 @@ hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
     return fail(HETRT_INVALID_ARGUMENT,
                 "hetrt_session_decode_batch: needs at least one sequence and "
                 "its id");
-  if (session->spirv && session->spirv->maxBatch() == 0)
-    return fail(HETRT_UNSUPPORTED,
-                "hetrt_session_decode_batch: the programs on " +
-                    session->spirv->deviceName() +
-                    " decode one sequence per step (a plan's do); decode "
-                    "each sequence with hetrt_session_sequence_decode");
   return guarded([&] {
     std::string error;
     std::vector<int32_t> members(sequences, sequences + count);
     std::vector<int32_t> tokens(ids, ids + count);
     if (session->spirv) {
       if (!session->spirv->decodeBatch(members, tokens, error))
-        return runFailure(session->spirv->kvCache(), error);
+        return session->spirv->maxBatch() == 0
+                   ? fail(HETRT_UNSUPPORTED,
+                          "hetrt_session_decode_batch: " + error)
+                   : runFailure(session->spirv->kvCache(), error);
       *out_logits = session->spirv->logits();
       return HETRT_OK;
     }

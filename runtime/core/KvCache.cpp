@@ -398,7 +398,7 @@ bool KvCache::inBatch(SequenceId id) const {
 bool KvCache::prepareBatch(const std::vector<SequenceId> &ids,
                            const std::vector<KvSequence *> &members,
                            std::vector<int32_t> &tables, size_t &width,
-                           std::string &error) {
+                           std::string &error, size_t rowWidth) {
   // Every member's blocks must be in the pool at once: none gives up its
   // blocks for another's.
   batch_ = ids;
@@ -423,12 +423,13 @@ bool KvCache::prepareBatch(const std::vector<SequenceId> &ids,
             "--context";
     return false;
   }
-  width = 0;
+  width = rowWidth;
   for (size_t i = 0; i < members.size(); ++i) {
     if (!makeResident(ids[i], *members[i], error) ||
         !prepareBlocks(ids[i], *members[i], 1, error))
       return false;
-    width = std::max(width, members[i]->table.size());
+    if (rowWidth == 0)
+      width = std::max(width, members[i]->table.size());
   }
   // Each row is a sequence's table; what is past its blocks is never read.
   tables.assign(members.size() * width, 0);

@@ -157,11 +157,13 @@ public:
                std::string &error);
   /// prepare() of one position for each of `members` (the sequences
   /// `ids`), with every member's blocks in the pool at once; then `tables`
-  /// holds a table row of `width` entries per member.
+  /// holds a table row of `width` entries per member: `rowWidth` where
+  /// given (the code reads rows of the pool's size), else the longest
+  /// table's.
   bool prepareBatch(const std::vector<SequenceId> &ids,
                     const std::vector<KvSequence *> &members,
                     std::vector<int32_t> &tables, size_t &width,
-                    std::string &error);
+                    std::string &error, size_t rowWidth = 0);
   /// Hashes the sequence's newly whole blocks and publishes them.
   void publishBlocks(KvSequence &sequence);
   /// Counts prompt tokens a prefill took from the prefix cache.

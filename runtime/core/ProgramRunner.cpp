@@ -508,12 +508,7 @@ ProgramRunner::kvBlockShares() const {
 template <typename Move>
 bool ProgramRunner::forEachKvRun(std::initializer_list<int32_t> blocks,
                                  hal::Error &error, Move move) {
-  for (int32_t block : blocks)
-    if (block < 0 || block >= tableEntries_)
-      return fail(error, "block " + std::to_string(block) +
-                             " is outside the pool's " +
-                             std::to_string(tableEntries_) + " blocks");
-  if (!finishKvPrefetches(error))
+  if (!checkKvBlocks(blocks, error) || !finishKvPrefetches(error))
     return false;
   std::vector<hal::Queue *> used;
   size_t at = 0;
@@ -555,12 +550,20 @@ bool ProgramRunner::writeKvBlock(const std::byte *in, int32_t block,
                       });
 }
 
+bool ProgramRunner::checkKvBlocks(std::initializer_list<int32_t> blocks,
+                                  hal::Error &error) const {
+  for (int32_t block : blocks)
+    if (block < 0 || block >= tableEntries_)
+      return fail(error, "block " + std::to_string(block) +
+                             " is outside the pool's " +
+                             std::to_string(tableEntries_) + " blocks");
+  return true;
+}
+
 bool ProgramRunner::prefetchKvBlock(const std::byte *in, int32_t block,
                                     hal::Error &error) {
-  if (block < 0 || block >= tableEntries_)
-    return fail(error, "block " + std::to_string(block) +
-                           " is outside the pool's " +
-                           std::to_string(tableEntries_) + " blocks");
+  if (!checkKvBlocks({block}, error))
+    return false;
   // The caller reuses `in`; the copy lives until the queues finish.
   staging_.emplace_back(reinterpret_cast<const char *>(in),
                         reinterpret_cast<const char *>(in) + kvBlockBytes());

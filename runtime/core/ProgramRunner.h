@@ -272,6 +272,10 @@ private:
   /// Waits for every prefetched block (before a block is read, written or
   /// copied on the device's own queue).
   bool finishKvPrefetches(hal::Error &error);
+  /// Whether every one of `blocks` is in the pool; `error` names one that
+  /// is not.
+  bool checkKvBlocks(std::initializer_list<int32_t> blocks,
+                     hal::Error &error) const;
   /// Where run `run` of block `block` starts in `cache`.
   uint64_t kvRunOffset(const KvCacheBuffer &cache, uint64_t run,
                        int32_t block) const {

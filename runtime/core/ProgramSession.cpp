@@ -614,7 +614,7 @@ bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
   if (maxBatch_ == 0) {
     error = "the pack's programs on " + deviceName_ +
             " decode one sequence per step (a plan's do); decode each "
-            "sequence in turn";
+            "sequence in turn (hetrt_session_sequence_decode)";
     return false;
   }
   int64_t count = static_cast<int64_t>(sequences.size());
@@ -630,17 +630,12 @@ bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
   std::vector<int32_t> positions;
   for (KvSequence *member : members)
     positions.push_back(static_cast<int32_t>(member->length()));
-  std::vector<int32_t> tables;
-  size_t width = 0;
-  if (!kv_->prepareBatch(sequences, members, tables, width, error))
-    return false;
   // The programs read a row of the pool's size per token.
-  size_t entries = table_.size();
-  std::vector<int32_t> rows(static_cast<size_t>(count) * entries, 0);
-  for (size_t m = 0; m < members.size(); ++m)
-    std::copy(tables.begin() + static_cast<long>(m * width),
-              tables.begin() + static_cast<long>(m * width + width),
-              rows.begin() + static_cast<long>(m * entries));
+  std::vector<int32_t> rows;
+  size_t width = 0;
+  if (!kv_->prepareBatch(sequences, members, rows, width, error,
+                         table_.size()))
+    return false;
   logits_.resize(static_cast<size_t>(count * vocab_));
   hal::Error halError;
   if (!runner_->runBatch(kBatchEntry, ids.data(), positions.data(), count,

@@ -772,6 +772,27 @@ TEST(SpirvKernels, KvAppendIntoABf16CacheRoundsAsTheCpuDoes) {
           -std::nanf(""), 65520.0f});
 }
 
+/// attention_f32 over a paged cache (`cache`: its words) for `tokens`
+/// queries of `heads` heads, one workgroup per (token, head), with
+/// `params`; the output, as many floats as `q`.
+template <typename Word>
+std::vector<float> runAttention(KernelRunner &runner,
+                                const std::vector<float> &q,
+                                const std::vector<Word> &cache,
+                                const std::vector<int32_t> &positions,
+                                const std::vector<int32_t> &table,
+                                uint32_t tokens, uint32_t heads,
+                                const std::vector<int32_t> &params) {
+  auto bq = runner.upload(q), bc = runner.upload(cache);
+  auto bp = runner.upload(positions), bb = runner.upload(table);
+  auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
+  auto bparams = runner.upload(params);
+  return runner.run("attention_f32", {tokens, heads, 1},
+                    {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
+                     bparams.get()},
+                    q.size(), 4);
+}
+
 /// Grouped attention in double: each query over the keys its position may
 /// see, with the sum of |terms| of each output for the tolerance.
 void referenceAttention(const std::vector<float> &q,
@@ -835,18 +856,13 @@ TEST(SpirvKernels, AttentionMatchesTheCpuOverManyChunks) {
       std::vector<float> paged =
           pageCache(cache, context, kvHeads * dim, 8, table);
       onEveryDevice([&](KernelRunner &runner) {
-        auto bq = runner.upload(q), bc = runner.upload(paged);
-        auto bp = runner.upload(positions), bb = runner.upload(table);
-        auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
-        auto params = runner.upload(std::vector<int32_t>{
-            heads, kvHeads, dim, context, keyCount, floatBits(attentionScale),
-            causal ? 1 : 0, 0, 8, 0, 0});
-        expectClose(runner.run("attention_f32",
-                               {static_cast<uint32_t>(tokens), heads, 1},
-                               {bq.get(), bc.get(), bp.get(), bb.get(),
-                                bo.get(), params.get()},
-                               q.size(), 4),
-                    expected, scale, 1e-5, "attention_f32");
+        expectClose(
+            runAttention(runner, q, paged, positions, table,
+                         static_cast<uint32_t>(tokens), heads,
+                         {heads, kvHeads, dim, context, keyCount,
+                          floatBits(attentionScale), causal ? 1 : 0, 0, 8, 0,
+                          0}),
+            expected, scale, 1e-5, "attention_f32");
       });
     }
   }
@@ -893,16 +909,10 @@ TEST(SpirvKernels, AttentionOfABatchReadsEachTokensOwnBlockTable) {
   }
   float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
   onEveryDevice([&](KernelRunner &runner) {
-    auto bq = runner.upload(q), bc = runner.upload(pool);
-    auto bp = runner.upload(positions), bb = runner.upload(tables);
-    auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{
-        heads, kvHeads, dim, slots, perSequence, floatBits(attentionScale), 1,
-        0, blockSize, 8, 0});
-    expectClose(runner.run("attention_f32", {2, heads, 1},
-                           {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
-                            params.get()},
-                           q.size(), 4),
+    expectClose(runAttention(runner, q, pool, positions, tables, 2, heads,
+                             {heads, kvHeads, dim, slots, perSequence,
+                              floatBits(attentionScale), 1, 0, blockSize, 8,
+                              0}),
                 expected, scale, 1e-5, "batched attention");
   });
 }
@@ -928,17 +938,10 @@ void expectSixteenBitAttention(int format) {
       packHalves(pageCache(cache, context, kvHeads * dim, 8, table), format);
   float attentionScale = 1.0f / std::sqrt(static_cast<float>(dim));
   onEveryDevice([&](KernelRunner &runner) {
-    auto bq = runner.upload(q), bc = runner.upload(paged);
-    auto bp = runner.upload(positions), bb = runner.upload(table);
-    auto bo = runner.upload(std::vector<float>(q.size(), 0.0f));
-    auto params = runner.upload(std::vector<int32_t>{
-        heads, kvHeads, dim, context, keyCount, floatBits(attentionScale), 1,
-        0, 8, 0, format});
-    expectClose(runner.run("attention_f32",
-                           {static_cast<uint32_t>(tokens), heads, 1},
-                           {bq.get(), bc.get(), bp.get(), bb.get(), bo.get(),
-                            params.get()},
-                           q.size(), 4),
+    expectClose(runAttention(runner, q, paged, positions, table,
+                             static_cast<uint32_t>(tokens), heads,
+                             {heads, kvHeads, dim, context, keyCount,
+                              floatBits(attentionScale), 1, 0, 8, 0, format}),
                 expected, scale, 1e-5,
                 format == 2 ? "attention_f32 over bf16"
                             : "attention_f32 over f16");
