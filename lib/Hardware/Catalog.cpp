@@ -962,6 +962,18 @@ std::string deviceToJson(const Device &device, int indent) {
   return object.dump(indent);
 }
 
+namespace {
+
+/// "cpu0, gpu0" for messages that list a system's devices.
+std::string deviceIds(const System &system) {
+  std::string ids;
+  for (const SystemDevice &device : system.devices)
+    ids += (ids.empty() ? "" : ", ") + device.id;
+  return ids;
+}
+
+} // namespace
+
 bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
                            System &system, std::vector<std::string> &warnings,
                            std::string &error) {
@@ -981,13 +993,9 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
                        "device");
     capped.push_back(id);
     int index = system.deviceIndex(id);
-    if (index < 0) {
-      std::string ids;
-      for (const SystemDevice &device : system.devices)
-        ids += (ids.empty() ? "" : ", ") + device.id;
+    if (index < 0)
       return fail(system.name + " has no device \"" + id + "\" (it has " +
-                  ids + ")");
-    }
+                  deviceIds(system) + ")");
     std::optional<uint64_t> parsed = hetrt::format::parseByteSize(size);
     if (!parsed || *parsed == 0)
       return fail("the size must be a positive number with a unit (B, KiB, "
@@ -1006,6 +1014,31 @@ bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
     }
     home.capacityBytes = static_cast<uint64_t>(bytes);
   }
+  return true;
+}
+
+bool restrictComputeDevices(const std::vector<std::string> &ids,
+                            System &system, std::string &error) {
+  if (ids.empty())
+    return true;
+  std::vector<bool> listed(system.devices.size(), false);
+  for (const std::string &id : ids) {
+    int index = system.deviceIndex(id);
+    if (index < 0) {
+      error = "--compute-devices " + id + ": " + system.name +
+              " has no device \"" + id + "\" (it has " + deviceIds(system) +
+              ")";
+      return false;
+    }
+    if (listed[index]) {
+      error = "--compute-devices " + id + ": listed twice; name each device "
+              "once";
+      return false;
+    }
+    listed[index] = true;
+  }
+  for (size_t d = 0; d < system.devices.size(); ++d)
+    system.devices[d].computes = listed[d];
   return true;
 }
 

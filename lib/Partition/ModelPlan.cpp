@@ -155,6 +155,8 @@ Built build(const cost::ModelShape &shape, const hardware::System &system,
     unit.name = built.units[u].name;
     std::vector<OptionMeaning> meanings;
     for (int d = 0; d < numDevices; ++d) {
+      if (!system.devices[d].computes)
+        continue;
       const hardware::Device &device = system.devices[d].device;
       const cost::Unit &costed = built.units[u];
       uint64_t kvBytes = built.kvBytesPerUnit(costed, workload);

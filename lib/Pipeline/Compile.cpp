@@ -252,6 +252,8 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     partition.system = options.system;
     partition.deviceMemory.assign(options.deviceMemory.begin(),
                                   options.deviceMemory.end());
+    partition.computeDevices.assign(options.computeDevices.begin(),
+                                    options.computeDevices.end());
     for (const auto &[device, bytes] : reserved)
       partition.reserveMemory.push_back(device + "=" + std::to_string(bytes) +
                                         "B");

@@ -219,7 +219,10 @@ struct HetPartitionPass
       return emitError(module.getLoc()) << "het-partition: " << error;
     std::vector<std::string> caps(deviceMemory.begin(), deviceMemory.end());
     std::vector<std::string> warnings;
-    if (!hardware::applyDeviceMemoryCaps(caps, *machine, warnings, error))
+    std::vector<std::string> computing(computeDevices.begin(),
+                                       computeDevices.end());
+    if (!hardware::applyDeviceMemoryCaps(caps, *machine, warnings, error) ||
+        !hardware::restrictComputeDevices(computing, *machine, error))
       return emitError(module.getLoc()) << "het-partition: " << error;
     for (const std::string &warning : warnings)
       emitWarning(module.getLoc()) << "het-partition: " << warning;

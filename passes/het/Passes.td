@@ -49,6 +49,10 @@ def HetPartitionPass : Pass<"het-partition", "mlir::ModuleOp"> {
     ListOption<"deviceMemory", "device-memory", "std::string",
                "Caps on what the plan may use of a device's memory, "
                "DEVICE=SIZE (as hetc plan --device-memory)">,
+    ListOption<"computeDevices", "compute-devices", "std::string",
+               "The devices units may run on (as hetc plan "
+               "--compute-devices); the others' memories still hold "
+               "weights">,
     ListOption<"reserveMemory", "reserve-memory", "std::string",
                "Bytes of a device's home memory the plan leaves free for "
                "what its programs compute with (activations, parameters), "

@@ -53,8 +53,7 @@ struct BenchFlags {
   bool profile = false;
   std::string device;
   std::string system;
-  std::vector<std::string> deviceMemory;
-  std::string objective = "latency";
+  PlanShapeFlags plan;
   std::vector<int> batches;
 };
 
@@ -468,8 +467,7 @@ Action registerBenchCommand(CLI::App &app) {
                       "Measure the plan on this system (a system JSON) over "
                       "the devices it places work on")
       ->excludes("--device");
-  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
-  addObjectiveOption(*command, flags->objective, "With --system: ");
+  addPlanShapeOptions(*command, flags->plan);
   command
       ->add_option("--batch", flags->batches,
                    "Also measure decode steps of this many sequences in one "
@@ -484,14 +482,9 @@ Action registerBenchCommand(CLI::App &app) {
     if (!*command)
       return -1;
     std::string error;
-    if (!flags->deviceMemory.empty() && flags->system.empty()) {
-      std::cerr << "hetc bench: --device-memory caps a plan; give --system "
-                   "too\n";
-      return 2;
-    }
-    if (flags->objective != "latency" && flags->system.empty()) {
-      std::cerr << "hetc bench: --objective chooses a plan; give --system "
-                   "too\n";
+    if (std::optional<std::string> problem =
+            planShapeWithoutPlan(flags->plan, !flags->system.empty())) {
+      std::cerr << "hetc bench: " << *problem << "\n";
       return 2;
     }
     bool onProgram = !flags->system.empty() ||
@@ -499,8 +492,9 @@ Action registerBenchCommand(CLI::App &app) {
     PackNeeds needs;
     needs.spirv = onProgram && flags->system.empty();
     needs.system = flags->system;
-    needs.deviceMemory = flags->deviceMemory;
-    needs.objective = flags->objective;
+    needs.deviceMemory = flags->plan.deviceMemory;
+    needs.computeDevices = flags->plan.computeDevices;
+    needs.objective = flags->plan.objective;
     std::string packPath = packFor(flags->model, 0, "hetc bench", error, needs);
     if (packPath.empty()) {
       std::cerr << "hetc bench: " << error << "\n";

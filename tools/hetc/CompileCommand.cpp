@@ -27,8 +27,7 @@ struct CompileFlags {
   std::vector<std::string> cpuVariants = {"all"};
   bool spirv = false;
   std::string system;
-  std::vector<std::string> deviceMemory;
-  std::string objective = "latency";
+  PlanShapeFlags plan;
   bool printPipeline = false;
   bool quiet = false;
 };
@@ -79,8 +78,7 @@ Action registerCompileCommand(CLI::App &app) {
                       "`hetc calibrate` writes for this machine, or a catalog "
                       "name) and pack the plan's program over its devices "
                       "(hetc run --system)");
-  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
-  addObjectiveOption(*command, flags->objective, "With --system: ");
+  addPlanShapeOptions(*command, flags->plan);
   command->add_option("--cpu-variants", flags->cpuVariants,
                       "CPU code variants to build: all (default), host (the "
                       "best this machine runs), or names among avx512-vnni, "
@@ -118,22 +116,18 @@ Action registerCompileCommand(CLI::App &app) {
     options.cpuVariants = flags->cpuVariants;
     options.spirv = flags->spirv;
     options.system = flags->system;
-    options.deviceMemory = flags->deviceMemory;
-    options.objective = flags->objective;
+    options.deviceMemory = flags->plan.deviceMemory;
+    options.computeDevices = flags->plan.computeDevices;
+    options.objective = flags->plan.objective;
     options.kvElementType = flags->kvType;
     if (std::optional<std::string> problem =
             pipeline::checkKvElementType(options)) {
       std::cerr << "hetc compile: " << *problem << "\n";
       return 2;
     }
-    if (!options.deviceMemory.empty() && options.system.empty()) {
-      std::cerr << "hetc compile: --device-memory caps a plan; give --system "
-                   "too\n";
-      return 2;
-    }
-    if (flags->objective != "latency" && options.system.empty()) {
-      std::cerr << "hetc compile: --objective chooses a plan; give --system "
-                   "too\n";
+    if (std::optional<std::string> problem =
+            planShapeWithoutPlan(flags->plan, !options.system.empty())) {
+      std::cerr << "hetc compile: " << *problem << "\n";
       return 2;
     }
     options.outputPath = flags->output;

@@ -214,6 +214,38 @@ void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+void addComputeDevicesOption(CLI::App &command, std::vector<std::string> &ids,
+                             const std::string &scope) {
+  command
+      .add_option("--compute-devices", ids,
+                  scope + "Run units only on these devices (e.g. vulkan0, "
+                          "leaving the CPU to sampling and serving); the "
+                          "others' memories still hold weights; "
+                          "comma-separate several")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void addPlanShapeOptions(CLI::App &command, PlanShapeFlags &flags) {
+  const std::string scope = "With --system: ";
+  addDeviceMemoryOption(command, flags.deviceMemory, scope);
+  addComputeDevicesOption(command, flags.computeDevices, scope);
+  addObjectiveOption(command, flags.objective, scope);
+}
+
+std::optional<std::string> planShapeWithoutPlan(const PlanShapeFlags &flags,
+                                                bool planned) {
+  if (planned)
+    return std::nullopt;
+  if (!flags.deviceMemory.empty())
+    return "--device-memory caps a plan; give --system too";
+  if (!flags.computeDevices.empty())
+    return "--compute-devices restricts a plan; give --system too";
+  if (flags.objective != "latency")
+    return "--objective chooses a plan; give --system too";
+  return std::nullopt;
+}
+
 void addObjectiveOption(CLI::App &command, std::string &objective,
                         const std::string &scope) {
   command.add_option("--objective", objective, scope + "What the plan optimizes")

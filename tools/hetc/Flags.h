@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace hetc::cli {
 
@@ -51,6 +53,27 @@ void addModelArgument(CLI::App *command, std::string &model,
 /// plan is optional).
 void addDeviceMemoryOption(CLI::App &command, std::vector<std::string> &caps,
                            const std::string &scope);
+
+/// --compute-devices DEVICE[,DEVICE] into `ids`: the devices a plan may run
+/// units on; `scope` as for addDeviceMemoryOption.
+void addComputeDevicesOption(CLI::App &command, std::vector<std::string> &ids,
+                             const std::string &scope);
+
+/// The options that shape a plan where one is optional (hetc compile, run
+/// and bench, each with --system).
+struct PlanShapeFlags {
+  std::vector<std::string> deviceMemory;
+  std::vector<std::string> computeDevices;
+  std::string objective = "latency";
+};
+
+/// --device-memory, --compute-devices and --objective, each "With --system".
+void addPlanShapeOptions(CLI::App &command, PlanShapeFlags &flags);
+
+/// Why `flags` cannot apply without a plan ("--device-memory caps a plan;
+/// give --system too"), when one is set and `planned` is false.
+std::optional<std::string> planShapeWithoutPlan(const PlanShapeFlags &flags,
+                                                bool planned);
 
 /// --objective latency|throughput|cost|energy into `objective`: what a
 /// plan minimizes; `scope` as for addDeviceMemoryOption.

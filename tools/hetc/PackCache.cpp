@@ -213,6 +213,8 @@ std::string packFor(const std::string &model, int64_t contextLength,
       identity = *systemHash;
     for (const std::string &cap : needs.deviceMemory)
       identity += "\n" + cap;
+    for (const std::string &id : needs.computeDevices)
+      identity += "\ncompute " + id;
     identity += "\nobjective " + needs.objective;
     char text[24];
     std::snprintf(text, sizeof(text), "-plan%016zx",
@@ -302,6 +304,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   options.spirv = needs.spirv;
   options.system = needs.system;
   options.deviceMemory = needs.deviceMemory;
+  options.computeDevices = needs.computeDevices;
   options.objective = needs.objective;
   options.progress = [&tool](const std::string &line) {
     hetc::cli::printMessage("%s: compiling: %s\n", tool.c_str(), line.c_str());

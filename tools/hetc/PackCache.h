@@ -29,6 +29,7 @@ struct PackNeeds {
   /// what it may use of devices' memories ("vulkan0=64MiB").
   std::string system;
   std::vector<std::string> deviceMemory;
+  std::vector<std::string> computeDevices;
   std::string objective = "latency";
   /// Runs only when the model must be compiled, just before: a check that
   /// would otherwise fail after minutes of compiling; false (with `error`)

@@ -210,6 +210,12 @@ Action registerPlanCommand(CLI::App &app) {
     int64_t kvHostBlocks =
         partition::kvHostTierBlocks(plan, *system, kvBlockBytes);
 
+    // The devices units may run on (--compute-devices; all by default).
+    std::vector<std::string> computing;
+    for (const hardware::SystemDevice &entry : system->devices)
+      if (entry.computes)
+        computing.push_back(entry.id);
+
     if (flags->json) {
       nlohmann::json alone = nlohmann::json::array();
       for (const DevicePlan &single : plans) {
@@ -276,6 +282,7 @@ Action registerPlanCommand(CLI::App &app) {
                      {"layers", shape->numLayers},
                      {"weight_bytes", shape->totalWeightBytes()}}},
           {"system", system->name},
+          {"compute_devices", computing},
           {"objective", flags->objective},
           {"workload", {{"batch", workload.batch},
                         {"context", workload.context},
@@ -308,10 +315,17 @@ Action registerPlanCommand(CLI::App &app) {
     std::printf("model   %s: %s, %lld layers, %s of weights\n", flags->model.c_str(),
                 shape->architecture.c_str(), static_cast<long long>(shape->numLayers),
                 gib(shape->totalWeightBytes()).c_str());
-    std::printf("system  %s; batch %lld, context %lld, prompt %lld; objective %s\n\n",
+    std::printf("system  %s; batch %lld, context %lld, prompt %lld; objective %s\n",
                 system->name.c_str(), static_cast<long long>(workload.batch),
                 static_cast<long long>(workload.context),
                 static_cast<long long>(workload.promptTokens), flags->objective.c_str());
+    if (computing.size() < system->devices.size()) {
+      std::string list;
+      for (const std::string &id : computing)
+        list += (list.empty() ? "" : ", ") + id;
+      std::printf("units   on %s only (--compute-devices)\n", list.c_str());
+    }
+    std::printf("\n");
     std::printf("each device alone:\n");
     std::printf("%-6s %-22s %12s %12s %10s %11s %9s %9s  %s\n", "id", "device",
                 "weights+KV", "capacity", "prefill/s", "decode/s", "J/token",

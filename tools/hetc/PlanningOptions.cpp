@@ -48,6 +48,7 @@ void addPlanningOptions(CLI::App &command, PlanningFlags &flags) {
       ->check(wholeRange(1, INT32_MAX))
       ->capture_default_str();
   addDeviceMemoryOption(command, flags.deviceMemory, "");
+  addComputeDevicesOption(command, flags.computeDevices, "");
 }
 
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
@@ -63,6 +64,11 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
   std::vector<std::string> warnings;
   if (!hardware::applyDeviceMemoryCaps(flags.deviceMemory, *system, warnings,
                                        error)) {
+    exitCode = 2;
+    return std::nullopt;
+  }
+  if (!hardware::restrictComputeDevices(flags.computeDevices, *system,
+                                        error)) {
     exitCode = 2;
     return std::nullopt;
   }

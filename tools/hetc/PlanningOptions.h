@@ -28,10 +28,13 @@ struct PlanningFlags {
   int64_t promptTokens = 128;
   /// --device-memory DEVICE=SIZE: caps on devices' home memories.
   std::vector<std::string> deviceMemory;
+  /// --compute-devices: the devices units may run on (empty: all).
+  std::vector<std::string> computeDevices;
 };
 
 /// Adds the model positional and --system, --catalog, --weight-type,
-/// --kv-type, --objective, --batch, --prompt-tokens and --device-memory to
+/// --kv-type, --objective, --batch, --prompt-tokens, --device-memory and
+/// --compute-devices to
 /// `command`, bound to `flags`.
 void addPlanningOptions(CLI::App &command, PlanningFlags &flags);
 
@@ -44,9 +47,10 @@ struct PlanningInputs {
 };
 
 /// Loads the system and the model's shapes `flags` name (with the
-/// --device-memory caps applied); on failure returns nothing and sets
-/// `error` to a message naming the file, field and fix, and `exitCode` to 2
-/// when a flag is what is wrong (a --device-memory entry), 1 otherwise.
+/// --device-memory caps and --compute-devices applied); on failure returns
+/// nothing and sets `error` to a message naming the file, field and fix, and
+/// `exitCode` to 2 when a flag is what is wrong (a --device-memory or
+/// --compute-devices entry), 1 otherwise.
 std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
                                                  std::string &error,
                                                  int &exitCode);

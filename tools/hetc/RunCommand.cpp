@@ -49,8 +49,7 @@ struct RunFlags {
   std::string promptFile;
   std::string device;
   std::string system;
-  std::vector<std::string> deviceMemory;
-  std::string objective = "latency";
+  PlanShapeFlags plan;
   std::vector<std::string> kvBudgets;
 };
 
@@ -239,8 +238,7 @@ Action registerRunCommand(CLI::App &app) {
                       "Run the cost model's plan of the model on this system "
                       "(a system JSON, as `hetc calibrate` writes for this "
                       "machine), over the devices it places work on");
-  addDeviceMemoryOption(*command, flags->deviceMemory, "With --system: ");
-  addObjectiveOption(*command, flags->objective, "With --system: ");
+  addPlanShapeOptions(*command, flags->plan);
   addKvBudgetOption(*command, flags->kvBudgets);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
@@ -288,14 +286,9 @@ Action registerRunCommand(CLI::App &app) {
                    "plan chooses the devices\n";
       return 2;
     }
-    if (!flags->deviceMemory.empty() && !planned) {
-      std::cerr << "hetc run: --device-memory caps a plan; give --system "
-                   "too\n";
-      return 2;
-    }
-    if (flags->objective != "latency" && !planned) {
-      std::cerr << "hetc run: --objective chooses a plan; give --system "
-                   "too\n";
+    if (std::optional<std::string> problem =
+            planShapeWithoutPlan(flags->plan, planned)) {
+      std::cerr << "hetc run: " << *problem << "\n";
       return 2;
     }
     // The device is found before any compiling: a wrong name fails at once.
@@ -312,8 +305,9 @@ Action registerRunCommand(CLI::App &app) {
     PackNeeds needs;
     needs.spirv = !onCpu && !planned;
     needs.system = flags->system;
-    needs.deviceMemory = flags->deviceMemory;
-    needs.objective = flags->objective;
+    needs.deviceMemory = flags->plan.deviceMemory;
+    needs.computeDevices = flags->plan.computeDevices;
+    needs.objective = flags->plan.objective;
     needs.beforeCompiling = [&](std::string &why) {
       promptCode = checkPromptBeforeCompiling(
           flags->model, flags->contextLength, promptText, why);

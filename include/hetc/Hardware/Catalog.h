@@ -139,6 +139,9 @@ struct SystemLink {
 struct SystemDevice {
   std::string id;
   Device device;
+  /// Whether plans may run units on the device (--compute-devices leaves
+  /// the others out); its memories stay homes for other devices' weights.
+  bool computes = true;
 };
 
 struct System {
@@ -181,6 +184,14 @@ std::optional<System> loadSystem(const std::string &path,
 bool applyDeviceMemoryCaps(const std::vector<std::string> &caps,
                            System &system, std::vector<std::string> &warnings,
                            std::string &error);
+
+/// Lets plans run units only on the devices `ids` names ("vulkan0",
+/// "gpu0,gpu1" after CLI11's split), e.g. to leave the CPU to the control
+/// plane; their memories and every other device's stay homes for weights.
+/// An empty list changes nothing. False with `error` naming the flag, the
+/// entry and the fix.
+bool restrictComputeDevices(const std::vector<std::string> &ids,
+                            System &system, std::string &error);
 
 /// `nameOrPath` as a file when it names one, else as a system of the catalog
 /// (`catalogDir/systems/NAME.json`).

@@ -37,6 +37,8 @@ struct CompileOptions {
   std::string system;
   /// Caps on what the plan may use of a device's memory ("vulkan0=64MiB").
   std::vector<std::string> deviceMemory;
+  /// The devices the plan may run units on (empty: all of the system's).
+  std::vector<std::string> computeDevices;
   /// What the plan minimizes: "latency", "throughput", "cost" or "energy".
   std::string objective = "latency";
   /// Called with a line describing each step, for progress display.
