@@ -55,6 +55,7 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
     ffn.name = "layer " + std::to_string(layer) + " ffn";
     // norm, gate, up, SiLU·up, down, residual add (a mixture adds the router).
     ffn.kernels = shape.numExperts > 0 ? 8 : 6;
+    ffn.experts = shape.numExperts > 0;
     units.push_back(attention);
     units.push_back(ffn);
   }
@@ -115,6 +116,31 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
   return units;
 }
 
+int programDispatches(const Unit &unit, const hardware::Device &device,
+                      bool decode, int64_t cacheTokens) {
+  if (device.kind == hardware::DeviceKind::Cpu)
+    return unit.kernels;
+  bool fusedProducts = device.kind == hardware::DeviceKind::Cuda ||
+                       device.kind == hardware::DeviceKind::Hip;
+  switch (unit.kind) {
+  case UnitKind::Embedding:
+    return 1; // get_rows
+  case UnitKind::Attention:
+    if (!decode) // norm, Q, K, V, RoPE, RoPE + KV append, attention, output
+      return 8;
+    return 1 + (fusedProducts ? 1 : 3) + 2 +
+           (cacheTokens > kProgramKeysPerSplit ? 2 : 1) + 1;
+  case UnitKind::Ffn:
+    if (unit.experts)
+      return unit.kernels;
+    // norm, gate and up with SwiGLU (decode) or gate, up, SwiGLU, and down.
+    return decode ? 3 : 5;
+  case UnitKind::Output:
+    return 2; // norm, logits
+  }
+  return unit.kernels;
+}
+
 DataType computeType(const hardware::Device &device, BlockFormat format) {
   if (device.kind == hardware::DeviceKind::Cpu)
     return DataType::F32;
@@ -151,8 +177,15 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
   double overheadUs = device.launchOverheadUs;
   // Measurements of hetc's own kernels on the device replace the roofline
   // guesses: they include dequantization and whatever the code leaves on
-  // the table. They hold for the home tier they were measured in.
-  if (device.calibration && &weightTier == &device.memory.front()) {
+  // the table. They hold for the home tier they were measured in, and for
+  // weights streamed from another device's memory, which the programs copy
+  // into buffers in that tier ahead of the kernels: those are read no
+  // faster than the link brings them in.
+  bool ownTier = false;
+  for (const hardware::MemoryTier &tier : device.memory)
+    ownTier |= &tier == &weightTier;
+  bool streamed = !ownTier;
+  if (device.calibration && (&weightTier == &device.memory.front() || streamed)) {
     const hardware::Calibration &c = *device.calibration;
     std::string key = calibrationKey(unit.format);
     if (double rate = c.decodeGBPerSAt(key, unit.width)) {
@@ -170,6 +203,9 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     if (double rate = c.prefillTflopsAt(calibrationKey(unit.format), unit.width))
       peak = rate * 1e12;
     overheadUs = c.dispatchUs;
+    if (streamed)
+      weightRate = std::min(weightRate, weightTier.readGBPerS * 1e9 *
+                                            efficiency.memory);
   }
   double kvSeconds = kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
   // Measured attention: the slower of moving the cache and the arithmetic
@@ -205,7 +241,9 @@ Estimate decodeStep(const Unit &unit, const Workload &workload,
   double kvBytes = batch * unit.kvBytesPerContext * context;
   double attentionFlops = batch * unit.attentionFlopsPerContext * context;
   return estimate(flops, unit.weightBytesPerStep, kvBytes, attentionFlops,
-                  /*decode=*/true, unit.kernels, unit, device, weightTier, kvTier, efficiency);
+                  /*decode=*/true,
+                  programDispatches(unit, device, true, workload.kvTokens()),
+                  unit, device, weightTier, kvTier, efficiency);
 }
 
 Estimate prefill(const Unit &unit, const Workload &workload,
@@ -233,7 +271,9 @@ Estimate prefill(const Unit &unit, const Workload &workload,
                            : static_cast<double>(unit.weightBytes);
   double kvBytes = tokens * unit.kvBytesPerContext;
   return estimate(flops, weightBytes, kvBytes, /*attentionFlops=*/0,
-                  /*decode=*/false, unit.kernels, unit, device, weightTier, kvTier, efficiency);
+                  /*decode=*/false,
+                  programDispatches(unit, device, false, workload.kvTokens()),
+                  unit, device, weightTier, kvTier, efficiency);
 }
 
 double samplingSeconds(const hardware::Device &cpu, int64_t vocabSize,

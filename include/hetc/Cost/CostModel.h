@@ -63,8 +63,11 @@ struct Unit {
   int64_t width = 0;
   /// KV-cache bytes per token of context (one layer's K and V).
   double kvBytesPerContext = 0;
-  /// Kernels one step dispatches.
+  /// Kernels a step of the CPU code calls (programDispatches gives the
+  /// device programs').
   int kernels = 0;
+  /// An FFN of experts (a mixture), which no device program fuses.
+  bool experts = false;
   /// The storage of most of its weight bytes.
   hetrt::format::BlockFormat format = hetrt::format::BlockFormat::F32;
 };
@@ -77,6 +80,20 @@ size_t unitIndexOf(const WeightInfo &weight, size_t numUnits);
 /// The units of `shape` in execution order; `kvBytesPerElement` is the KV
 /// cache's element size.
 std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement);
+
+/// Keys one workgroup of the device programs' decode attention reads: a
+/// cache holding more is split over workgroups, whose partial results a
+/// second dispatch combines (the SPIR-V program builder's split).
+inline constexpr int64_t kProgramKeysPerSplit = 256;
+
+/// Kernels `unit` dispatches per step on `device`: the CPU code's calls, or
+/// the device programs' dispatches of the kernel library, fused as the
+/// program builder fuses them (a residual add with the next norm, a decode
+/// step's gate and up products, and on CUDA and HIP its query, key and value
+/// products); `cacheTokens` is the KV cache's capacity (a decode step
+/// splits attention over more than kProgramKeysPerSplit).
+int programDispatches(const Unit &unit, const hardware::Device &device,
+                      bool decode, int64_t cacheTokens);
 
 /// Achieved fractions of the peaks.
 struct Efficiency {

@@ -158,7 +158,9 @@ TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
   EXPECT_NEAR(step.memorySeconds, ffn.weightBytesPerStep / 100e9, 1e-12);
   EXPECT_NEAR(step.computeSeconds, ffn.flopsPerToken / 100e12, 1e-12);
   EXPECT_TRUE(step.memoryBound());
-  EXPECT_NEAR(step.seconds(), step.memorySeconds + 6 * 2e-6, 1e-12);
+  // The GPU program's dispatches: the norm (with the residual add before
+  // it), the gate and up products with their SwiGLU, the down product.
+  EXPECT_NEAR(step.seconds(), step.memorySeconds + 3 * 2e-6, 1e-12);
   // The CPU computes in f32 (1 TFLOPS here): a batch of 64 is compute-bound.
   Device cpu = testDevice(true);
   Workload batch{64, 0, 1};
@@ -179,6 +181,69 @@ TEST(CostModel, DecodeIsTheSlowerOfComputeAndMemoryPlusLaunches) {
 // kernels their own term, added to the rest: the slower of moving the cache
 // and their arithmetic at that rate, which leaves the matmuls' compute. A
 // prefill's attention stays with its matmuls.
+// A unit's kernels are the CPU code's calls on a CPU, and on a GPU the
+// dispatches of the programs the SPIR-V/CUDA/HIP program builder makes
+// (SpirvModelTest counts a real model's program against them): a decode
+// step fuses the residual add into the next norm and the gate and up
+// products into one, CUDA and HIP the query, key and value products too,
+// and splits attention over a cache of more than 256 positions.
+TEST(CostModel, UnitsDispatchWhatTheDevicesCodeDispatches) {
+  std::string path = writeTemp("llama3-8b-dispatches.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f16", error);
+  ASSERT_TRUE(shape) << error;
+  std::vector<Unit> units = unitsOf(*shape, 2);
+  const Unit &embedding = units[0], &attention = units[1], &ffn = units[2],
+             &output = units.back();
+  Device cpu = testDevice(true), cuda = testDevice(false),
+         vulkan = testDevice(false);
+  vulkan.kind = hetc::hardware::DeviceKind::Spirv;
+  for (const Unit *unit : {&embedding, &attention, &ffn, &output})
+    EXPECT_EQ(programDispatches(*unit, cpu, true, 4096), unit->kernels);
+  EXPECT_EQ(programDispatches(embedding, vulkan, true, 4096), 1);
+  EXPECT_EQ(programDispatches(attention, vulkan, true, 256), 8);
+  EXPECT_EQ(programDispatches(attention, vulkan, true, 257), 9);
+  EXPECT_EQ(programDispatches(attention, cuda, true, 4096), 7);
+  EXPECT_EQ(programDispatches(attention, vulkan, false, 4096), 8);
+  EXPECT_EQ(programDispatches(ffn, vulkan, true, 4096), 3);
+  EXPECT_EQ(programDispatches(ffn, vulkan, false, 4096), 5);
+  EXPECT_EQ(programDispatches(output, cuda, true, 4096), 2);
+}
+
+// A calibrated device reads weights streamed from another device's memory
+// out of the buffers the programs copy them into, at its calibrated rate,
+// but never faster than the link brings them; its dispatch cost holds
+// either way. An uncalibrated one reads them at the link's rate.
+TEST(CostModel, StreamedWeightsOnACalibratedDeviceAreTheSlowerOfItsRateAndTheLink) {
+  std::string path = writeTemp("llama3-8b-streamed.json", kLlama3_8B);
+  std::string error;
+  std::optional<ModelShape> shape = shapeFromHfConfig(path, "f32", error);
+  ASSERT_TRUE(shape) << error;
+  const Unit ffn = unitsOf(*shape, 4)[2];
+  Device vulkan = testDevice(false);
+  vulkan.kind = hetc::hardware::DeviceKind::Spirv;
+  hetc::hardware::Calibration calibration;
+  calibration.decodeGBPerS = {{"f32", 20}};
+  calibration.prefillTflops = {{"f32", 0.5}};
+  calibration.dispatchUs = 50;
+  vulkan.calibration = calibration;
+  // The link's side of the remote tier, as the planner builds it.
+  MemoryTier overLink{"host", "dram", 1ull << 40, 8.0, 100.0};
+  Efficiency exact{1.0, 1.0};
+  Workload one{1, 0, 1};
+  Estimate slowLink = decodeStep(ffn, one, vulkan, overLink, vulkan.memory[0], exact);
+  EXPECT_NEAR(slowLink.memorySeconds, ffn.weightBytesPerStep / 8e9, 1e-12);
+  EXPECT_NEAR(slowLink.computeSeconds, ffn.flopsPerToken / 0.5e12, 1e-12);
+  EXPECT_NEAR(slowLink.overheadSeconds, 3 * 50e-6, 1e-12);
+  overLink.readGBPerS = 64;
+  Estimate fastLink = decodeStep(ffn, one, vulkan, overLink, vulkan.memory[0], exact);
+  EXPECT_NEAR(fastLink.memorySeconds, ffn.weightBytesPerStep / 20e9, 1e-12);
+  vulkan.calibration.reset();
+  Estimate roofline = decodeStep(ffn, one, vulkan, overLink, vulkan.memory[0], exact);
+  EXPECT_NEAR(roofline.memorySeconds, ffn.weightBytesPerStep / 64e9, 1e-12);
+  EXPECT_NEAR(roofline.overheadSeconds, 3 * 2e-6, 1e-12);
+}
+
 TEST(CostModel, CalibratedAttentionIsTheSlowerOfItsBytesAndItsRate) {
   std::string path = writeTemp("llama3-8b-attention.json", kLlama3_8B);
   std::string error;

@@ -5,6 +5,7 @@
 // tokens (the *.reference.json files beside the models), with the caches
 // paged in blocks found through a scrambled block table.
 #include "SpirvTestSupport.h"
+#include "hetc/Cost/CostModel.h"
 #include "hetc/Import/GgufImporter.h"
 #include "passes/het/Passes.h"
 #include "passes/target/spirv/ProgramBuilder.h"
@@ -330,6 +331,37 @@ std::string loadError(const hetc::abi::Program &prefill,
     message = runner ? "" : halError.message;
   });
   return message;
+}
+
+// The cost model counts a unit's dispatches on a Vulkan device as these
+// programs dispatch them: a plan's overhead per step is that of the code
+// that runs. A cache of more than 256 positions splits decode attention.
+TEST(SpirvPrograms, TheCostModelCountsTheProgramsDispatches) {
+  hetc::hardware::Device vulkan;
+  vulkan.kind = hetc::hardware::DeviceKind::Spirv;
+  for (const char *model : {"stories260K", "babyllama105"})
+    for (int64_t context : {128, 512}) {
+      std::unique_ptr<hetrt::format::GgufFile> file = openModel(model);
+      ASSERT_TRUE(file);
+      ModelPrograms programs = programsOf(*file, context);
+      std::string error;
+      std::optional<hetc::cost::ModelShape> shape = hetc::cost::shapeFromGguf(
+          sharedPath(std::string("models/") + model + ".gguf"), error);
+      ASSERT_TRUE(shape) << error;
+      auto dispatches = [](const hetc::abi::Program &program) {
+        return std::count_if(program.steps.begin(), program.steps.end(),
+                             [](const hetc::abi::ProgramStep &step) {
+                               return step.kind == hetc::abi::StepKind::Dispatch;
+                             });
+      };
+      int64_t decode = 0, prefill = 0;
+      for (const hetc::cost::Unit &unit : hetc::cost::unitsOf(*shape, 2)) {
+        decode += hetc::cost::programDispatches(unit, vulkan, true, context);
+        prefill += hetc::cost::programDispatches(unit, vulkan, false, context);
+      }
+      EXPECT_EQ(dispatches(programs.decode), decode) << model << " " << context;
+      EXPECT_EQ(dispatches(programs.prefill), prefill) << model << " " << context;
+    }
 }
 
 TEST(SpirvPrograms, ProgramsThatDoNotFitTheLibraryOrTheModelAreRefused) {
