@@ -1,5 +1,6 @@
 #include "CalibrateVulkan.h"
 
+#include "hetc/Cost/CostModel.h"
 #include "hetc/InitAll.h"
 #include "hetc/Target/SPIRV.h"
 
@@ -35,6 +36,22 @@ std::optional<double> bestSeconds(int runs, hetrt::api::Queue &queue,
   return best;
 }
 
+/// The median of `runs` timings of `work`: what a copy among others costs,
+/// where the best would be an optimistic price for every one of them.
+template <typename Work>
+std::optional<double> medianSeconds(int runs, hetrt::api::Queue &queue,
+                                    hetrt::api::Status &status, Work work) {
+  std::vector<double> times;
+  for (int run = 0; run < runs; ++run) {
+    auto start = Clock::now();
+    if (!work() || !queue.finish(status))
+      return std::nullopt;
+    times.push_back(secondsSince(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 /// The power a plan's energy figures assume for a device whose power the
 /// API does not report: a PCIe card's slot budget.
 constexpr int kAssumedWatts = 75;
@@ -42,11 +59,123 @@ constexpr int kAssumedWatts = 75;
 /// Bytes of the buffers the bandwidths are measured with: past any cache.
 constexpr uint64_t kBandwidthBytes = 32ull << 20;
 
+/// The prompt and the decode steps a program model is timed with, and the
+/// runs of each model timed after one to warm up.
+constexpr int64_t kProgramPrompt = 32, kProgramSteps = 24;
+constexpr int kProgramRuns = 5;
+
+/// Medians of a model's prefill and decode step on a device, and the
+/// dispatches of each.
+struct ProgramTiming {
+  double prefillSeconds = 0;
+  double stepSeconds = 0;
+  double prefillDispatches = 0;
+  double stepDispatches = 0;
+};
+
+/// A model's session on the device, and what its runs measured.
+struct ProgramRun {
+  std::unique_ptr<hetrt::api::Model> model;
+  std::unique_ptr<hetrt::api::Session> session;
+  std::vector<double> prefills, steps;
+  ProgramTiming timing;
+
+  uint64_t dispatches() const {
+    uint64_t total = 0;
+    for (const hetrt::api::DeviceStats &stats : session->deviceStats())
+      total += stats.dispatches;
+    return total;
+  }
+  /// One prefill and kProgramSteps decode steps, as `hetc run --device`
+  /// runs them (each step's logits come back); kept unless `warmUp`.
+  bool time(bool warmUp, hetrt::api::Status &status) {
+    std::vector<int32_t> prompt(kProgramPrompt);
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+    session->reset();
+    uint64_t start = dispatches();
+    auto started = Clock::now();
+    if (!session->prefill(prompt, status))
+      return false;
+    double prefill = secondsSince(started);
+    uint64_t prefilled = dispatches();
+    started = Clock::now();
+    for (int64_t step = 0; step < kProgramSteps; ++step)
+      if (!session->decode(5, status))
+        return false;
+    double step = secondsSince(started) / kProgramSteps;
+    if (warmUp)
+      return true;
+    prefills.push_back(prefill);
+    steps.push_back(step);
+    timing.prefillDispatches = static_cast<double>(prefilled - start);
+    timing.stepDispatches =
+        static_cast<double>(dispatches() - prefilled) / kProgramSteps;
+    return true;
+  }
+};
+
+/// The models' timings on `device`, their runs interleaved so that a change
+/// in the machine's load falls on all of them alike; nothing, with `failed`
+/// naming the model, when one cannot run.
+std::optional<std::vector<ProgramTiming>>
+timePrograms(const std::vector<ProgramModel> &models, int32_t device,
+             hetrt::api::Status &status, std::string &failed) {
+  std::vector<ProgramRun> runs(models.size());
+  for (size_t m = 0; m < models.size(); ++m) {
+    failed = models[m].gguf;
+    ProgramRun &run = runs[m];
+    run.model = hetrt::api::Model::open(models[m].pack, models[m].gguf, status);
+    run.session = run.model ? hetrt::api::Session::createOnDevice(
+                                  *run.model, device, 1, status)
+                            : nullptr;
+    // Each run computes its prompt again rather than finding it cached.
+    if (!run.session || !run.session->setPrefixCaching(false, status))
+      return std::nullopt;
+  }
+  for (int round = 0; round <= kProgramRuns; ++round)
+    for (size_t m = 0; m < runs.size(); ++m)
+      if (!runs[m].time(round == 0, status)) {
+        failed = models[m].gguf;
+        return std::nullopt;
+      }
+  auto median = [](std::vector<double> &values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  std::vector<ProgramTiming> timings;
+  for (ProgramRun &run : runs) {
+    run.timing.prefillSeconds = median(run.prefills);
+    run.timing.stepSeconds = median(run.steps);
+    timings.push_back(run.timing);
+  }
+  return timings;
+}
+
+/// Weight bytes a decode step of `shape` reads, and the FLOPs of its
+/// prefill of kProgramPrompt tokens, as the cost model counts them.
+double stepWeightBytes(const cost::ModelShape &shape) {
+  double bytes = 0;
+  for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+    bytes += unit.weightBytesPerStep;
+  return bytes;
+}
+double promptFlops(const cost::ModelShape &shape) {
+  double flops = 0, prompt = static_cast<double>(kProgramPrompt);
+  for (const cost::Unit &unit : cost::unitsOf(shape, 4))
+    flops += unit.flopsPerToken *
+                 (unit.kind == cost::UnitKind::Output ? 1 : prompt) +
+             unit.attentionFlopsPerContext * prompt * (prompt + 1) / 2;
+  return flops;
+}
+
 } // namespace
 
 std::optional<VulkanCalibration>
 calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
-                      const std::string &hostMemory, std::string &error) {
+                      const std::string &hostMemory,
+                      const std::vector<ProgramModel> &models,
+                      std::string &error) {
   using hetrt::api::Buffer;
   hetrt::api::Status status;
   auto failed = [&](const std::string &step) {
@@ -89,7 +218,8 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
   std::optional<double> out = in ? bestSeconds(3, *queue, status, [&] {
     return queue->read(*source, 0, host.data(), kBandwidthBytes, status);
   }) : std::nullopt;
-  std::optional<double> roundTrip = out ? bestSeconds(20, *queue, status, [&] {
+  // A streamed weight's copy pays the link's latency each step.
+  std::optional<double> roundTrip = out ? medianSeconds(21, *queue, status, [&] {
     return queue->write(host.data(), *target, 0, 4, status);
   }) : std::nullopt;
   if (!roundTrip)
@@ -149,6 +279,35 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
   if (!tiny)
     return failed("timing small dispatches");
   result.dispatchUs = *tiny / kDispatches * 1e6;
+  // What a small copy on a second queue adds to the same dispatches, as a
+  // streamed weight's copy runs beside the compute: a device that copies
+  // with the cores that compute (a CPU's Vulkan) pays for it there. The
+  // dispatches alone and with the copies are timed in alternation.
+  std::unique_ptr<hetrt::api::Queue> copyQueue =
+      hetrt::api::Queue::create(info.index, status);
+  if (!copyQueue)
+    return failed("creating a second queue");
+  auto dispatchesWithCopies = [&](bool copies) {
+    const uint32_t one[3] = {1, 1, 1};
+    auto start = Clock::now();
+    for (int i = 0; i < kDispatches; ++i)
+      if ((copies && !copyQueue->write(addParams, *target, 0, 4, status)) ||
+          !queue->dispatch(*executable, add, one, bindings, "", status))
+        return -1.0;
+    if (!queue->finish(status) || !copyQueue->finish(status))
+      return -1.0;
+    return secondsSince(start);
+  };
+  std::vector<double> addedByCopies;
+  for (int run = 0; run < 5; ++run) {
+    double alone = dispatchesWithCopies(false);
+    double beside = dispatchesWithCopies(true);
+    if (alone < 0 || beside < 0)
+      return failed("timing copies beside dispatches");
+    addedByCopies.push_back((beside - alone) / kDispatches);
+  }
+  std::sort(addedByCopies.begin(), addedByCopies.end());
+  result.copyBesideComputeUs = std::max(0.0, addedByCopies[2]) * 1e6;
   std::optional<double> product = bestSeconds(3, *queue, status, [&] {
     const uint32_t grid[3] = {kOutputs, kRows, 1};
     return queue->write(matmulParams, *params, 0, sizeof(matmulParams),
@@ -159,7 +318,79 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
     return failed("timing a matmul");
   result.f32Tflops = 2.0 * kRows * kInner * kOutputs / *product / 1e12;
 
+  // hetc's programs on the device: a step of model i takes D_i dispatches
+  // and streams W_i bytes, T_i = D_i * dispatch + W_i / rate. The tiny and
+  // the cached model, whose weights both stay in the caches, give the
+  // dispatch cost and the rate there; the large model's step, less its
+  // dispatches, the rate past the caches, and its prefill the f32 rate of
+  // the prefill kernels.
+  if (models.size() != 3) {
+    error = info.name + ": the calibration times three program models";
+    return std::nullopt;
+  }
+  double tinyBytes = stepWeightBytes(models[0].shape),
+         cachedBytes = stepWeightBytes(models[1].shape),
+         largeBytes = stepWeightBytes(models[2].shape);
+  double dispatchSeconds = 0, cachedSecondsPerByte = 0, largeStreaming = 0,
+         prefillCompute = 0;
+  // A busy machine can blur the small differences the unknowns come from:
+  // the three models are timed again before that is an error.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    std::string failedModel;
+    std::optional<std::vector<ProgramTiming>> timings =
+        timePrograms(models, info.index, status, failedModel);
+    if (!timings)
+      return failed("timing the programs of " + failedModel);
+    const ProgramTiming &tinyRun = (*timings)[0], &cachedRun = (*timings)[1],
+                        &largeRun = (*timings)[2];
+    double determinant = tinyRun.stepDispatches * cachedBytes -
+                         cachedRun.stepDispatches * tinyBytes;
+    dispatchSeconds = (tinyRun.stepSeconds * cachedBytes -
+                       cachedRun.stepSeconds * tinyBytes) /
+                      determinant;
+    cachedSecondsPerByte = (tinyRun.stepDispatches * cachedRun.stepSeconds -
+                            cachedRun.stepDispatches * tinyRun.stepSeconds) /
+                           determinant;
+    largeStreaming =
+        largeRun.stepSeconds - largeRun.stepDispatches * dispatchSeconds;
+    prefillCompute =
+        largeRun.prefillSeconds - largeRun.prefillDispatches * dispatchSeconds;
+    if (dispatchSeconds > 0 && cachedSecondsPerByte > 0 &&
+        largeStreaming > 0 && prefillCompute > 0)
+      break;
+    if (attempt == kAttempts) {
+      char steps[160];
+      std::snprintf(steps, sizeof steps, "%.3f, %.3f and %.3f ms",
+                    tinyRun.stepSeconds * 1e3, cachedRun.stepSeconds * 1e3,
+                    largeRun.stepSeconds * 1e3);
+      error = info.name + ": " + std::to_string(kAttempts) +
+              " times the decode steps of the program models (last " + steps +
+              ") did not separate the dispatches from the weights' "
+              "streaming; calibrate again on an idle machine";
+      return std::nullopt;
+    }
+  }
+  result.programDispatchUs = dispatchSeconds * 1e6;
+  result.cachedDecodeGBPerS = 1 / cachedSecondsPerByte / 1e9;
+  // Never below the rate past the caches: noise in the small difference
+  // of the tiny and cached steps must not make small models slower.
+  result.decodeGBPerS = largeBytes / largeStreaming / 1e9;
+  result.cachedDecodeGBPerS =
+      std::max(result.cachedDecodeGBPerS, result.decodeGBPerS);
+  result.prefillTflops = promptFlops(models[2].shape) / prefillCompute / 1e12;
+  // The rate by the bytes a step streams, as the cost model reads a
+  // calibration's read curve (interpolated, relative to the largest size).
+  auto mib = [](double bytes) {
+    return std::max<int64_t>(1, std::llround(bytes / (1 << 20)));
+  };
+  result.decodeGBPerSByMiB = {{mib(cachedBytes), result.cachedDecodeGBPerS},
+                              {mib(largeBytes), result.decodeGBPerS}};
+
   const hetrt::api::MemoryInfo &memory = info.memories[space];
+  nlohmann::json byMiB = nlohmann::json::object();
+  for (const auto &[size, rate] : result.decodeGBPerSByMiB)
+    byMiB[std::to_string(size)] = rate;
   std::string memoryName = memory.hostVisible ? "shared" : "vram";
   result.device = {
       {"id", info.name},
@@ -167,22 +398,34 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
        {{"schema", "hetc.device/1"},
         {"name", info.name},
         {"description", info.description + ", measured by hetc calibrate: f32 "
-                        "peak is the SPIR-V kernel library's matmul rate; its "
+                        "peak is the faster of the SPIR-V kernel library's "
+                        "matmul and hetc's prefill programs; its "
                         "power is not measurable here (" +
                             std::to_string(kAssumedWatts) + " W assumed)"},
         {"kind", "spirv"},
         {"arch", "vulkan1.2"},
         // The SPIR-V kernels compute every format in f32.
         {"peak_tflops",
-         {{"f32", result.f32Tflops}, {"f16", 0}, {"bf16", 0}, {"int8", 0},
-          {"int4", 0}}},
+         {{"f32", std::max(result.f32Tflops, result.prefillTflops)},
+          {"f16", 0}, {"bf16", 0}, {"int8", 0}, {"int4", 0}}},
         {"memory",
          {{{"name", memoryName},
            {"space", memory.hostVisible ? "dram" : "hbm"},
            {"capacity_bytes", memory.capacityBytes},
            {"read_gb_per_s", result.memoryGBPerS},
            {"latency_ns", 1000}}}},
-        {"launch_overhead_us", result.dispatchUs},
+        {"launch_overhead_us", result.programDispatchUs},
+        // What the programs measured: the cost model applies it to f32
+        // weights in the device's memory or streamed into it.
+        {"calibration",
+         {{"decode_gb_per_s", {{"f32", result.decodeGBPerS}}},
+          {"prefill_tflops", {{"f32", result.prefillTflops}}},
+          {"dispatch_us", result.programDispatchUs},
+          // The decode programs' rate by the MiB a step streams: small
+          // models stay in the caches.
+          {"read_gb_per_s_by_mib", byMiB},
+          // The host thread that records and submits the dispatches.
+          {"threads", 1}}},
         {"power_w", {{"idle", 0}, {"active", kAssumedWatts}}},
         {"price_usd_per_hour", 0}}}};
   result.link = {
@@ -194,7 +437,9 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
         {"description", "Copies between " + info.name +
                             " and host memory, measured by hetc calibrate"},
         {"gb_per_s", result.linkGBPerS},
-        {"latency_us", *roundTrip * 1e6},
+        // A copy's fixed cost: its round trip, or what it adds beside the
+        // compute where that is more.
+        {"latency_us", std::max(*roundTrip * 1e6, result.copyBesideComputeUs)},
         {"bidirectional", false}}}};
   return result;
 }
