@@ -70,7 +70,6 @@ std::vector<Unit> unitsOf(const ModelShape &shape, double kvBytesPerElement) {
   for (const WeightInfo &weight : shape.weights) {
     Unit &unit = units[unitIndexOf(weight, units.size())];
     unit.weightBytes += weight.bytes;
-    ++unit.weightTensors;
     formats[&unit - units.data()][weight.format] += weight.bytes;
     double elements = static_cast<double>(weight.elements);
     double bytes = static_cast<double>(weight.bytes);
@@ -208,11 +207,6 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
       weightRate = std::min(weightRate, weightTier.readGBPerS * 1e9 *
                                             efficiency.memory);
   }
-  // Streamed weights are copied tensor by tensor, each copy paying the
-  // link's latency (which the planner adds to the remote tier's); the
-  // copies run beside the compute, so they count with the memory time.
-  double copySeconds =
-      streamed ? unit.weightTensors * weightTier.latencyNs * 1e-9 : 0;
   double kvSeconds = kvBytes / (kvTier.readGBPerS * 1e9 * efficiency.memory);
   // Measured attention: the slower of moving the cache and the arithmetic
   // at the calibrated rate (far below the matmul peak: a loop over
@@ -226,7 +220,7 @@ Estimate estimate(double flops, double weightBytes, double kvBytes,
     flops -= attentionFlops;
   }
   result.computeSeconds = peak > 0 ? flops / peak : 0;
-  result.memorySeconds = weightBytes / weightRate + copySeconds + kvSeconds;
+  result.memorySeconds = weightBytes / weightRate + kvSeconds;
   result.overheadSeconds = kernels * overheadUs * 1e-6;
   return result;
 }

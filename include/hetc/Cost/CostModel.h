@@ -48,9 +48,6 @@ struct Unit {
   /// Weight bytes one decode step reads at batch 1: a row for the embedding,
   /// the used experts of a mixture.
   double weightBytesPerStep = 0;
-  /// Weight tensors: a unit whose weights are streamed copies each of them
-  /// into the device every step, and each copy pays the link's latency.
-  int weightTensors = 0;
   /// The whole model's weightBytesPerStep: how much a step streams, which
   /// decides how much of it the caches keep between steps. (A device given
   /// part of a model streams less and keeps more; counting the whole model
