@@ -93,14 +93,6 @@ struct Loaded {
   }
 };
 
-/// Ids past the special tokens, the same for every measurement.
-std::vector<int32_t> syntheticPrompt(int64_t tokens) {
-  std::vector<int32_t> prompt(static_cast<size_t>(tokens));
-  for (size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
-  return prompt;
-}
-
 /// With `sample`, each step's token is chosen from the previous step's
 /// logits by the sampler at hetc run's defaults, as hetc run does, and timed
 /// apart from the step.
@@ -887,14 +879,13 @@ Action registerCalibrateCommand(CLI::App &app) {
                     calibration.prefillTflopsAt(name, kNarrowWidth),
                     calibration.prefillTflopsAt(name, kWideWidth));
       for (const VulkanCalibration &measured : accelerators)
-        std::printf("%s: memory %.1f GB/s, host link %.2f GB/s (a copy "
-                    "beside dispatches %.1f us), dispatch "
+        std::printf("%s: memory %.1f GB/s, host link %.2f GB/s, dispatch "
                     "%.1f us, f32 matmul %.5f TFLOPS; hetc's programs: "
                     "dispatch %.1f us, f32 decode %.2f GB/s (%.2f in the "
                     "caches), f32 prefill %.5f TFLOPS\n",
                     measured.device["id"].get<std::string>().c_str(),
                     measured.memoryGBPerS, measured.linkGBPerS,
-                    measured.copyBesideComputeUs, measured.dispatchUs,
+                    measured.dispatchUs,
                     measured.f32Tflops,
                     measured.programDispatchUs, measured.decodeGBPerS,
                     measured.cachedDecodeGBPerS, measured.prefillTflops);

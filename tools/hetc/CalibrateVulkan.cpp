@@ -21,26 +21,13 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The best of `runs` timings of `work` (each submits, then waits for the
-/// queue): the least disturbed by other load.
+/// `runs` timings of `work` (each submits, then waits for the queue),
+/// sorted: the first is the least disturbed by other load; the middle one
+/// what an operation among others costs.
 template <typename Work>
-std::optional<double> bestSeconds(int runs, hetrt::api::Queue &queue,
-                                  hetrt::api::Status &status, Work work) {
-  double best = 1e30;
-  for (int run = 0; run < runs; ++run) {
-    auto start = Clock::now();
-    if (!work() || !queue.finish(status))
-      return std::nullopt;
-    best = std::min(best, secondsSince(start));
-  }
-  return best;
-}
-
-/// The median of `runs` timings of `work`: what a copy among others costs,
-/// where the best would be an optimistic price for every one of them.
-template <typename Work>
-std::optional<double> medianSeconds(int runs, hetrt::api::Queue &queue,
-                                    hetrt::api::Status &status, Work work) {
+std::optional<std::vector<double>> timeRuns(int runs, hetrt::api::Queue &queue,
+                                            hetrt::api::Status &status,
+                                            Work work) {
   std::vector<double> times;
   for (int run = 0; run < runs; ++run) {
     auto start = Clock::now();
@@ -49,7 +36,20 @@ std::optional<double> medianSeconds(int runs, hetrt::api::Queue &queue,
     times.push_back(secondsSince(start));
   }
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return times;
+}
+template <typename Work>
+std::optional<double> bestSeconds(int runs, hetrt::api::Queue &queue,
+                                  hetrt::api::Status &status, Work work) {
+  auto times = timeRuns(runs, queue, status, work);
+  return times ? std::optional<double>(times->front()) : std::nullopt;
+}
+template <typename Work>
+std::optional<double> medianSeconds(int runs, hetrt::api::Queue &queue,
+                                    hetrt::api::Status &status, Work work) {
+  auto times = timeRuns(runs, queue, status, work);
+  return times ? std::optional<double>((*times)[times->size() / 2])
+               : std::nullopt;
 }
 
 /// The power a plan's energy figures assume for a device whose power the
@@ -89,9 +89,7 @@ struct ProgramRun {
   /// One prefill and kProgramSteps decode steps, as `hetc run --device`
   /// runs them (each step's logits come back); kept unless `warmUp`.
   bool time(bool warmUp, hetrt::api::Status &status) {
-    std::vector<int32_t> prompt(kProgramPrompt);
-    for (size_t i = 0; i < prompt.size(); ++i)
-      prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+    std::vector<int32_t> prompt = syntheticPrompt(kProgramPrompt);
     session->reset();
     uint64_t start = dispatches();
     auto started = Clock::now();
@@ -171,6 +169,13 @@ double promptFlops(const cost::ModelShape &shape) {
 
 } // namespace
 
+std::vector<int32_t> syntheticPrompt(int64_t tokens) {
+  std::vector<int32_t> prompt(static_cast<size_t>(tokens));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>(3 + (i * 31) % 200);
+  return prompt;
+}
+
 std::optional<VulkanCalibration>
 calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
                       const std::string &hostMemory,
@@ -218,7 +223,7 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
   std::optional<double> out = in ? bestSeconds(3, *queue, status, [&] {
     return queue->read(*source, 0, host.data(), kBandwidthBytes, status);
   }) : std::nullopt;
-  // A streamed weight's copy pays the link's latency each step.
+  // The median: what a copy among others costs.
   std::optional<double> roundTrip = out ? medianSeconds(21, *queue, status, [&] {
     return queue->write(host.data(), *target, 0, 4, status);
   }) : std::nullopt;
@@ -279,35 +284,6 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
   if (!tiny)
     return failed("timing small dispatches");
   result.dispatchUs = *tiny / kDispatches * 1e6;
-  // What a small copy on a second queue adds to the same dispatches, as a
-  // streamed weight's copy runs beside the compute: a device that copies
-  // with the cores that compute (a CPU's Vulkan) pays for it there. The
-  // dispatches alone and with the copies are timed in alternation.
-  std::unique_ptr<hetrt::api::Queue> copyQueue =
-      hetrt::api::Queue::create(info.index, status);
-  if (!copyQueue)
-    return failed("creating a second queue");
-  auto dispatchesWithCopies = [&](bool copies) {
-    const uint32_t one[3] = {1, 1, 1};
-    auto start = Clock::now();
-    for (int i = 0; i < kDispatches; ++i)
-      if ((copies && !copyQueue->write(addParams, *target, 0, 4, status)) ||
-          !queue->dispatch(*executable, add, one, bindings, "", status))
-        return -1.0;
-    if (!queue->finish(status) || !copyQueue->finish(status))
-      return -1.0;
-    return secondsSince(start);
-  };
-  std::vector<double> addedByCopies;
-  for (int run = 0; run < 5; ++run) {
-    double alone = dispatchesWithCopies(false);
-    double beside = dispatchesWithCopies(true);
-    if (alone < 0 || beside < 0)
-      return failed("timing copies beside dispatches");
-    addedByCopies.push_back((beside - alone) / kDispatches);
-  }
-  std::sort(addedByCopies.begin(), addedByCopies.end());
-  result.copyBesideComputeUs = std::max(0.0, addedByCopies[2]) * 1e6;
   std::optional<double> product = bestSeconds(3, *queue, status, [&] {
     const uint32_t grid[3] = {kOutputs, kRows, 1};
     return queue->write(matmulParams, *params, 0, sizeof(matmulParams),
@@ -437,9 +413,7 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
         {"description", "Copies between " + info.name +
                             " and host memory, measured by hetc calibrate"},
         {"gb_per_s", result.linkGBPerS},
-        // A copy's fixed cost: its round trip, or what it adds beside the
-        // compute where that is more.
-        {"latency_us", std::max(*roundTrip * 1e6, result.copyBesideComputeUs)},
+        {"latency_us", *roundTrip * 1e6},
         {"bidirectional", false}}}};
   return result;
 }

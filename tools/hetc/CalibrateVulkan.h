@@ -16,6 +16,9 @@
 
 namespace hetc::cli {
 
+/// A prompt of ids past the special tokens, the same for every measurement.
+std::vector<int32_t> syntheticPrompt(int64_t tokens);
+
 /// A synthetic model compiled with its SPIR-V programs, whose decode steps
 /// the device's calibration times.
 struct ProgramModel {
@@ -34,8 +37,6 @@ struct VulkanCalibration {
   double linkGBPerS = 0;
   double dispatchUs = 0;
   double f32Tflops = 0;
-  /// What a small copy on another queue adds to a chain of dispatches.
-  double copyBesideComputeUs = 0;
   /// From hetc's own programs (the calibration the cost model reads): a
   /// dispatch in a decode step's chain, the f32 weights' streaming rate of
   /// the decode kernels and the f32 rate of the prefill's.
