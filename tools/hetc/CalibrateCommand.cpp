@@ -351,24 +351,57 @@ double timeSampler(int64_t vocabSize) {
   return perCall[perCall.size() / 2];
 }
 
-} // namespace
+/// The models attention is timed on: 4 heads, a small FFN and vocabulary,
+/// so that their weights stay cached and their steps are overhead and
+/// attention.
+hetc::synth::SyntheticModelSpec attentionModel(int64_t dim, int64_t layers) {
+  hetc::synth::SyntheticModelSpec spec;
+  spec.dim = dim;
+  spec.layers = layers;
+  spec.heads = 4;
+  spec.kvHeads = 4;
+  spec.ffnDim = 128;
+  spec.vocabSize = 320;
+  return spec;
+}
+
+/// Writes `spec` as DIRECTORY/TAG.gguf and compiles it for this host (and,
+/// with `spirv`, its SPIR-V programs) into TAG.hetpack beside it, for a
+/// cache of `contextLength` positions; `model` gets both paths and the
+/// shape the cost model sees.
+bool compileSyntheticModel(const hetc::synth::SyntheticModelSpec &spec,
+                           const std::string &directory, const std::string &tag,
+                           int64_t contextLength, bool spirv,
+                           ProgramModel &model, std::string &error) {
+  model.gguf = directory + "/" + tag + ".gguf";
+  model.pack = directory + "/" + tag + ".hetpack";
+  if (!hetc::synth::writeSyntheticModel(spec, model.gguf, error))
+    return false;
+  hetc::pipeline::CompileOptions options;
+  options.modelPath = model.gguf;
+  options.outputPath = model.pack;
+  options.contextLength = contextLength;
+  options.cpuVariants = {"host"};
+  options.spirv = spirv;
+  if (!hetc::pipeline::compileModel(options, error))
+    return false;
+  std::optional<cost::ModelShape> shape = cost::shapeFromGguf(model.gguf, error);
+  if (!shape)
+    return false;
+  model.shape = *shape;
+  return true;
+}
 
 /// Writes and compiles, with their SPIR-V programs, the three f32 models a
-/// Vulkan device's programs are timed on (calibrateVulkanDevice): a tiny
-/// one whose steps are almost all dispatches, one of about 5 MiB that stays
-/// in a device's (or, for a CPU's Vulkan, the host's) last-level cache, and
-/// one whose steps stream about 70 MiB of weights, past the caches and
-/// quick to compile.
+/// Vulkan device's programs are timed on (calibrateVulkanDevice): the tiny
+/// attention model, whose steps are almost all dispatches, one of about 5
+/// MiB that stays in a device's (or, for a CPU's Vulkan, the host's)
+/// last-level cache, and one whose steps stream about 60 MiB of weights,
+/// past the caches and quick to compile.
 bool compileProgramModels(const std::string &directory,
                           std::vector<ProgramModel> &models,
                           std::string &error) {
-  hetc::synth::SyntheticModelSpec tiny;
-  tiny.dim = 64;
-  tiny.layers = 4;
-  tiny.heads = 4;
-  tiny.kvHeads = 4;
-  tiny.ffnDim = 128;
-  tiny.vocabSize = 320;
+  hetc::synth::SyntheticModelSpec tiny = attentionModel(64, 4);
   hetc::synth::SyntheticModelSpec cached = tiny;
   cached.dim = 128;
   cached.ffnDim = 352;
@@ -384,26 +417,15 @@ bool compileProgramModels(const std::string &directory,
                            std::pair{"program-large", large}}) {
     spec.weightType = hetc::synth::WeightType::F32;
     ProgramModel model;
-    model.gguf = directory + "/" + tag + ".gguf";
-    model.pack = directory + "/" + tag + ".hetpack";
-    if (!hetc::synth::writeSyntheticModel(spec, model.gguf, error))
+    if (!compileSyntheticModel(spec, directory, tag, 256, /*spirv=*/true,
+                               model, error))
       return false;
-    hetc::pipeline::CompileOptions options;
-    options.modelPath = model.gguf;
-    options.outputPath = model.pack;
-    options.contextLength = 256;
-    options.cpuVariants = {"host"};
-    options.spirv = true;
-    if (!hetc::pipeline::compileModel(options, error))
-      return false;
-    std::optional<cost::ModelShape> shape = cost::shapeFromGguf(model.gguf, error);
-    if (!shape)
-      return false;
-    model.shape = *shape;
     models.push_back(std::move(model));
   }
   return true;
 }
+
+} // namespace
 
 Action registerCalibrateCommand(CLI::App &app) {
   auto flags = std::make_shared<CalibrateFlags>();
@@ -548,21 +570,12 @@ Action registerCalibrateCommand(CLI::App &app) {
     auto measure = [&](const std::string &tag, hetc::synth::SyntheticModelSpec spec,
                        int64_t promptTokens, int64_t decodeSteps, Timing &timing,
                        cost::ModelShape &shape, int64_t contextLength = 256) -> bool {
-      std::string gguf = directory + "/" + tag + ".gguf";
-      std::string pack = directory + "/" + tag + ".hetpack";
-      if (!hetc::synth::writeSyntheticModel(spec, gguf, error))
+      ProgramModel model;
+      if (!compileSyntheticModel(spec, directory, tag, contextLength,
+                                 /*spirv=*/false, model, error))
         return false;
-      hetc::pipeline::CompileOptions options;
-      options.modelPath = gguf;
-      options.outputPath = pack;
-      options.contextLength = contextLength;
-      options.cpuVariants = {"host"};
-      if (!hetc::pipeline::compileModel(options, error))
-        return false;
-      std::optional<cost::ModelShape> read = cost::shapeFromGguf(gguf, error);
-      if (!read)
-        return false;
-      shape = *read;
+      const std::string &gguf = model.gguf, &pack = model.pack;
+      shape = model.shape;
       // The dispatch cost is measured as hetc run decodes, choosing between
       // one thread and all by measuring; the weight formats on all threads.
       double before = readBandwidthNow();
@@ -608,18 +621,6 @@ Action registerCalibrateCommand(CLI::App &app) {
     };
     auto meanPositions = [&](int64_t prompt) {
       return static_cast<double>(prompt) + (kSteps + 1) / 2.0;
-    };
-    // The attention models: 4 heads, a small FFN and vocabulary, so their
-    // weights stay cached and their steps are overhead and attention.
-    auto attentionModel = [](int64_t dim, int64_t layers) {
-      hetc::synth::SyntheticModelSpec spec;
-      spec.dim = dim;
-      spec.layers = layers;
-      spec.heads = 4;
-      spec.kvHeads = 4;
-      spec.ffnDim = 128;
-      spec.vocabSize = 320;
-      return spec;
     };
     // Dispatch cost: a model so small that its steps are all overhead.
     progress("measuring the dispatch cost on a tiny model");

@@ -44,12 +44,16 @@ std::optional<double> bestSeconds(int runs, hetrt::api::Queue &queue,
   auto times = timeRuns(runs, queue, status, work);
   return times ? std::optional<double>(times->front()) : std::nullopt;
 }
+/// The middle of `values` (not empty).
+double medianOf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 template <typename Work>
 std::optional<double> medianSeconds(int runs, hetrt::api::Queue &queue,
                                     hetrt::api::Status &status, Work work) {
   auto times = timeRuns(runs, queue, status, work);
-  return times ? std::optional<double>((*times)[times->size() / 2])
-               : std::nullopt;
+  return times ? std::optional<double>(medianOf(*times)) : std::nullopt;
 }
 
 /// The power a plan's energy figures assume for a device whose power the
@@ -137,14 +141,10 @@ timePrograms(const std::vector<ProgramModel> &models, int32_t device,
         failed = models[m].gguf;
         return std::nullopt;
       }
-  auto median = [](std::vector<double> &values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-  };
   std::vector<ProgramTiming> timings;
   for (ProgramRun &run : runs) {
-    run.timing.prefillSeconds = median(run.prefills);
-    run.timing.stepSeconds = median(run.steps);
+    run.timing.prefillSeconds = medianOf(run.prefills);
+    run.timing.stepSeconds = medianOf(run.steps);
     timings.push_back(run.timing);
   }
   return timings;
@@ -348,12 +348,11 @@ calibrateVulkanDevice(const hetrt::api::DeviceInfo &info,
     }
   }
   result.programDispatchUs = dispatchSeconds * 1e6;
-  result.cachedDecodeGBPerS = 1 / cachedSecondsPerByte / 1e9;
+  result.decodeGBPerS = largeBytes / largeStreaming / 1e9;
   // Never below the rate past the caches: noise in the small difference
   // of the tiny and cached steps must not make small models slower.
-  result.decodeGBPerS = largeBytes / largeStreaming / 1e9;
   result.cachedDecodeGBPerS =
-      std::max(result.cachedDecodeGBPerS, result.decodeGBPerS);
+      std::max(1 / cachedSecondsPerByte / 1e9, result.decodeGBPerS);
   result.prefillTflops = promptFlops(models[2].shape) / prefillCompute / 1e12;
   // The rate by the bytes a step streams, as the cost model reads a
   // calibration's read curve (interpolated, relative to the largest size).
