@@ -48,7 +48,7 @@ extern "C" {
  *    figures, and a planned session holds no more in a device's memory
  *    than the plan gave it; hetrt_session_decode_batch on sessions on a
  *    device. */
-#define HETRT_API_VERSION 11
+#define HETRT_API_VERSION 12
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -533,9 +533,13 @@ hetrt_session_kv_stats(const hetrt_session_t *session,
 /* What a memory may hold of a session's KV cache, in bytes (whole
  * blocks of hetrt_kv_stats_t's block_bytes): space "pool" (the pool the
  * model code reads; at most the compiled one, set before the first run),
- * "host" (blocks moved out of a full pool; unbounded by default) or "disk"
- * (a file, created in directory (NULL: TMPDIR or /tmp) and unlinked at
- * once, once host memory is full; none by default). When the pool is full,
+ * "host" (blocks moved out of a full pool; unbounded by default),
+ * "numa<N>" (host, held on the host's NUMA node N alone: at most half of
+ * it; since API version 12, which places host by default on the node
+ * without cores with the most memory, such as a CXL expander, where the
+ * host has more than one node) or "disk" (a file, created in directory
+ * (NULL: TMPDIR or /tmp) and unlinked at once, once host memory is full;
+ * none by default). When the pool is full,
  * the blocks of the sequence that ran longest ago move out, and come back
  * before it runs again; tokens are the same. HETRT_INVALID_ARGUMENT for
  * another space or a pool of no block. Since API version 8. */

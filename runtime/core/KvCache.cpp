@@ -17,7 +17,7 @@ KvCache::KvCache(KvBlockStore &store, int32_t poolBlocks, int64_t blockSize,
                  int64_t contextLength)
     : store_(store), blocks_(poolBlocks), compiledBlocks_(poolBlocks),
       blockSize_(blockSize), contextLength_(contextLength),
-      swapDirectory_(defaultSwapDirectory()) {
+      swapDirectory_(defaultSwapDirectory()), hostNode_(coldestHostNode()) {
   sequences_[kDefaultSequence] = KvSequence();
   blockBuffer_.resize(store_.blockBytes());
   resetTiers();
@@ -26,7 +26,8 @@ KvCache::KvCache(KvBlockStore &store, int32_t poolBlocks, int64_t blockSize,
 void KvCache::resetTiers() {
   swap_ = std::make_unique<KvSwapSpace>(store_.blockBytes(), hostBudget_,
                                         diskBudget_, swapDirectory_,
-                                        tierFormat_, store_.blockRows());
+                                        tierFormat_, store_.blockRows(),
+                                        hostNode_);
 }
 
 bool KvCache::anyBlockMovedOut() const {
@@ -132,7 +133,8 @@ KvUsage KvCache::usage() const {
   usage.reusedTokens = reusedTokens_;
   usage.blockBytes = static_cast<int64_t>(store_.blockBytes());
   usage.swaps = swap_->stats();
-  usage.hostBudgetBlocks = hostBudget_;
+  usage.hostBudgetBlocks = swap_->hostBlocks();
+  usage.hostTierNode = hostNode_ ? hostNode_->name() : "";
   usage.diskBudgetBlocks = diskBudget_;
   return usage;
 }
@@ -257,9 +259,27 @@ bool KvCache::setBudget(const std::string &space, uint64_t bytes,
     blocks_ = KvBlockPool(static_cast<int32_t>(blocks));
     return true;
   }
-  if (space != "host" && space != "disk") {
+  // A NUMA node is host memory that the tier is bound to.
+  std::optional<HostNode> node;
+  if (space.rfind("numa", 0) == 0) {
+    std::string cause;
+    node = hostNodeNamed(space, cause);
+    if (!node) {
+      error = "--kv-budget " + space + ": " + cause;
+      return false;
+    }
+    if (bytes > node->capacityBytes / 2) {
+      error = "--kv-budget " + space + "=" + std::to_string(bytes) +
+              ": more than half of " + space + "'s " +
+              std::to_string(node->capacityBytes) +
+              " bytes; give at most " +
+              std::to_string(node->capacityBytes / 2);
+      return false;
+    }
+  } else if (space != "host" && space != "disk") {
     error = "--kv-budget " + space +
-            ": the KV cache's memories are pool, host and disk";
+            ": the KV cache's memories are pool, host (or one of the host's "
+            "NUMA nodes, numa<N>, to hold the host tier there) and disk";
     return false;
   }
   if (anySwapped) {
@@ -268,7 +288,9 @@ bool KvCache::setBudget(const std::string &space, uint64_t bytes,
             "the first run";
     return false;
   }
-  (space == "host" ? hostBudget_ : diskBudget_) = blocks;
+  if (node)
+    hostNode_ = node;
+  (space == "disk" ? diskBudget_ : hostBudget_) = blocks;
   if (!directory.empty())
     swapDirectory_ = directory;
   resetTiers();
@@ -500,17 +522,21 @@ void addKvSpaces(const KvUsage &usage,
                  const std::vector<std::pair<std::string, uint64_t>> &poolShares,
                  std::vector<MemorySpaceStats> &spaces) {
   const hal::DeviceInfo &cpu = hal::enumerateDevices().front()->info();
-  const std::string host = hostMemorySpace();
+  // The host tier's space: host memory, or the NUMA node it is bound to.
+  const std::string host =
+      usage.hostTierNode.empty() ? hostMemorySpace()
+                                 : cpu.name + "." + usage.hostTierNode;
   auto spaceNamed = [&](const std::string &name) -> MemorySpaceStats & {
     for (MemorySpaceStats &space : spaces)
       if (space.name == name)
         return space;
     MemorySpaceStats space;
     space.name = name;
-    if (name == host) {
-      space.device = cpu.name;
-      space.capacityBytes = cpu.memories.at(0).capacityBytes;
-    }
+    for (const hal::MemorySpaceInfo &memory : cpu.memories)
+      if (name == cpu.name + "." + memory.name) {
+        space.device = cpu.name;
+        space.capacityBytes = memory.capacityBytes;
+      }
     spaces.push_back(std::move(space));
     return spaces.back();
   };

@@ -46,6 +46,9 @@ struct KvUsage {
   /// Blocks the host and disk tiers may hold (host: INT64_MAX / 4 when
   /// unbounded).
   int64_t hostBudgetBlocks = 0;
+  /// The NUMA node the host tier is bound to ("numa1"; "" when host memory
+  /// is the system's to choose).
+  std::string hostTierNode;
   int64_t diskBudgetBlocks = 0;
 };
 
@@ -120,8 +123,10 @@ public:
   /// earlier sequence computed (on by default).
   void setPrefixCaching(bool enabled) { prefixCaching_ = enabled; }
   /// Bytes a memory may hold, in whole blocks: "pool" (at most the blocks
-  /// the cache was made with; before any run), "host" and "disk" (a file
-  /// under `directory`; none by default).
+  /// the cache was made with; before any run), "host", "numa<N>" (the host
+  /// tier, bound to that NUMA node; at most half of it) and "disk" (a file
+  /// under `directory`; none by default). The host tier starts on the
+  /// host's memory-only node where it has one (coldestHostNode).
   bool setBudget(const std::string &space, uint64_t bytes, std::string &error,
                  const std::string &directory = "");
   /// How the host and disk tiers keep blocks; before any block moved out.
@@ -204,6 +209,7 @@ private:
   int64_t hostBudget_ = INT64_MAX / 4;
   int64_t diskBudget_ = 0;
   std::string swapDirectory_;
+  std::optional<HostNode> hostNode_;
   KvTierFormat tierFormat_ = KvTierFormat::Exact;
   std::vector<std::byte> blockBuffer_;
   uint64_t runs_ = 0;

@@ -14,15 +14,30 @@ namespace hetrt::core {
 
 KvSwapSpace::KvSwapSpace(size_t blockBytes, int64_t hostBlocks,
                          int64_t diskBlocks, std::string directory,
-                         KvTierFormat format, KvBlockRows rows)
+                         KvTierFormat format, KvBlockRows rows,
+                         std::optional<HostNode> hostNode)
     : blockBytes_(blockBytes), format_(format), rows_(rows),
       storedBytes_(blockBytes), hostBlocks_(hostBlocks),
-      diskBlocks_(diskBlocks), directory_(std::move(directory)) {
+      diskBlocks_(diskBlocks), directory_(std::move(directory)),
+      hostNode_(std::move(hostNode)) {
   if (format_ == KvTierFormat::Int8) {
     size_t rowCount = blockBytes_ / (rows_.rowElements * rows_.elementBytes);
     storedBytes_ = rowCount * (sizeof(float) + rows_.rowElements);
     staged_.resize(storedBytes_);
   }
+  // Memory bound to a node that runs out is not taken from elsewhere: the
+  // kernel ends the process instead, so the tier leaves the node room.
+  if (hostNode_ && storedBytes_ > 0)
+    hostBlocks_ = std::min<int64_t>(
+        hostBlocks_,
+        static_cast<int64_t>(hostNode_->capacityBytes / 2 /
+                             (storedBytes_ * kSlabSlots)) *
+            kSlabSlots);
+}
+
+std::byte *KvSwapSpace::hostSlot(int64_t index) const {
+  return host_[static_cast<size_t>(index / kSlabSlots)].data() +
+         static_cast<size_t>(index % kSlabSlots) * storedBytes_;
 }
 
 namespace {
@@ -129,10 +144,24 @@ KvSwapSpace::store(const std::byte *original, std::string &error) {
       index = freeHost_.back();
       freeHost_.pop_back();
     } else {
-      index = static_cast<int64_t>(host_.size());
-      host_.emplace_back(new std::byte[storedBytes_]);
+      if (hostSlots_ % kSlabSlots == 0) {
+        HostSlab slab;
+        size_t bytes = static_cast<size_t>(kSlabSlots) * storedBytes_;
+        if (hostNode_) {
+          slab.bound = NodeMemory::allocate(hostNode_->index, bytes, error);
+          if (!slab.bound) {
+            failure_ = Failure::OutOfMemory;
+            error = "the KV cache's host tier: " + error;
+            return std::nullopt;
+          }
+        } else {
+          slab.plain.reset(new std::byte[bytes]);
+        }
+        host_.push_back(std::move(slab));
+      }
+      index = hostSlots_++;
     }
-    std::memcpy(host_[static_cast<size_t>(index)].get(), block, storedBytes_);
+    std::memcpy(hostSlot(index), block, storedBytes_);
     ++hostUsed_;
     ++stats_.toHost;
     stats_.hostBytes += static_cast<int64_t>(storedBytes_);
@@ -180,7 +209,7 @@ KvSwapSpace::store(const std::byte *original, std::string &error) {
 
 bool KvSwapSpace::load(Handle handle, std::byte *block, std::string &error) {
   if (!handle.onDisk) {
-    decode(host_[static_cast<size_t>(handle.index)].get(), block);
+    decode(hostSlot(handle.index), block);
     ++stats_.fromHost;
     discard(handle);
     return true;

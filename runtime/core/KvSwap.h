@@ -9,6 +9,7 @@
 #define HETRT_CORE_KVSWAP_H
 
 #include "runtime/core/Failure.h"
+#include "runtime/core/HostNodes.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -52,10 +53,12 @@ public:
 
   /// Tiers for blocks of `blockBytes`: at most `hostBlocks` in host memory
   /// and `diskBlocks` in a file under `directory` (created when first
-  /// needed). A budget of 0 leaves the tier out.
+  /// needed). A budget of 0 leaves the tier out. Host memory is `hostNode`'s
+  /// alone where one is given, and then holds at most half of the node.
   KvSwapSpace(size_t blockBytes, int64_t hostBlocks, int64_t diskBlocks,
               std::string directory, KvTierFormat format = KvTierFormat::Exact,
-              KvBlockRows rows = {});
+              KvBlockRows rows = {},
+              std::optional<HostNode> hostNode = std::nullopt);
   ~KvSwapSpace();
   KvSwapSpace(const KvSwapSpace &) = delete;
   KvSwapSpace &operator=(const KvSwapSpace &) = delete;
@@ -75,6 +78,8 @@ public:
   Failure failure() const { return failure_; }
 
   KvTierFormat format() const { return format_; }
+  /// Blocks host memory may hold.
+  int64_t hostBlocks() const { return hostBlocks_; }
 
 private:
   bool openFile(std::string &error);
@@ -90,7 +95,19 @@ private:
   std::vector<std::byte> staged_;
   int64_t hostBlocks_, diskBlocks_;
   std::string directory_;
-  std::vector<std::unique_ptr<std::byte[]>> host_;
+  /// Host memory's slots, allocated a slab of kSlabSlots at a time (bound
+  /// memory comes in pages, and one mapping per block would run into the
+  /// system's limit on mappings).
+  static constexpr int64_t kSlabSlots = 16;
+  struct HostSlab {
+    std::unique_ptr<std::byte[]> plain;
+    std::unique_ptr<NodeMemory> bound;
+    std::byte *data() const { return bound ? bound->data() : plain.get(); }
+  };
+  std::byte *hostSlot(int64_t index) const;
+  std::optional<HostNode> hostNode_;
+  std::vector<HostSlab> host_;
+  int64_t hostSlots_ = 0;
   std::vector<int64_t> freeHost_;
   int64_t hostUsed_ = 0;
   int fd_ = -1;

@@ -268,8 +268,9 @@ void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets) {
       .add_option("--kv-budget", budgets,
                   "Bound what a memory holds of the KV cache, SPACE=SIZE: "
                   "pool (the blocks the model code reads), host (blocks "
-                  "moved out of a full pool) or disk (a file, once host is "
-                  "full), e.g. host=64MiB; repeat or comma-separate")
+                  "moved out of a full pool), numaN (host, held on NUMA "
+                  "node N) or disk (a file, once host is full), e.g. "
+                  "host=64MiB; repeat or comma-separate")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::Validator(
@@ -278,9 +279,13 @@ void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets) {
             if (equals == std::string::npos)
               return budget + ": write SPACE=SIZE, e.g. host=64MiB";
             std::string space = budget.substr(0, equals);
-            if (space != "pool" && space != "host" && space != "disk")
-              return budget + ": the KV cache's memories are pool, host and "
-                              "disk";
+            bool numaNode =
+                space.size() > 4 && space.rfind("numa", 0) == 0 &&
+                space.find_first_not_of("0123456789", 4) == std::string::npos;
+            if (space != "pool" && space != "host" && space != "disk" &&
+                !numaNode)
+              return budget + ": the KV cache's memories are pool, host, "
+                              "numaN (host, held on NUMA node N) and disk";
             if (!hetrt::format::parseByteSize(budget.substr(equals + 1)))
               return budget + ": the size must be " +
                      hetrt::format::kByteSizeHint;

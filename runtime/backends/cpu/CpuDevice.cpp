@@ -5,6 +5,7 @@
 #include "runtime/backends/cpu/CpuDevice.h"
 
 #include "runtime/backends/cpu/CpuCode.h"
+#include "runtime/core/HostNodes.h"
 #include "runtime/core/Limits.h"
 #include "runtime/core/ThreadPool.h"
 #include "runtime/format/InputFile.h"
@@ -31,8 +32,8 @@ constexpr size_t kAlignment = 64;
 
 class CpuBuffer final : public hal::Buffer {
 public:
-  CpuBuffer(const void *owner, uint64_t size, void *bytes)
-      : Buffer(size, 0), owner_(owner), bytes_(bytes) {}
+  CpuBuffer(const void *owner, uint64_t size, void *bytes, int memorySpace = 0)
+      : Buffer(size, memorySpace), owner_(owner), bytes_(bytes) {}
   /// Host memory of the caller's, read-only to the device.
   static std::shared_ptr<CpuBuffer> imported(const void *owner, uint64_t size,
                                              const void *bytes) {
@@ -41,8 +42,17 @@ public:
     buffer->imported_ = true;
     return buffer;
   }
+  /// Memory bound to one NUMA node, the device's memory `memorySpace`.
+  static std::shared_ptr<CpuBuffer>
+  onNode(const void *owner, uint64_t size, int memorySpace,
+         std::unique_ptr<core::NodeMemory> memory) {
+    auto buffer = std::make_shared<CpuBuffer>(owner, size, memory->data(),
+                                              memorySpace);
+    buffer->node_ = std::move(memory);
+    return buffer;
+  }
   ~CpuBuffer() override {
-    if (!imported_)
+    if (!imported_ && !node_)
       std::free(bytes_);
   }
   /// Null for imported memory: the host must not write it through the
@@ -56,6 +66,7 @@ private:
   const void *owner_;
   void *bytes_;
   bool imported_ = false;
+  std::unique_ptr<core::NodeMemory> node_;
 };
 
 /// One buffer of a segment entry point, as its signature describes it.
@@ -360,17 +371,24 @@ public:
     info_.kind = "cpu";
     info_.description = cpuDescription();
     info_.memories.push_back({"host", physicalMemoryBytes(), true});
+    // Then each NUMA node's memory: a buffer there comes from that node.
+    for (const core::HostNode &node : core::hostNodes())
+      info_.memories.push_back({node.name(), node.capacityBytes, true});
   }
   const hal::DeviceInfo &info() const override { return info_; }
 
   std::shared_ptr<hal::Buffer> allocate(int memorySpace, uint64_t size,
                                         Error &error) override {
-    if (memorySpace != 0) {
+    if (memorySpace < 0 ||
+        static_cast<size_t>(memorySpace) >= info_.memories.size()) {
       failWith(error, Failure::InvalidInput,
-               "cpu0 has one memory space (0, \"host\"), not " +
+               "cpu0 has " + std::to_string(info_.memories.size()) +
+                   " memory spaces (0: \"host\", then its NUMA nodes), not " +
                    std::to_string(memorySpace));
       return nullptr;
     }
+    if (memorySpace > 0)
+      return allocateOnNode(memorySpace, size, error);
     uint64_t available = core::availableMemoryBytes();
     if (size > available) {
       failWith(error, Failure::OutOfMemory,
@@ -390,6 +408,32 @@ public:
       return std::make_shared<CpuBuffer>(this, size, bytes);
     } catch (const std::bad_alloc &) {
       std::free(bytes);
+      failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
+      return nullptr;
+    }
+  }
+
+  std::shared_ptr<hal::Buffer> allocateOnNode(int memorySpace, uint64_t size,
+                                             Error &error) {
+    const core::HostNode &node =
+        core::hostNodes()[static_cast<size_t>(memorySpace - 1)];
+    if (size > node.capacityBytes) {
+      failWith(error, Failure::OutOfMemory,
+               "cpu0: a buffer of " + core::formatBytes(size) +
+                   " is more than " + node.name() + "'s " +
+                   core::formatBytes(node.capacityBytes) + "; allocate less");
+      return nullptr;
+    }
+    std::string cause;
+    std::unique_ptr<core::NodeMemory> memory = core::NodeMemory::allocate(
+        node.index, static_cast<size_t>(size), cause);
+    if (!memory) {
+      failWith(error, Failure::OutOfMemory, "cpu0: " + cause);
+      return nullptr;
+    }
+    try {
+      return CpuBuffer::onNode(this, size, memorySpace, std::move(memory));
+    } catch (const std::bad_alloc &) {
       failWith(error, Failure::OutOfMemory, "cpu0: out of memory");
       return nullptr;
     }

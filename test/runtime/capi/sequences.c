@@ -32,11 +32,15 @@ static void print(const char *name, const int32_t *ids, int count) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4 && argc != 5) {
-    fprintf(stderr, "usage: %s PACK PROMPT COUNT [DEVICE]\n", argv[0]);
+  if (argc < 4 || argc > 6) {
+    fprintf(stderr, "usage: %s PACK PROMPT COUNT [DEVICE [HOST_TIER]]\n",
+            argv[0]);
     return 2;
   }
-  int32_t device = argc == 5 ? atoi(argv[4]) : 0;
+  int32_t device = argc >= 5 ? atoi(argv[4]) : 0;
+  /* The memory the tiered session's host tier holds its blocks in: "host",
+   * or a NUMA node ("numa0"). */
+  const char *hostTier = argc == 6 ? argv[5] : "host";
   int count = atoi(argv[3]);
   if (count < 1 || count > 1024) {
     fprintf(stderr, "COUNT must be in [1, 1024]\n");
@@ -169,7 +173,7 @@ int main(int argc, char **argv) {
       !check(hetrt_session_set_kv_budget(tiered, "pool",
                                          (uint64_t)stats.block_bytes, NULL),
              "hetrt_session_set_kv_budget") ||
-      !check(hetrt_session_set_kv_budget(tiered, "host",
+      !check(hetrt_session_set_kv_budget(tiered, hostTier,
                                          (uint64_t)stats.block_bytes, NULL),
              "hetrt_session_set_kv_budget") ||
       !check(hetrt_session_set_kv_budget(tiered, "disk",
@@ -219,6 +223,7 @@ int main(int argc, char **argv) {
   uint64_t moves = (uint64_t)(stats.blocks_to_host + stats.blocks_to_disk +
                               stats.blocks_from_host + stats.blocks_from_disk);
   uint64_t in = 0, out = 0, bytesIn = 0, poolOut = 0, diskIn = 0;
+  uint64_t hostTierIn = 0;
   for (size_t i = 0; i < spaceCount; ++i) {
     hetrt_memory_space_t space;
     if (!check(hetrt_session_memory_space(tiered, i, &space),
@@ -231,6 +236,9 @@ int main(int argc, char **argv) {
       poolOut = space.migrations_out;
     if (strcmp(space.name, "disk") == 0)
       diskIn = space.migrations_in;
+    if (strncmp(space.name, "cpu0.", 5) == 0 &&
+        strcmp(space.name + 5, hostTier) == 0)
+      hostTierIn = space.migrations_in;
   }
   printf("spaces: every move in and out once %s, a block each %s; the pool "
          "sent out what left it %s; disk took its blocks %s\n",
@@ -240,6 +248,18 @@ int main(int argc, char **argv) {
              ? "yes"
              : "no",
          diskIn == (uint64_t)stats.blocks_to_disk ? "yes" : "no");
+  /* Host memory also holds a CPU session's pool, which takes blocks back;
+   * a NUMA node holds the tier alone. */
+  int onNode = strcmp(hostTier, "host") != 0;
+  printf("host tier: cpu0.%s took its blocks %s%s\n", hostTier,
+         hostTierIn >= (uint64_t)stats.blocks_to_host &&
+                 stats.blocks_to_host > 0
+             ? "yes"
+             : "no",
+         !onNode ? ""
+         : hostTierIn == (uint64_t)stats.blocks_to_host
+             ? ", and only them"
+             : ", and more");
   hetrt_session_release(tiered);
   /* The tiers' format is a name; another is refused. */
   hetrt_session_t *named = NULL;

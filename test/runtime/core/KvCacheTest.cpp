@@ -5,6 +5,7 @@
 // hash of the tokens up to it (what a model's keys and values depend on),
 // so every block a sequence reads can be checked against the tokens the
 // model says the sequence holds.
+#include "runtime/core/HostNodes.h"
 #include "runtime/core/KvCache.h"
 
 #include <gtest/gtest.h>
@@ -342,6 +343,49 @@ TEST(KvCache, TiersAppearAsMemorySpacesWithTheirMigrations) {
   spaces.clear();
   hetrt::core::addKvSpaces(usage, {{"gpu.vram", 60}}, spaces);
   EXPECT_EQ(spaces.size(), 2u);
+}
+
+TEST(KvCache, TheHostTierGoesOnTheNumaNodeABudgetNames) {
+  if (hetrt::core::hostNodes().empty())
+    GTEST_SKIP() << "hwloc finds no NUMA node on this host";
+  const hetrt::core::HostNode &node = hetrt::core::hostNodes().front();
+  MemoryStore store;
+  KvCache kv(store, 2, kBlockSize, kContext);
+  std::string error;
+  EXPECT_FALSE(kv.setBudget("numa4095", store.blockBytes(), error));
+  EXPECT_NE(error.find("--kv-budget numa4095: \"numa4095\" is not a NUMA "
+                       "node of this host; its nodes are numa"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(kv.setBudget(node.name(), node.capacityBytes, error));
+  EXPECT_NE(error.find("more than half of " + node.name()), std::string::npos)
+      << error;
+  ASSERT_TRUE(kv.setBudget(node.name(), 3 * store.blockBytes(), error))
+      << error;
+  // Three sequences of one block over a pool of two: one moves out to the
+  // node and comes back.
+  std::vector<SequenceId> ids = {KvCache::kDefaultSequence,
+                                 kv.createSequence(), kv.createSequence()};
+  for (int round = 0; round < 2; ++round)
+    for (SequenceId id : ids) {
+      int32_t token = id + round;
+      KvSequence *sequence = kv.findRun(id, &token, 1, 50, error);
+      ASSERT_TRUE(sequence) << error;
+      ASSERT_TRUE(kv.prepare(id, *sequence, 1, error)) << error;
+      writeRun(store, kv, *sequence, &token, 1);
+    }
+  hetrt::core::KvUsage usage = kv.usage();
+  EXPECT_EQ(usage.hostTierNode, node.name());
+  EXPECT_EQ(usage.hostBudgetBlocks, 3);
+  EXPECT_GT(usage.swaps.toHost, 0);
+  EXPECT_GT(usage.swaps.fromHost, 0);
+  std::vector<hetrt::core::MemorySpaceStats> spaces;
+  hetrt::core::addKvSpaces(usage, {{"cpu0.host", store.blockBytes()}},
+                           spaces);
+  ASSERT_EQ(spaces.size(), 2u);
+  EXPECT_EQ(spaces[1].name, "cpu0." + node.name());
+  EXPECT_EQ(spaces[1].capacityBytes, node.capacityBytes);
+  EXPECT_EQ(spaces[1].migrationsIn, static_cast<uint64_t>(usage.swaps.toHost));
 }
 
 } // namespace

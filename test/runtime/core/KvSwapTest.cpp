@@ -2,10 +2,12 @@
 // budget, then in the disk file, come back as they went (exact) or within
 // half a step of their row's scale (int8), and a full tier is an error that
 // says so.
+#include "runtime/core/HostNodes.h"
 #include "runtime/core/KvSwap.h"
 #include "runtime/format/Quantize.h"
 
 #include <gtest/gtest.h>
+#include <hwloc.h>
 
 #include <cmath>
 #include <cstring>
@@ -134,6 +136,82 @@ TEST(KvSwapSpace, Int8BlocksComeBackWithinHalfAStepOfTheirRowScale) {
         ASSERT_TRUE(tiers.store(block.data(), error)) << error;
     }
   }
+}
+
+TEST(HostNodes, MemoryOnANodeIsBoundToIt) {
+  if (hetrt::core::hostNodes().empty())
+    GTEST_SKIP() << "hwloc finds no NUMA node on this host";
+  const hetrt::core::HostNode &node = hetrt::core::hostNodes().front();
+  std::string error;
+  std::unique_ptr<hetrt::core::NodeMemory> memory =
+      hetrt::core::NodeMemory::allocate(node.index, 1 << 20, error);
+  ASSERT_TRUE(memory) << error;
+  std::memset(memory->data(), 1, memory->size());
+  // The kernel's own record of the range's policy.
+  hwloc_topology_t topology;
+  ASSERT_EQ(hwloc_topology_init(&topology), 0);
+  ASSERT_EQ(hwloc_topology_load(topology), 0);
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+  hwloc_membind_policy_t policy;
+  ASSERT_EQ(hwloc_get_area_membind(topology, memory->data(), memory->size(),
+                                   nodes, &policy, HWLOC_MEMBIND_BYNODESET),
+            0);
+  EXPECT_EQ(policy, HWLOC_MEMBIND_BIND);
+  EXPECT_EQ(hwloc_bitmap_weight(nodes), 1);
+  EXPECT_TRUE(hwloc_bitmap_isset(nodes, node.index));
+  hwloc_bitmap_free(nodes);
+  hwloc_topology_destroy(topology);
+  // A node the host lacks is refused, naming it.
+  EXPECT_FALSE(hetrt::core::NodeMemory::allocate(4095, 4096, error));
+  EXPECT_NE(error.find("numa4095"), std::string::npos) << error;
+  EXPECT_FALSE(hetrt::core::hostNodeNamed("numa4095", error));
+  EXPECT_NE(error.find("its nodes are numa" + std::to_string(node.index)),
+            std::string::npos)
+      << error;
+}
+
+TEST(KvSwapSpace, AHostTierOnANodeKeepsBlocksThereAndLeavesItHalfFree) {
+  if (hetrt::core::hostNodes().empty())
+    GTEST_SKIP() << "hwloc finds no NUMA node on this host";
+  constexpr size_t kRows = 8, kBlockBytes = kRows * 16 * 4;
+  std::mt19937 random(5);
+  // Two slabs of the node's memory: 20 blocks.
+  hetrt::core::HostNode node = hetrt::core::hostNodes().front();
+  KvSwapSpace tiers(kBlockBytes, /*hostBlocks=*/20, /*diskBlocks=*/0,
+                    testing::TempDir(), KvTierFormat::Exact, {}, node);
+  std::vector<std::vector<std::byte>> blocks;
+  std::vector<KvSwapSpace::Handle> handles;
+  std::string error;
+  for (int i = 0; i < 20; ++i) {
+    blocks.push_back(randomBlock(random, kRows));
+    std::optional<KvSwapSpace::Handle> handle =
+        tiers.store(blocks.back().data(), error);
+    ASSERT_TRUE(handle) << error;
+    EXPECT_FALSE(handle->onDisk);
+    handles.push_back(*handle);
+  }
+  EXPECT_FALSE(tiers.store(blocks[0].data(), error));
+  // Out of order, so slots of both slabs are freed and taken again.
+  for (size_t i : {19u, 3u, 16u, 0u}) {
+    std::vector<std::byte> back(kBlockBytes);
+    ASSERT_TRUE(tiers.load(handles[i], back.data(), error)) << error;
+    EXPECT_EQ(back, blocks[i]) << i;
+    blocks[i] = randomBlock(random, kRows);
+    std::optional<KvSwapSpace::Handle> again =
+        tiers.store(blocks[i].data(), error);
+    ASSERT_TRUE(again) << error;
+    handles[i] = *again;
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    std::vector<std::byte> back(kBlockBytes);
+    ASSERT_TRUE(tiers.load(handles[i], back.data(), error)) << error;
+    EXPECT_EQ(back, blocks[i]) << i;
+  }
+  // A node of 64 blocks' bytes takes 32 of them, whatever the budget.
+  node.capacityBytes = 64 * kBlockBytes;
+  KvSwapSpace small(kBlockBytes, /*hostBlocks=*/1000, 0, testing::TempDir(),
+                    KvTierFormat::Exact, {}, node);
+  EXPECT_EQ(small.hostBlocks(), 32);
 }
 
 } // namespace
