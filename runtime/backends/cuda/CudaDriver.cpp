@@ -20,6 +20,8 @@ constexpr CUresult kSuccess = 0;
 constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
 constexpr int kMultiprocessorCount = 16;
+constexpr int kConcurrentManagedAccess = 89;
+constexpr unsigned kMemAttachGlobal = 0x01;
 constexpr unsigned kHostAllocPortable = 0x01;
 constexpr unsigned kHostAllocDeviceMap = 0x02;
 constexpr unsigned kStreamNonBlocking = 0x01;
@@ -39,6 +41,7 @@ constexpr unsigned kStreamNonBlocking = 0x01;
   X(cuMemGetInfo_v2, CUresult (*)(size_t *, size_t *)) \
   X(cuMemAlloc_v2, CUresult (*)(DevicePointer *, size_t)) \
   X(cuMemFree_v2, CUresult (*)(DevicePointer)) \
+  X(cuMemAllocManaged, CUresult (*)(DevicePointer *, size_t, unsigned)) \
   X(cuMemHostAlloc, CUresult (*)(void **, size_t, unsigned)) \
   X(cuMemFreeHost, CUresult (*)(void *)) \
   X(cuMemHostGetDevicePointer_v2, CUresult (*)(DevicePointer *, void *, unsigned)) \
@@ -114,6 +117,13 @@ public:
   }
   std::string freePinned(void *host) override {
     return check(api_.cuMemFreeHost(host), "cuMemFreeHost");
+  }
+  std::string allocateManaged(uint64_t size, DevicePointer &memory) override {
+    return check(api_.cuMemAllocManaged(&memory, size, kMemAttachGlobal),
+                 "cuMemAllocManaged");
+  }
+  std::string freeManaged(DevicePointer memory) override {
+    return check(api_.cuMemFree_v2(memory), "cuMemFree");
   }
   std::string createStream(gpu::Stream &stream) override {
     return check(api_.cuStreamCreate(&stream, kStreamNonBlocking),
@@ -214,7 +224,7 @@ private:
       CUdevice device = 0;
       char name[256] = {};
       size_t memory = 0;
-      int major = 0, minor = 0, units = 0;
+      int major = 0, minor = 0, units = 0, managed = 0;
       CUcontext context = nullptr;
       std::string failed = check(api_.cuDeviceGet(&device, i), "cuDeviceGet");
       if (failed.empty())
@@ -235,6 +245,13 @@ private:
         failed = check(api_.cuDeviceGetAttribute(&units, kMultiprocessorCount,
                                                  device),
                        "cuDeviceGetAttribute");
+      // Managed memory the device reads beside the host: without concurrent
+      // access (Windows, older GPUs) the host may not touch it while kernels
+      // run, which the device layer's queues do not promise.
+      if (failed.empty())
+        failed = check(api_.cuDeviceGetAttribute(
+                           &managed, kConcurrentManagedAccess, device),
+                       "cuDeviceGetAttribute");
       if (failed.empty())
         failed = check(api_.cuDevicePrimaryCtxRetain(&context, device),
                        "cuDevicePrimaryCtxRetain");
@@ -247,6 +264,7 @@ private:
       properties.arch = "sm_" + std::to_string(major * 10 + minor);
       properties.memoryBytes = memory;
       properties.multiprocessors = units;
+      properties.managedMemory = managed != 0;
       devices_.push_back(std::move(properties));
       contexts_.push_back(context);
     }

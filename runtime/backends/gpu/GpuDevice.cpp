@@ -37,7 +37,9 @@ public:
   ~GpuBuffer() override {
     // Freeing needs the device current on this thread.
     driver_->makeCurrent(device_);
-    if (host_)
+    if (memorySpace() == kManaged)
+      driver_->freeManaged(pointer_);
+    else if (host_)
       driver_->freePinned(host_);
     else
       driver_->freeDevice(pointer_);
@@ -326,33 +328,44 @@ public:
 
   std::shared_ptr<hal::Buffer> allocate(int memorySpace, uint64_t size,
                                         Error &error) override {
-    if (memorySpace != kDeviceLocal && memorySpace != kHostPinned) {
+    if (memorySpace < 0 ||
+        static_cast<size_t>(memorySpace) >= info_.memories.size()) {
       failWith(error, Failure::InvalidInput,
-               info_.name + " has memory spaces 0 (device-local) and 1 "
-                            "(host-pinned), not " +
-                   std::to_string(memorySpace));
+               info_.name + " has memory spaces 0 (device-local), 1 "
+                            "(host-pinned)" +
+                   (info_.memories.size() > kManaged ? ", 2 (managed)" : "") +
+                   ", not " + std::to_string(memorySpace));
       return nullptr;
     }
     std::string why = driver_->makeCurrent(index_);
     // Zero-byte buffers are valid; the driver is asked for one byte.
     uint64_t bytes = size ? size : 1;
-    if (why.empty() && memorySpace == kDeviceLocal) {
+    // Managed memory never asks for more than the device has free: its
+    // pages live in the device's memory while the device uses them.
+    if (why.empty() && memorySpace != kHostPinned) {
       uint64_t free = 0;
       why = driver_->freeMemory(index_, free);
       if (why.empty() && bytes > free) {
         failWith(error, Failure::OutOfMemory,
-                 info_.name + ": " + std::to_string(size) +
-                     " bytes of device-local memory asked for, " +
-                     std::to_string(free) + " free");
+                 info_.name + ": " + std::to_string(size) + " bytes of " +
+                     info_.memories[memorySpace].name +
+                     " memory asked for, " + std::to_string(free) +
+                     " free on the device");
         return nullptr;
       }
     }
     DevicePointer pointer = 0;
     void *host = nullptr;
-    if (why.empty())
-      why = memorySpace == kDeviceLocal
-                ? driver_->allocateDevice(bytes, pointer)
-                : driver_->allocatePinned(bytes, host, pointer);
+    if (why.empty()) {
+      if (memorySpace == kDeviceLocal) {
+        why = driver_->allocateDevice(bytes, pointer);
+      } else if (memorySpace == kHostPinned) {
+        why = driver_->allocatePinned(bytes, host, pointer);
+      } else {
+        why = driver_->allocateManaged(bytes, pointer);
+        host = reinterpret_cast<void *>(static_cast<uintptr_t>(pointer));
+      }
+    }
     if (!why.empty()) {
       failWith(error, Failure::OutOfMemory,
                info_.name + ": allocating " + std::to_string(size) + " bytes of " +
@@ -457,6 +470,8 @@ createGpuDevices(const std::shared_ptr<GpuDriver> &driver) {
                        driver->version() + ")";
     info.memories.push_back({"device-local", gpu.memoryBytes, false});
     info.memories.push_back({"host-pinned", hostMemoryBytes(), true});
+    if (gpu.managedMemory)
+      info.memories.push_back({"managed", gpu.memoryBytes, true});
     devices.push_back(
         std::make_shared<GpuDevice>(driver, static_cast<int>(i), std::move(info)));
   }

@@ -19,6 +19,8 @@ namespace hetrt::gpu {
 /// Index of each memory space in DeviceInfo::memories.
 constexpr int kDeviceLocal = 0;
 constexpr int kHostPinned = 1;
+/// Present only where the driver offers managed memory on the device.
+constexpr int kManaged = 2;
 
 /// The driver's GPUs as devices named kind() + index ("cuda0").
 std::vector<std::shared_ptr<hal::Device>>

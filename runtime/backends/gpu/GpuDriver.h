@@ -1,7 +1,7 @@
 // What the CUDA and HIP back ends share: one device layer (GpuDevice.h) over
 // a driver interface that each of them implements on its API, loaded at run
 // time. The interface is the handful of calls a GPU back end needs: memory
-// (device and pinned host), asynchronous copies and fills on streams,
+// (device, pinned host and managed), asynchronous copies and fills on streams,
 // modules and kernel launches. Every call returns an empty string on
 // success, else the driver's error in words.
 #ifndef HETRT_BACKENDS_GPU_GPUDRIVER_H
@@ -30,6 +30,9 @@ struct GpuProperties {
   std::string arch;
   uint64_t memoryBytes = 0;
   int multiprocessors = 0;
+  /// Whether the driver offers managed (unified) memory on it: one address
+  /// the host and the device both use, pages moved on demand.
+  bool managedMemory = false;
 };
 
 class GpuDriver {
@@ -50,6 +53,10 @@ public:
   virtual std::string allocatePinned(uint64_t size, void *&host,
                                      DevicePointer &device) = 0;
   virtual std::string freePinned(void *host) = 0;
+  /// Managed memory, at one address for the host and the device (where
+  /// GpuProperties::managedMemory says the device has it).
+  virtual std::string allocateManaged(uint64_t size, DevicePointer &memory) = 0;
+  virtual std::string freeManaged(DevicePointer memory) = 0;
 
   virtual std::string createStream(Stream &stream) = 0;
   virtual std::string destroyStream(Stream stream) = 0;

@@ -29,6 +29,7 @@ using gpu::DevicePointer;
   X(hipMemGetInfo, decltype(&::hipMemGetInfo)) \
   X(hipMalloc, hipError_t (*)(void **, size_t)) \
   X(hipFree, decltype(&::hipFree)) \
+  X(hipMallocManaged, hipError_t (*)(void **, size_t, unsigned int)) \
   X(hipHostMalloc, hipError_t (*)(void **, size_t, unsigned int)) \
   X(hipHostFree, decltype(&::hipHostFree)) \
   X(hipHostGetDevicePointer, decltype(&::hipHostGetDevicePointer)) \
@@ -112,6 +113,17 @@ public:
   }
   std::string freePinned(void *host) override {
     return check(api_.hipHostFree(host), "hipHostFree");
+  }
+  std::string allocateManaged(uint64_t size, DevicePointer &memory) override {
+    void *pointer = nullptr;
+    std::string why = check(
+        api_.hipMallocManaged(&pointer, size, hipMemAttachGlobal),
+        "hipMallocManaged");
+    memory = reinterpret_cast<uintptr_t>(pointer);
+    return why;
+  }
+  std::string freeManaged(DevicePointer memory) override {
+    return check(api_.hipFree(asPointer(memory)), "hipFree");
   }
   std::string createStream(gpu::Stream &stream) override {
     hipStream_t created = nullptr;
@@ -247,6 +259,8 @@ private:
       gpu.arch = arch.substr(0, arch.find(':'));
       gpu.memoryBytes = properties.totalGlobalMem;
       gpu.multiprocessors = properties.multiProcessorCount;
+      // As on CUDA: managed memory the host may touch while kernels run.
+      gpu.managedMemory = properties.concurrentManagedAccess != 0;
       devices_.push_back(std::move(gpu));
     }
     return true;

@@ -29,8 +29,10 @@ constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
 
 std::vector<std::shared_ptr<Device>> devicesUnderTest() {
   std::vector<std::shared_ptr<Device>> devices = enumerateDevices();
+  // A test GPU with managed memory, so every space's conformance is tested.
   for (std::shared_ptr<Device> &device : hetrt::gpu::createGpuDevices(
-           std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 30)))
+           std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 30,
+                                                        /*managed=*/true)))
     devices.push_back(std::move(device));
   return devices;
 }
@@ -382,11 +384,56 @@ TEST(GpuDeviceLayer, KeepsDeviceMemoryWithinWhatIsFree) {
   EXPECT_FALSE(gpu.allocate(0, 512 << 10, error));
   EXPECT_EQ(error.kind, Failure::OutOfMemory);
   EXPECT_EQ(error.message, "testgpu0: 524288 bytes of device-local memory "
-                           "asked for, 262144 free");
+                           "asked for, 262144 free on the device");
   most.reset();
   EXPECT_TRUE(gpu.allocate(0, 512 << 10, error)) << error.message;
   // Pinned host memory is not the GPU's.
   EXPECT_TRUE(gpu.allocate(1, 2 << 20, error)) << error.message;
+  // Without managed memory from the driver there is no third space.
+  EXPECT_FALSE(gpu.allocate(hetrt::gpu::kManaged, 64, error));
+  EXPECT_EQ(error.message, "testgpu0 has memory spaces 0 (device-local), 1 "
+                           "(host-pinned), not 2");
+}
+
+// Managed (unified) memory where the driver offers it: one address for the
+// host and the device, never asked for past what the device has free (its
+// pages live in the device's memory while the device uses them).
+TEST(GpuDeviceLayer, ManagedMemoryIsHostVisibleAndWithinWhatIsFree) {
+  auto devices = hetrt::gpu::createGpuDevices(
+      std::make_shared<hetrt::test::HostGpuDriver>(uint64_t(1) << 20,
+                                                   /*managed=*/true));
+  Device &gpu = *devices[0];
+  const DeviceInfo &info = gpu.info();
+  ASSERT_EQ(info.memories.size(), 3u);
+  EXPECT_EQ(info.memories[hetrt::gpu::kManaged].name, "managed");
+  EXPECT_EQ(info.memories[hetrt::gpu::kManaged].capacityBytes,
+            uint64_t(1) << 20);
+  EXPECT_TRUE(info.memories[hetrt::gpu::kManaged].hostVisible);
+  Error error;
+  std::shared_ptr<Buffer> device = gpu.allocate(0, 512 << 10, error);
+  std::shared_ptr<Buffer> managed =
+      gpu.allocate(hetrt::gpu::kManaged, 256 << 10, error);
+  ASSERT_TRUE(device && managed) << error.message;
+  EXPECT_EQ(managed->memorySpace(), hetrt::gpu::kManaged);
+  // The host writes it in place, and the device's queue reads what it wrote.
+  ASSERT_TRUE(managed->hostPointer());
+  std::memset(managed->hostPointer(), 0x5A, 256 << 10);
+  std::unique_ptr<Queue> q = gpu.createQueue(error);
+  ASSERT_TRUE(q) << error.message;
+  ASSERT_TRUE(q->copy(*managed, 0, *device, 0, 256 << 10, error))
+      << error.message;
+  std::vector<uint8_t> bytes(256 << 10);
+  ASSERT_TRUE(q->read(*device, 0, bytes.data(), bytes.size(), error));
+  ASSERT_TRUE(q->finish(error)) << error.message;
+  EXPECT_EQ(bytes, std::vector<uint8_t>(256 << 10, 0x5A));
+  // 768 KiB of the device's 1 MiB are taken, managed memory included.
+  EXPECT_FALSE(gpu.allocate(hetrt::gpu::kManaged, 512 << 10, error));
+  EXPECT_EQ(error.kind, Failure::OutOfMemory);
+  EXPECT_EQ(error.message, "testgpu0: 524288 bytes of managed memory asked "
+                           "for, 262144 free on the device");
+  managed.reset();
+  EXPECT_TRUE(gpu.allocate(hetrt::gpu::kManaged, 512 << 10, error))
+      << error.message;
 }
 
 // Small writes go through the queue's pinned staging memory, which is only

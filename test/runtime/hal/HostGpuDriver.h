@@ -20,9 +20,10 @@ namespace hetrt::test {
 
 class HostGpuDriver final : public gpu::GpuDriver {
 public:
-  /// A GPU of `memoryBytes` device memory.
-  explicit HostGpuDriver(uint64_t memoryBytes) {
-    devices_.push_back({"host test GPU", "sm_90", memoryBytes, 1});
+  /// A GPU of `memoryBytes` device memory, with managed memory where
+  /// `managed` (which counts against the device's memory like its own).
+  explicit HostGpuDriver(uint64_t memoryBytes, bool managed = false) {
+    devices_.push_back({"host test GPU", "sm_90", memoryBytes, 1, managed});
   }
   const char *kind() const override { return "testgpu"; }
   std::string version() const override { return "host test driver"; }
@@ -54,6 +55,13 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     used_ -= size;
     return "";
+  }
+  std::string allocateManaged(uint64_t size,
+                              gpu::DevicePointer &memory) override {
+    return allocateDevice(size, memory);
+  }
+  std::string freeManaged(gpu::DevicePointer memory) override {
+    return freeDevice(memory);
   }
   std::string allocatePinned(uint64_t size, void *&host,
                              gpu::DevicePointer &device) override {
