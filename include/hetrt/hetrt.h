@@ -526,6 +526,10 @@ typedef struct hetrt_kv_stats_t {
    * tier (het.kv_tiers) until hetrt_session_set_kv_budget changes it. */
   int64_t host_budget_blocks;
   int64_t disk_budget_blocks;
+  /* Since API version 12: 1 when the host and disk tiers keep blocks as
+   * int8 rows (hetrt_session_set_kv_tier_format, or a planned session's
+   * plan, which chooses it where the link is the bottleneck), 0 exact. */
+  int64_t tiers_int8;
 } hetrt_kv_stats_t;
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,

@@ -496,13 +496,20 @@ public:
         hetrt_session_set_prefix_caching(handle_.get(), enabled ? 1 : 0),
         status);
   }
-  /// Bounds what `space` ("pool", "host", "disk") holds of a CPU session's
-  /// KV cache (hetrt_session_set_kv_budget).
+  /// Bounds what `space` ("pool", "host", "numa<N>", "disk") holds of a
+  /// session's KV cache (hetrt_session_set_kv_budget).
   bool setKvBudget(const std::string &space, uint64_t bytes, Status &status) {
     return detail::check(hetrt_session_set_kv_budget(handle_.get(),
                                                      space.c_str(), bytes,
                                                      nullptr),
                          status);
+  }
+  /// How the KV cache's tiers keep blocks: "exact" or "int8"
+  /// (hetrt_session_set_kv_tier_format).
+  bool setKvTierFormat(const std::string &format, Status &status) {
+    return detail::check(
+        hetrt_session_set_kv_tier_format(handle_.get(), format.c_str()),
+        status);
   }
   /// How a CPU session's paged KV cache is used; nothing for sessions on
   /// other devices.

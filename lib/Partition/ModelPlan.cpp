@@ -684,21 +684,63 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
   return plan;
 }
 
-int64_t kvHostTierBlocks(const ModelPlan &plan, const hardware::System &system,
-                         uint64_t blockBytes, uint64_t reserved) {
-  if (blockBytes == 0)
-    return 0;
-  for (const MemoryUse &use : plan.memories) {
-    if (system.devices[use.device].device.kind != hardware::DeviceKind::Cpu ||
-        use.tier != 0)
+KvTierPlan planKvTiers(const ModelPlan &plan, const hardware::System &system,
+                       const cost::ModelShape &shape, double kvElementBytes,
+                       int64_t blockTokens, int64_t positions,
+                       uint64_t reserved) {
+  KvTierPlan tiers;
+  double rows = static_cast<double>(shape.numLayers * blockTokens * 2 *
+                                    shape.numKvHeads);
+  tiers.blockBytes = static_cast<uint64_t>(
+      rows * static_cast<double>(shape.headDim) * kvElementBytes);
+  if (tiers.blockBytes == 0)
+    return tiers;
+  // The host DRAM the tier lives in: the first CPU's home memory.
+  int host = -1;
+  for (size_t m = 0; m < plan.memories.size(); ++m)
+    if (plan.memories[m].tier == 0 &&
+        system.devices[plan.memories[m].device].device.kind ==
+            hardware::DeviceKind::Cpu) {
+      host = static_cast<int>(m);
+      break;
+    }
+  if (host < 0)
+    return tiers;
+  const MemoryUse &dram = plan.memories[host];
+  // Each pool's part of a sequence crosses the link from host DRAM to it;
+  // pools on different devices fill over their own links at once.
+  std::map<int, double> seconds;
+  std::map<int, std::string> links;
+  double perLayer = static_cast<double>(positions) *
+                    shape.kvBytesPerTokenLayer(kvElementBytes);
+  for (const PlacedUnit &unit : plan.units) {
+    if (unit.kvMemory < 0 || unit.kvMemory == host)
       continue;
-    uint64_t used =
-        use.weightBytes + use.kvBytes + use.streamBufferBytes + reserved;
-    if (used >= use.capacityBytes)
-      return 0;
-    return static_cast<int64_t>((use.capacityBytes - used) / 2 / blockBytes);
+    const MemoryUse &pool = plan.memories[unit.kvMemory];
+    const hardware::Link *link =
+        linkTo(system, dram.device, {pool.device, pool.tier});
+    if (!link || link->gbPerS <= 0)
+      continue;
+    seconds[pool.device] += perLayer / (link->gbPerS * 1e9);
+    links[pool.device] = link->name + " to " + system.devices[pool.device].id;
   }
-  return 0;
+  for (const auto &[device, restore] : seconds)
+    if (restore > tiers.restoreSeconds) {
+      tiers.restoreSeconds = restore;
+      tiers.slowestLink = links[device];
+    }
+  tiers.int8 = tiers.restoreSeconds > plan.decodeStepSeconds;
+  // An int8 row: a byte per element and its f32 scale.
+  tiers.tierBlockBytes =
+      tiers.int8 ? static_cast<uint64_t>(
+                       rows * static_cast<double>(shape.headDim + 4))
+                 : tiers.blockBytes;
+  uint64_t used =
+      dram.weightBytes + dram.kvBytes + dram.streamBufferBytes + reserved;
+  if (used < dram.capacityBytes)
+    tiers.hostBlocks = static_cast<int64_t>((dram.capacityBytes - used) / 2 /
+                                            tiers.tierBlockBytes);
+  return tiers;
 }
 
 } // namespace hetc::partition

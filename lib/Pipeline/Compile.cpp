@@ -338,6 +338,9 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   if (auto host = plan ? plan.getAs<mlir::IntegerAttr>("kv_host_blocks")
                        : nullptr)
     code.kvHostBlocks = host.getInt();
+  if (auto format = plan ? plan.getAs<mlir::StringAttr>("kv_tier_format")
+                         : nullptr)
+    code.kvTierInt8 = format.getValue() == "int8";
   if (auto units = plan ? plan.getAs<mlir::DictionaryAttr>("units") : nullptr)
     for (mlir::NamedAttribute entry : units)
       if (auto count = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))

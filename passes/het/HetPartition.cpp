@@ -255,31 +255,26 @@ struct HetPartitionPass
       return failure();
 
     kvTiers.clear();
-    int64_t hostBlocks =
-        cacheType ? kvHostBlocks(cacheType, *machine, *plan, reserved) : 0;
-    if (cacheType &&
-        failed(declareKVTiers(module, cacheType, *plan, *attrs, hostBlocks)))
+    partition::KvTierPlan tiers;
+    if (cacheType)
+      tiers = kvTierPlan(*shape, request, *machine, *plan, reserved);
+    if (cacheType && failed(declareKVTiers(module, cacheType, *plan, *attrs,
+                                           tiers.hostBlocks)))
       return failure();
     for (auto function : module.getOps<FunctionOpInterface>())
       if (failed(place(function, *plan, *attrs)))
         return failure();
-    writeSummary(module, *machine, *plan, reserved, hostBlocks, prompt,
-                 capacity);
+    writeSummary(module, *machine, *plan, reserved, tiers, prompt, capacity);
     return success();
   }
 
-  /// The host tier of the KV cache (partition::kvHostTierBlocks) for the
-  /// module's cache, whose blocks hold every layer's keys and values of
-  /// kKVBlockTokens positions; 0 without a cache.
-  int64_t kvHostBlocks(llm::KVCacheType cacheType,
-                       const hardware::System &machine,
-                       const partition::ModelPlan &plan,
-                       const std::map<std::string, uint64_t> &reserved) {
-    int64_t layers = llvm::count_if(plan.units, [](const auto &unit) {
-      return unit.kvMemory >= 0;
-    });
-    if (layers == 0)
-      return 0;
+  /// The host tier of the KV cache (partition::planKvTiers) for the
+  /// module's cache, in blocks of kKVBlockTokens positions of every layer.
+  partition::KvTierPlan
+  kvTierPlan(const cost::ModelShape &shape,
+             const partition::PlanRequest &request,
+             const hardware::System &machine, const partition::ModelPlan &plan,
+             const std::map<std::string, uint64_t> &reserved) {
     uint64_t hostReserve = 0;
     for (const hardware::SystemDevice &entry : machine.devices)
       if (entry.device.kind == hardware::DeviceKind::Cpu) {
@@ -287,11 +282,9 @@ struct HetPartitionPass
           hostReserve = reserve->second;
         break;
       }
-    return partition::kvHostTierBlocks(
-        plan, machine,
-        static_cast<uint64_t>(layers *
-                              cacheType.getBytesForPositions(kKVBlockTokens)),
-        hostReserve);
+    return partition::planKvTiers(plan, machine, shape, request.kvElementBytes,
+                                  kKVBlockTokens,
+                                  request.workload.kvPositions(), hostReserve);
   }
 
   /// One het.kv_tiers per layer: the memory the plan keeps its cache in
@@ -429,7 +422,8 @@ struct HetPartitionPass
   void writeSummary(ModuleOp module, const hardware::System &machine,
                     const partition::ModelPlan &plan,
                     const std::map<std::string, uint64_t> &reserved,
-                    int64_t hostBlocks, int64_t prompt, int64_t context) {
+                    const partition::KvTierPlan &tiers, int64_t prompt,
+                    int64_t context) {
     Builder b(module.getContext());
     NamedAttrList units, memory;
     for (size_t d = 0; d < plan.devices.size(); ++d) {
@@ -478,7 +472,10 @@ struct HetPartitionPass
                    b.getF64FloatAttr(plan.usdPerMillionTokens));
     summary.append("limit", b.getStringAttr(plan.limit));
     // The KV cache's host tier (het.kv_tiers), for the runtime's budget.
-    summary.append("kv_host_blocks", b.getI64IntegerAttr(hostBlocks));
+    summary.append("kv_host_blocks", b.getI64IntegerAttr(tiers.hostBlocks));
+    // How it keeps them: int8 where the link is the bottleneck.
+    summary.append("kv_tier_format",
+                   b.getStringAttr(tiers.int8 ? "int8" : "exact"));
     summary.append("units", b.getDictionaryAttr(units));
     summary.append("memory", b.getDictionaryAttr(memory));
     // The step at the planned context and with an empty cache: a step at

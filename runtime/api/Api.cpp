@@ -1241,7 +1241,8 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
                 usage.swaps.diskBytes,
                 usage.hostBudgetBlocks >= INT64_MAX / 4 ? -1
                                                         : usage.hostBudgetBlocks,
-                usage.diskBudgetBlocks};
+                usage.diskBudgetBlocks,
+                usage.tiersInt8 ? 1 : 0};
   return HETRT_OK;
 }
 

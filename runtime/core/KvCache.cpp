@@ -135,6 +135,7 @@ KvUsage KvCache::usage() const {
   usage.swaps = swap_->stats();
   usage.hostBudgetBlocks = swap_->hostBlocks();
   usage.hostTierNode = hostNode_ ? hostNode_->name() : "";
+  usage.tiersInt8 = tierFormat_ == KvTierFormat::Int8;
   usage.diskBudgetBlocks = diskBudget_;
   return usage;
 }

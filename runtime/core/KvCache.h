@@ -49,6 +49,8 @@ struct KvUsage {
   /// The NUMA node the host tier is bound to ("numa1"; "" when host memory
   /// is the system's to choose).
   std::string hostTierNode;
+  /// Whether the tiers keep blocks as int8 rows (KvTierFormat::Int8).
+  bool tiersInt8 = false;
   int64_t diskBudgetBlocks = 0;
 };
 

@@ -441,6 +441,12 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     error = pack.path() + ": the plan's host tier: " + error;
     return nullptr;
   }
+  // And keeps them as the plan chose, until the caller chooses otherwise.
+  if (plan.kvTierInt8 &&
+      !session->kv_->setTierFormat(KvTierFormat::Int8, error)) {
+    error = pack.path() + ": the plan's host tier: " + error;
+    return nullptr;
+  }
   return session;
 }
 

@@ -134,6 +134,8 @@ std::string Manifest::toJson() const {
                     {"units", units}};
     if (plan->kvHostBlocks > 0)
       json["plan"]["kv_host_blocks"] = plan->kvHostBlocks;
+    if (plan->kvTierInt8)
+      json["plan"]["kv_tier_format"] = "int8";
     if (!plan->memory.empty()) {
       nlohmann::json memory = nlohmann::json::object();
       for (const PlannedCode::PlannedMemory &use : plan->memory)
@@ -572,6 +574,13 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                     "blocks from 1 to 2^40 (the plan's host tier); compile "
                     "the model again");
       code.kvHostBlocks = host->get<int64_t>();
+    }
+    if (auto format = plan->find("kv_tier_format"); format != plan->end()) {
+      if (!format->is_string() || (*format != "int8" && *format != "exact"))
+        return fail("field \"plan.kv_tier_format\" must be \"exact\" or "
+                    "\"int8\" (how the plan's host tier keeps KV blocks); "
+                    "compile the model again");
+      code.kvTierInt8 = *format == "int8";
     }
     if (auto predicted = plan->find("predicted"); predicted != plan->end()) {
       const char *predictedShape =

@@ -129,6 +129,9 @@ struct PlannedCode {
   /// Blocks of the KV cache's host tier the plan gives (het.kv_tiers; 0:
   /// none, or a pack planned before tiers were).
   int64_t kvHostBlocks = 0;
+  /// Whether the plan keeps that tier's blocks as int8 rows (the link is
+  /// the bottleneck) rather than exact.
+  bool kvTierInt8 = false;
 };
 
 /// Bytes of a KV-cache element of `type` ("f32", "f16", "bf16"); 0 for a type

@@ -294,6 +294,17 @@ void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets) {
           "SPACE=SIZE"));
 }
 
+void addKvTierFormatOption(CLI::App &command, std::string &format) {
+  command
+      .add_option("--kv-tier-format", format,
+                  "How the KV cache's host and disk tiers keep the blocks "
+                  "moved out of the pool: exact, or int8 (rows of int8 with "
+                  "a scale: fewer bytes to move, rounded keys and values). "
+                  "A plan chooses int8 where its link is the bottleneck; "
+                  "exact otherwise")
+      ->check(CLI::IsMember({"exact", "int8"}));
+}
+
 std::string misreadShortOption(const std::string &argument) {
   double value = 0;
   bool nonFinite = false;

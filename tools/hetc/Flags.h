@@ -86,6 +86,8 @@ void addKvBudgetOption(CLI::App &command, std::vector<std::string> &budgets);
 
 /// A --kv-budget SPACE=SIZE as the space and its bytes.
 std::pair<std::string, uint64_t> kvBudgetOf(const std::string &budget);
+/// --kv-tier-format exact|int8 (on run and hetrt-run).
+void addKvTierFormatOption(CLI::App &command, std::string &format);
 
 /// The message for an argument CLI11 would misread: a single dash before
 /// several letters ("-ngl 99" would otherwise parse as "-n gl"); empty when

@@ -51,6 +51,7 @@ struct RunFlags {
   std::string system;
   PlanShapeFlags plan;
   std::vector<std::string> kvBudgets;
+  std::string kvTierFormat;
 };
 
 /// The index of the device named by --device, or -1 with `error` listing
@@ -240,6 +241,7 @@ Action registerRunCommand(CLI::App &app) {
                       "machine), over the devices it places work on");
   addPlanShapeOptions(*command, flags->plan);
   addKvBudgetOption(*command, flags->kvBudgets);
+  addKvTierFormatOption(*command, flags->kvTierFormat);
   command->add_option("-t,--threads", flags->threads,
                       "Threads for the kernels (default: one per core)")
       ->check(threadCount());
@@ -404,6 +406,11 @@ Action registerRunCommand(CLI::App &app) {
         return 1;
       }
     }
+    if (!flags->kvTierFormat.empty() &&
+        !session->setKvTierFormat(flags->kvTierFormat, status)) {
+      std::cerr << "hetc run: " << status.message << "\n";
+      return 1;
+    }
     const hetrt_session_info_t sessionInfo = session->info();
     // What ran: the CPU code variant, or the devices.
     std::string runsOn = onCpu ? std::string(described.cpu_code) + " code"
@@ -531,7 +538,9 @@ Action registerRunCommand(CLI::App &app) {
                                    {"host_budget_blocks",
                                     kv->host_budget_blocks},
                                    {"disk_budget_blocks",
-                                    kv->disk_budget_blocks}});
+                                    kv->disk_budget_blocks},
+                                   {"tier_format",
+                                    kv->tiers_int8 ? "int8" : "exact"}});
       // Where the session's bytes are, and what moved between them.
       nlohmann::json spaces = nlohmann::json::array();
       for (const hetrt_memory_space_t &space : session->memorySpaces())

@@ -45,6 +45,7 @@ struct RunnerFlags {
   std::string device = "cpu0";
   bool planned = false;
   std::vector<std::string> kvBudgets;
+  std::string kvTierFormat;
 };
 
 
@@ -206,6 +207,11 @@ int run(const RunnerFlags &flags) {
                 "hetrt_session_set_kv_budget"))
       return failed();
   }
+  if (!flags.kvTierFormat.empty() &&
+      !report(hetrt_session_set_kv_tier_format(session.get,
+                                               flags.kvTierFormat.c_str()),
+              "hetrt_session_set_kv_tier_format"))
+    return failed();
   uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed)
                                   : std::random_device{}();
   hetrt_sampling_params_t params = {flags.temperature, flags.topK, flags.topP,
@@ -340,7 +346,8 @@ int run(const RunnerFlags &flags) {
                             {"blocks_to_disk", kv.blocks_to_disk},
                             {"blocks_from_disk", kv.blocks_from_disk},
                             {"host_budget_blocks", kv.host_budget_blocks},
-                            {"disk_budget_blocks", kv.disk_budget_blocks}};
+                            {"disk_budget_blocks", kv.disk_budget_blocks},
+                            {"tier_format", kv.tiers_int8 ? "int8" : "exact"}};
     std::cout << result.dump(2, ' ', false,
                              nlohmann::json::error_handler_t::replace)
               << "\n";
@@ -458,6 +465,7 @@ static int runRunner(int argc, char **argv) {
                "--system) over the devices it names")
       ->excludes("--device");
   hetc::cli::addKvBudgetOption(app, flags.kvBudgets);
+  hetc::cli::addKvTierFormatOption(app, flags.kvTierFormat);
   app.add_option("-t,--threads", flags.threads,
                  "Kernel threads (0: one per core)")
       ->check(threadCount());

@@ -153,14 +153,36 @@ std::optional<ModelPlan> planModel(const cost::ModelShape &shape,
                                    const PlanRequest &request,
                                    std::string &error);
 
-/// The KV cache's host tier a plan gives: whole blocks of `blockBytes`
-/// (every layer's keys and values of a block's positions) in half of the
-/// host DRAM the plan leaves free (the first CPU's home memory, less its
-/// weights, caches, stream buffers and `reserved` bytes; the other half
-/// stays the system's). Idle sequences' blocks move there when the pool is
-/// full. 0 without a CPU.
-int64_t kvHostTierBlocks(const ModelPlan &plan, const hardware::System &system,
-                         uint64_t blockBytes, uint64_t reserved = 0);
+/// The KV cache's host tier a plan gives: where the blocks of idle
+/// sequences go when the pool is full, and how it keeps them.
+struct KvTierPlan {
+  /// Whole blocks, as the tier keeps them, in half of the host DRAM the
+  /// plan leaves free (the first CPU's home memory, less its weights,
+  /// caches, stream buffers and the reserved bytes; the other half stays
+  /// the system's). 0 without a CPU.
+  int64_t hostBlocks = 0;
+  /// Each row of a head's keys or values as int8 with an f32 scale (the
+  /// runtime's KvTierFormat::Int8), chosen when the link is the bottleneck:
+  /// bringing one sequence's cache back to its pool takes longer than a
+  /// decode step, so the batch would wait for it. Exact otherwise.
+  bool int8 = false;
+  /// Bytes of a block in the pool, and in the tier.
+  uint64_t blockBytes = 0;
+  uint64_t tierBlockBytes = 0;
+  /// Seconds to bring one sequence's cache (the planned context) back from
+  /// host DRAM to the pools that hold it, over their links, with exact
+  /// blocks; 0 when host DRAM holds the pool itself.
+  double restoreSeconds = 0;
+  /// The link that takes longest, in words ("pcie4-x16 to gpu0").
+  std::string slowestLink;
+};
+
+/// The tier for blocks of `blockTokens` positions of `shape`'s cache in
+/// elements of `kvElementBytes`, for sequences of `positions`.
+KvTierPlan planKvTiers(const ModelPlan &plan, const hardware::System &system,
+                       const cost::ModelShape &shape, double kvElementBytes,
+                       int64_t blockTokens, int64_t positions,
+                       uint64_t reserved = 0);
 
 } // namespace hetc::partition
 

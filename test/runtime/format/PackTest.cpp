@@ -389,6 +389,26 @@ TEST(PackTest, PlanPredictionsRoundTripAndMalformedOnesAreRefused) {
               std::string::npos)
         << error;
   }
+  // Its format is one the runtime keeps, and survives the round trip.
+  for (nlohmann::json bad : {nlohmann::json("int4"), nlohmann::json(8),
+                             nlohmann::json(true)}) {
+    nlohmann::json json = nlohmann::json::parse(plannedManifest().toJson());
+    json["plan"]["kv_tier_format"] = bad;
+    EXPECT_FALSE(Manifest::fromJson(json.dump(), "test.hetpack", error));
+    EXPECT_NE(error.find("field \"plan.kv_tier_format\" must be \"exact\" "
+                         "or \"int8\""),
+              std::string::npos)
+        << error;
+  }
+  Manifest int8Tier = plannedManifest();
+  int8Tier.plan->kvTierInt8 = true;
+  std::optional<Manifest> read =
+      Manifest::fromJson(int8Tier.toJson(), "test.hetpack", error);
+  ASSERT_TRUE(read) << error;
+  EXPECT_TRUE(read->plan->kvTierInt8);
+  read = Manifest::fromJson(plannedManifest().toJson(), "test.hetpack", error);
+  ASSERT_TRUE(read) << error;
+  EXPECT_FALSE(read->plan->kvTierInt8);
 }
 
 TEST(NonFiniteTest, FindsNaNAndInfinityInEveryFormat) {
