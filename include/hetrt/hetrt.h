@@ -47,7 +47,12 @@ extern "C" {
  *    copies between them; hetrt_device_memory_t gains work and budget
  *    figures, and a planned session holds no more in a device's memory
  *    than the plan gave it; hetrt_session_decode_batch on sessions on a
- *    device. */
+ *    device.
+ * 12: the host's NUMA nodes as cpu0's memories (numa<N>), and the KV
+ *    cache's host tier on one (hetrt_session_set_kv_budget "numa<N>");
+ *    managed memory on GPUs whose driver offers it; how the tiers keep
+ *    blocks (hetrt_kv_stats_t.tiers_int8), which a plan chooses;
+ *    hetrt_session_decode_batch on planned sessions. */
 #define HETRT_API_VERSION 12
 
 #if defined(__GNUC__)
@@ -493,9 +498,10 @@ hetrt_session_sequence_decode(hetrt_session_t *session, int32_t sequence,
  * (HETRT_OUT_OF_MEMORY), before running anything. A CPU session runs its
  * code's batched entry point, a session on a device its batch program (each
  * sequence's token through its own block table; at most the pack's largest
- * batch, 64 for hetc compile's packs); a planned session decodes one
- * sequence per step (HETRT_UNSUPPORTED). Since API version 8; on devices
- * since 11. */
+ * batch, 64 for hetc compile's packs), a planned session its plan's
+ * batch program (at most the batch its memory allows; a pack planned
+ * before version 12 has none: HETRT_UNSUPPORTED). Since API version 8; on
+ * devices since 11, on plans since 12. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
                            const int32_t *ids, size_t count,

@@ -125,17 +125,20 @@ struct MemoryOverflow {
 /// Fits the plan's programs into the memory the plan gave each device:
 /// the weights, caches and stream buffers the plan placed, and beside them
 /// what the programs compute with, which grows with the prefill's chunk of
-/// tokens. Halves the chunk until every device's bytes fit its home memory
-/// (as llama.cpp sizes its compute buffers by the micro-batch) and records
-/// those bytes; the first device that one token's worth still overflows
-/// otherwise.
+/// tokens and the sequences of a batch's step. Halves the larger of the two
+/// until every device's bytes fit its home memory (as llama.cpp sizes its
+/// compute buffers by the micro-batch) and records those bytes; the first
+/// device that one token's worth still overflows otherwise.
 std::optional<MemoryOverflow>
 fitPlanMemory(const std::vector<abi::Program> &programs,
               hetrt::format::PlannedCode &code) {
   for (;;) {
+    std::vector<std::pair<const abi::Program *, int64_t>> runs = {
+        {&programs[0], code.maxPrefillTokens}, {&programs[1], 1}};
+    if (programs.size() > 2)
+      runs.push_back({&programs[2], code.maxBatch});
     std::vector<hetrt::format::DeviceHeldBytes> held =
-        hetrt::format::programHeldBytes(
-            {{&programs[0], code.maxPrefillTokens}, {&programs[1], 1}});
+        hetrt::format::programHeldBytes(runs);
     std::optional<MemoryOverflow> over;
     for (hetrt::format::PlannedCode::PlannedMemory &use : code.memory)
       for (const hetrt::format::DeviceHeldBytes &device : held)
@@ -146,9 +149,13 @@ fitPlanMemory(const std::vector<abi::Program> &programs,
             over = MemoryOverflow{device.device, device.total(),
                                   device.workBytes, use.capacityBytes};
         }
-    if (!over || code.maxPrefillTokens == 1)
+    if (!over || (code.maxPrefillTokens == 1 && code.maxBatch <= 1))
       return over;
-    code.maxPrefillTokens = std::max<int64_t>(1, code.maxPrefillTokens / 2);
+    // The larger of the prefill's chunk and the batch gives way first.
+    int64_t &tokens = code.maxPrefillTokens >= code.maxBatch
+                          ? code.maxPrefillTokens
+                          : code.maxBatch;
+    tokens = std::max<int64_t>(1, tokens / 2);
   }
 }
 
@@ -245,8 +252,6 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
   mlir::DictionaryAttr plan;
   for (int attempt = 0;; ++attempt) {
     module = imported.clone();
-    if (auto batch = module->lookupSymbol<mlir::func::FuncOp>("decode_batch"))
-      batch.erase();
     mlir::PassManager pm(context);
     het::HetPartitionPassOptions partition;
     partition.system = options.system;
@@ -296,6 +301,18 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
     programs.clear();
     if (!buildPrograms(*module, "plan", build, programs, error))
       return false;
+    // A batch's decode step, where the module has one: the same plan, a
+    // row of the block table and of the logits per sequence.
+    if (auto batch = module->lookupSymbol<mlir::func::FuncOp>("decode_batch")) {
+      mlir::FailureOr<abi::Program> program = build(batch);
+      if (mlir::failed(program)) {
+        error = "the plan's program of a batch's decode step cannot be "
+                "built (the diagnostic above names the op)";
+        return false;
+      }
+      programs.push_back(std::move(*program));
+      code.maxBatch = kSpirvMaxBatch;
+    }
     plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
     if (auto memory =
             plan ? plan.getAs<mlir::DictionaryAttr>("memory") : nullptr)
@@ -333,6 +350,12 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
         over->workBytes);
   }
   addPrograms(programs, "plan", pack, code.prefillSection, code.decodeSection);
+  if (programs.size() > 2) {
+    code.decodeBatchSection = "program/plan/decode_batch.json";
+    std::string json = hetrt::format::programToJson(programs[2]);
+    pack.addSection(code.decodeBatchSection,
+                    std::vector<char>(json.begin(), json.end()));
+  }
   if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
     code.system = system.str();
   if (auto host = plan ? plan.getAs<mlir::IntegerAttr>("kv_host_blocks")
@@ -559,8 +582,7 @@ bool compileModel(const CompileOptions &options, std::string &error) {
 
   hetrt::format::PackWriter pack;
   std::set<std::string> gpuTargets;
-  // The SPIR-V programs decode batches too; a plan's programs run one
-  // sequence (packPlan leaves the batch out).
+  // The programs decode batches too (the SPIR-V programs and a plan's).
   mlir::OwningOpRef<mlir::ModuleOp> programModule(module->clone());
   if (options.spirv)
     gpuTargets.insert("spirv");

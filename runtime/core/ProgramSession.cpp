@@ -302,11 +302,20 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
       readProgram(pack, plan.decodeSection, recompile, error);
   if (!decode)
     return nullptr;
+  std::optional<hetc::abi::Program> batch;
+  if (!plan.decodeBatchSection.empty()) {
+    batch = readProgram(pack, plan.decodeBatchSection, recompile, error);
+    if (!batch)
+      return nullptr;
+  }
+  std::vector<hetc::abi::Program *> programs = {&*prefill, &*decode};
+  if (batch)
+    programs.push_back(&*batch);
   // Each device of the plan on one of this machine's: the one of its name,
   // else the first of its kind no other plan device took (a plan for a
   // catalog system names its GPU gpu0; this machine calls it cuda0).
   std::vector<std::string> names;
-  for (const hetc::abi::Program *program : {&*prefill, &*decode})
+  for (const hetc::abi::Program *program : programs)
     for (const hetc::abi::ProgramDevice &device : program->devices)
       if (std::find(names.begin(), names.end(), device.name) == names.end())
         names.push_back(device.name);
@@ -319,7 +328,7 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
     for (const std::shared_ptr<hal::Device> &device : devices)
       if (device->info().name == name && !taken(device.get()))
         placed.emplace_back(name, device.get());
-  for (const hetc::abi::Program *program : {&*prefill, &*decode})
+  for (const hetc::abi::Program *program : programs)
     for (const hetc::abi::ProgramDevice &wanted : program->devices) {
       if (std::any_of(placed.begin(), placed.end(), [&](const auto &entry) {
             return entry.first == wanted.name;
@@ -357,7 +366,7 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
   for (const auto &[planned, device] : placed)
     planNames.emplace_back(device->info().name, planned);
   // The runner knows devices by this machine's names.
-  for (hetc::abi::Program *program : {&*prefill, &*decode})
+  for (hetc::abi::Program *program : programs)
     for (hetc::abi::ProgramDevice &device : program->devices)
       device.name = runtimeDevice(device.name)->info().name;
   std::vector<ProgramRunner::DeviceCode> codes;
@@ -426,7 +435,8 @@ std::unique_ptr<ProgramSession> ProgramSession::createPlanned(
   }
   std::unique_ptr<ProgramSession> session =
       start(model, std::move(codes), std::move(*prefill), std::move(*decode),
-            plan.maxPrefillTokens, recompile, error, failure);
+            plan.maxPrefillTokens, recompile, error, failure, std::move(batch),
+            plan.maxBatch);
   if (!session)
     return nullptr;
   session->planNames_ = std::move(planNames);
@@ -619,8 +629,9 @@ bool ProgramSession::decodeBatch(const std::vector<SequenceId> &sequences,
                                  std::string &error) {
   if (maxBatch_ == 0) {
     error = "the pack's programs on " + deviceName_ +
-            " decode one sequence per step (a plan's do); decode each "
-            "sequence in turn (hetrt_session_sequence_decode)";
+            " decode one sequence per step (compiled before plans decoded "
+            "batches); decode each sequence in turn "
+            "(hetrt_session_sequence_decode), or compile the model again";
     return false;
   }
   int64_t count = static_cast<int64_t>(sequences.size());

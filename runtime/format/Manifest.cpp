@@ -136,6 +136,10 @@ std::string Manifest::toJson() const {
       json["plan"]["kv_host_blocks"] = plan->kvHostBlocks;
     if (plan->kvTierInt8)
       json["plan"]["kv_tier_format"] = "int8";
+    if (!plan->decodeBatchSection.empty()) {
+      json["plan"]["decode_batch"] = plan->decodeBatchSection;
+      json["plan"]["max_batch"] = plan->maxBatch;
+    }
     if (!plan->memory.empty()) {
       nlohmann::json memory = nlohmann::json::object();
       for (const PlannedCode::PlannedMemory &use : plan->memory)
@@ -574,6 +578,16 @@ std::optional<Manifest> Manifest::fromJson(const std::string &text,
                     "blocks from 1 to 2^40 (the plan's host tier); compile "
                     "the model again");
       code.kvHostBlocks = host->get<int64_t>();
+    }
+    if (plan->contains("decode_batch") || plan->contains("max_batch")) {
+      auto batch = plan->find("max_batch");
+      if (!readSections(*plan, {{"decode_batch", &code.decodeBatchSection}}) ||
+          batch == plan->end() || !batch->is_number_integer() ||
+          batch->get<int64_t>() < 1 || batch->get<int64_t>() > 65535)
+        return fail("field \"plan.decode_batch\" must name the section of "
+                    "a batch's decode program, with \"max_batch\" of 1 to "
+                    "65535; compile the model again");
+      code.maxBatch = batch->get<int64_t>();
     }
     if (auto format = plan->find("kv_tier_format"); format != plan->end()) {
       if (!format->is_string() || (*format != "int8" && *format != "exact"))

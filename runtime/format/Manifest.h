@@ -100,6 +100,10 @@ struct PlannedCode {
   std::string prefillSection;
   std::string decodeSection;
   int64_t maxPrefillTokens = 0;
+  /// The program of a batch's decode step and the most sequences it takes
+  /// (empty and 0 in packs planned before plans decoded batches).
+  std::string decodeBatchSection;
+  int64_t maxBatch = 0;
   /// The CPU segments' code, by CPU variant (empty when no segment runs on
   /// the CPU), and its entry points with their binding counts.
   std::vector<CodeVariant> cpuVariants;

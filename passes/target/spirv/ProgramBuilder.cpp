@@ -106,9 +106,7 @@ public:
       bind(tokens_, "tokens", BufferRole::Tokens);
       bind(positions_, "positions", BufferRole::Positions);
       if (blockTable_)
-        bind(blockTable_, "blocks", BufferRole::BlockTable,
-             perToken_ ? ProgramValue::tokens(tableEntries_ * 4)
-                       : ProgramValue::fixed(tableEntries_ * 4));
+        bind(blockTable_, "blocks", BufferRole::BlockTable, tableBytes());
     }
     for (unsigned i = 3; i < function_.getNumArguments(); ++i) {
       auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(i).getType());
@@ -172,9 +170,6 @@ private:
                              "table, a row per token"
                            : "; programs run one sequence, with a "
                              "tensor<?xi32> table");
-    if (perToken_ && planned_)
-      return function_.emitOpError()
-             << "decodes a batch; a plan's programs run one sequence";
     auto size = function_->getAttrOfType<IntegerAttr>(
         hetrt::format::kKvBlockSizeAttrName);
     auto cache = dyn_cast<llm::KVCacheType>(function_.getArgument(3).getType());
@@ -188,6 +183,13 @@ private:
     program_.kvBlockSize = blockSize_;
     tableEntries_ = cache.getCapacity() / blockSize_;
     return success();
+  }
+
+  /// The block table's bytes: a row of the pool's blocks, one per token
+  /// in a batch's step.
+  ProgramValue tableBytes() const {
+    return perToken_ ? ProgramValue::tokens(tableEntries_ * 4)
+                     : ProgramValue::fixed(tableEntries_ * 4);
   }
 
   /// The kernels' code for a cache's elements (@cache_element): 0 f32, 1
@@ -325,8 +327,7 @@ private:
                          tokens  ? BufferRole::Tokens
                          : table ? BufferRole::BlockTable
                                  : BufferRole::Positions,
-                         table ? ProgramValue::fixed(tableEntries_ * 4)
-                               : ProgramValue::tokens(4));
+                         table ? tableBytes() : ProgramValue::tokens(4));
     } else if (auto weight = weights_.find(value); weight != weights_.end()) {
       buffer = addBuffer(weight->second.first, BufferRole::Weight,
                          ProgramValue::fixed(weight->second.second),
@@ -1167,11 +1168,18 @@ private:
                << program_.devices[device_].name
                << "; het-outline moves it with het.transfer";
       step.buffers.push_back(buffer);
-      // The block table's size is the pool's, not the step's.
-      if (value == blockTable_)
-        step.params.push_back(ProgramValue::fixed(tableEntries_));
-      else if (failed(addDynamicSizes(value.getType())))
+      // The block table's rows are the pool's size (and a batch's step has
+      // one per token).
+      if (value == blockTable_) {
+        auto table = cast<RankedTensorType>(value.getType());
+        for (int64_t d = 0; d < table.getRank(); ++d)
+          if (table.isDynamicDim(d))
+            step.params.push_back(d + 1 < table.getRank()
+                                      ? ProgramValue::tokens()
+                                      : ProgramValue::fixed(tableEntries_));
+      } else if (failed(addDynamicSizes(value.getType()))) {
         return failure();
+      }
     }
     for (auto [result, value] :
          llvm::zip(segment.getResults(), yield.getOperands())) {
@@ -1193,8 +1201,9 @@ private:
                << "; programs pass f32 activations between segments";
       int out;
       if (value.getDefiningOp<llm::LogitsOp>()) {
+        // The last token's row, or every token's (a batch's step).
         out = addBuffer("logits", BufferRole::Logits,
-                        ProgramValue::fixed(type.getNumElements() * 4));
+                        scaled(rowsOf(type), rowElements(type) * 4));
         assign(result, out);
       } else {
         out = activation(result);

@@ -42,7 +42,10 @@ struct PrepareEntriesPass
       if (!isModelEntry(func))
         continue;
       func.setPrivate();
-      func->setAttr(hetc::x86::kEntryAttrName, UnitAttr::get(&getContext()));
+      // Named, so that duplicate-function-elimination never merges two
+      // entries of identical code (a batch's segment and a prefill's):
+      // the runtime looks each one up by its name.
+      func->setAttr(hetc::x86::kEntryAttrName, func.getSymNameAttr());
     }
   }
 };

@@ -8,7 +8,8 @@
 
 namespace hetc::x86 {
 
-/// The unit attribute marking a model entry point through the lowering.
+/// The attribute marking a model entry point through the lowering: its own
+/// name, so that no two entries ever look identical.
 inline constexpr llvm::StringLiteral kEntryAttrName = "hetc.entry";
 /// The argument attribute of the runtime-interface argument of an entry.
 inline constexpr llvm::StringLiteral kRuntimeArgAttrName = "hetc.runtime";

@@ -1,7 +1,7 @@
 /* A C client of libhetrt's sequences: one session, one paged KV pool.
- * Usage: hetrt-capi-sequences PACK PROMPT COUNT [DEVICE]
- * (DEVICE: hetrt_device_count's index of the device the sessions run on;
- * the CPU by default.)
+ * Usage: hetrt-capi-sequences PACK PROMPT COUNT [DEVICE [HOST_TIER]]
+ * (DEVICE: hetrt_device_count's index of the device the sessions run on,
+ * the CPU by default, or "plan": sessions of the pack's plan.)
  * Generates COUNT greedy ids three ways over one pool: the session's first
  * sequence; a fork of its prompt but the last id; a new sequence, decoded in
  * turns with the fork. Prints each, the pool's statistics, and the statuses
@@ -24,6 +24,13 @@ static int32_t greedy(const float *logits, int32_t vocab) {
   return best;
 }
 
+/* A session on device `device`, or of the pack's plan where it is -1. */
+static hetrt_status_t createSession(hetrt_model_t *model, int32_t device,
+                                    hetrt_session_t **out) {
+  return device < 0 ? hetrt_session_create_planned(model, out)
+                    : hetrt_session_create_on_device(model, device, 0, out);
+}
+
 static void print(const char *name, const int32_t *ids, int count) {
   printf("%s:", name);
   for (int i = 0; i < count; ++i)
@@ -37,7 +44,9 @@ int main(int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  int32_t device = argc >= 5 ? atoi(argv[4]) : 0;
+  int32_t device = argc < 5                      ? 0
+                   : strcmp(argv[4], "plan") == 0 ? -1
+                                                  : atoi(argv[4]);
   /* The memory the tiered session's host tier holds its blocks in: "host",
    * or a NUMA node ("numa0"). */
   const char *hostTier = argc == 6 ? argv[5] : "host";
@@ -56,8 +65,7 @@ int main(int argc, char **argv) {
       !check(hetrt_model_tokenize(model, argv[2], strlen(argv[2]), 1, ids,
                                   1024, &numIds),
              "hetrt_model_tokenize") ||
-      !check(hetrt_session_create_on_device(model, device, 0, &session),
-             "hetrt_session_create_on_device"))
+      !check(createSession(model, device, &session), "createSession"))
     return 1;
 
   const float *logits = NULL;
@@ -168,8 +176,10 @@ int main(int argc, char **argv) {
   hetrt_session_release(session);
 
   hetrt_session_t *tiered = NULL;
-  if (!check(hetrt_session_create_on_device(model, device, 0, &tiered),
-             "hetrt_session_create_on_device") ||
+  /* Exact tiers (a plan may keep int8 rows), so the ids must match. */
+  if (!check(createSession(model, device, &tiered), "createSession") ||
+      !check(hetrt_session_set_kv_tier_format(tiered, "exact"),
+             "hetrt_session_set_kv_tier_format") ||
       !check(hetrt_session_set_kv_budget(tiered, "pool",
                                          (uint64_t)stats.block_bytes, NULL),
              "hetrt_session_set_kv_budget") ||
@@ -263,8 +273,7 @@ int main(int argc, char **argv) {
   hetrt_session_release(tiered);
   /* The tiers' format is a name; another is refused. */
   hetrt_session_t *named = NULL;
-  if (!check(hetrt_session_create_on_device(model, device, 0, &named),
-             "hetrt_session_create_on_device"))
+  if (!check(createSession(model, device, &named), "createSession"))
     return 1;
   status = hetrt_session_set_kv_tier_format(named, "int4");
   printf("tier format: status %d: %s\n", (int)status,

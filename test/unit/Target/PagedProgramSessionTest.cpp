@@ -82,14 +82,16 @@ TEST(PagedProgramSessions, APlannedCpuSessionGivesTheReferenceTokensThroughHostA
   }
 }
 
-TEST(PagedProgramSessions, APlannedSessionDecodesOneSequencePerStep) {
-  std::unique_ptr<ProgramSession> session = plannedOnCpu("stories260K");
-  ASSERT_TRUE(session);
-  EXPECT_EQ(session->maxBatch(), 0);
-  std::string error;
-  EXPECT_FALSE(session->decodeBatch({0}, {1}, error));
-  EXPECT_NE(error.find("decode one sequence per step"), std::string::npos)
-      << error;
+// The plan's batch program: its CPU segment reads a block-table row per
+// token, as the whole-model code's batched entry point does.
+TEST(PagedProgramSessions, APlannedSessionDecodesBatchesToTheReferenceTokens) {
+  for (const std::string model : {"stories260K", "babyllama105"}) {
+    SCOPED_TRACE(model);
+    std::unique_ptr<ProgramSession> session = plannedOnCpu(model);
+    ASSERT_TRUE(session);
+    EXPECT_EQ(session->maxBatch(), 64);
+    expectBatchedReferenceTokens(*session, model);
+  }
 }
 
 TEST(PagedProgramSessions, AForkInsideABlockCopiesItOnTheDevice) {

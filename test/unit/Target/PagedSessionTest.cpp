@@ -177,7 +177,7 @@ TEST(PagedSessions, BudgetsAreCheckedAndNamed) {
   EXPECT_NE(error.find("the pool holds 4 blocks"), std::string::npos) << error;
   EXPECT_FALSE(session->setKvBudget("pool", 5 * blockBytes, error));
   EXPECT_FALSE(session->setKvBudget("vram", blockBytes, error));
-  EXPECT_NE(error.find("pool, host and disk"), std::string::npos) << error;
+  EXPECT_NE(error.find("memories are pool, host (or one of the host's NUMA nodes"), std::string::npos) << error;
   // Without room in the tiers a full pool refuses the run, changing
   // nothing.
   ASSERT_TRUE(session->setKvBudget("pool", blockBytes, error)) << error;

@@ -2,18 +2,19 @@
 // RUN: hetc-opt %s --split-input-file --hetc-x86-prepare-entries --hetc-x86-export-entries | FileCheck %s --check-prefix=EXPORT
 
 // Model entry points (a leading llm.weights argument) are privatized and tagged
-// for bufferization, then exported with a C interface; other functions are
+// with their name for bufferization (so that no two look identical to
+// duplicate-function-elimination), then exported with a C interface; other functions are
 // left alone. Export writes the record of the shapes the entry points assume
 // (magic, ABI version, vocabulary, layers, KV heads, head size, KV slots,
 // element bytes, model hash, KV block size), read off the two KV caches, the
 // logits and the paged caches' block size.
 // PREPARE-LABEL: func.func private @entry
-// PREPARE-SAME: attributes {hetc.entry, hetc.kv_block_size = 16 : i64}
+// PREPARE-SAME: attributes {hetc.entry = "entry", hetc.kv_block_size = 16 : i64}
 // PREPARE-LABEL: func.func @helper
 // PREPARE-NOT: hetc.entry
 // EXPORT-LABEL: func.func @entry
 // EXPORT-SAME: %{{.+}}: !llvm.ptr {hetc.runtime})
-// EXPORT-SAME: attributes {hetc.entry, hetc.kv_block_size = 16 : i64, llvm.emit_c_interface}
+// EXPORT-SAME: attributes {hetc.entry = "entry", hetc.kv_block_size = 16 : i64, llvm.emit_c_interface}
 // EXPORT-LABEL: func.func @helper
 // EXPORT-NOT: llvm.emit_c_interface
 // EXPORT: llvm.mlir.global external constant @hetc_code_record(dense<[3549757150917313864, 8, 300, 2, 4, 16, 64, 4, 0, 16]> : tensor<10xi64>) {addr_space = 0 : i32} : !llvm.array<10 x i64>
@@ -36,7 +37,7 @@ func.func @helper(%x: memref<4xf32>) {
 // buffers (count; then kind, element bytes, rank and sizes, -1 dynamic),
 // and the record keeps the ABI and the model hash only.
 // PREPARE-LABEL: func.func private @prefill_seg0
-// PREPARE-SAME: attributes {hetc.entry, hetc.segment_entry}
+// PREPARE-SAME: attributes {hetc.entry = "prefill_seg0", hetc.segment_entry}
 // EXPORT-LABEL: func.func @prefill_seg0
 // EXPORT-SAME: %{{.+}}: !llvm.ptr {hetc.runtime})
 // EXPORT: llvm.mlir.global external constant @hetc_signature_prefill_seg0(dense<[3, 1, 1, 1, -1, 0, 4, 2, -1, 64, 0, 4, 4, 2, 4, 8, 16]> : tensor<17xi64>)
