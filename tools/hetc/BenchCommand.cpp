@@ -343,12 +343,15 @@ int benchProgram(const BenchFlags &flags, const std::string &packPath) {
     std::cerr << "hetc bench: " << error << "\n";
     return 1;
   }
-  // Batched decode on the device: several sequences in one run of the
-  // batch's program per step, beside one sequence's rate.
+  // Batched decode on the device or the plan's devices: several sequences
+  // in one run of the batch's program per step, beside one sequence's rate.
   nlohmann::json batches = nlohmann::json::array();
   for (int sequences : flags.batches) {
     std::unique_ptr<hetrt::api::Session> batchSession =
-        hetrt::api::Session::createOnDevice(*model, deviceIndex, 0, status);
+        flags.system.empty()
+            ? hetrt::api::Session::createOnDevice(*model, deviceIndex, 0,
+                                                  status)
+            : hetrt::api::Session::createPlanned(*model, status);
     double rate = 0;
     if (!batchSession ||
         !timeBatch(*batchSession, prompt, sequences, flags.decodeTokens,
@@ -502,11 +505,6 @@ Action registerBenchCommand(CLI::App &app) {
     }
     // The device and plan measurements open the model through the public
     // API alone.
-    if (!flags->system.empty() && !flags->batches.empty()) {
-      std::cerr << "hetc bench: --batch measures a batched decode, which a "
-                   "plan's programs do not run; drop it with --system\n";
-      return 2;
-    }
     if (onProgram)
       return benchProgram(*flags, packPath);
     // The measurements run through the public API, as an embedder's would.
