@@ -199,15 +199,7 @@ Action registerPlanCommand(CLI::App &app) {
       plans.push_back(planOn(entry.id, entry.device, *shape, workload,
                              plan.samplingSeconds, inputs->kvElementBytes));
     auto memoryName = [&](int memory) { return plan.memories[memory].name; };
-    // The KV cache as the runtime pages it: blocks of every layer's keys and
-    // values, a pool of the batch's whole contexts, and the host tier the
-    // plan gives idle sequences (het-partition's het.kv_tiers).
-    constexpr int64_t blockTokens = hetrt::format::kDefaultKvBlockSize;
-    int64_t kvPoolBlocks = workload.batch * workload.kvPositions() / blockTokens;
-    partition::KvTierPlan kvTiers = partition::planKvTiers(
-        plan, *system, *shape, inputs->kvElementBytes, blockTokens,
-        workload.kvPositions());
-    uint64_t kvBlockBytes = kvTiers.blockBytes;
+    KvCacheModel kvCache = kvCacheModel(plan, *inputs, *flags, workload);
 
     // The devices units may run on (--compute-devices; all by default).
     std::vector<std::string> computing;
@@ -288,14 +280,7 @@ Action registerPlanCommand(CLI::App &app) {
                         {"prompt_tokens", workload.promptTokens}}},
           {"devices", devices},
           {"placement", {{"ops", ops}, {"weights", weights}, {"kv_cache", kv}}},
-          {"kv_cache", {{"element_type", flags->kvType},
-                        {"block_tokens", blockTokens},
-                        {"block_bytes", kvBlockBytes},
-                        {"pool_blocks", kvPoolBlocks},
-                        {"host_tier_blocks", kvTiers.hostBlocks},
-                        {"host_tier_format", kvTiers.int8 ? "int8" : "exact"},
-                        {"host_tier_block_bytes", kvTiers.tierBlockBytes},
-                        {"restore_seconds", kvTiers.restoreSeconds}}},
+          {"kv_cache", kvCacheJson(kvCache)},
           {"each_device_alone", alone},
           {"predicted", {{"prefill_tokens_per_s", plan.prefillTokensPerS},
                          {"decode_tokens_per_s", plan.decodeTokensPerS},
@@ -375,22 +360,8 @@ Action registerPlanCommand(CLI::App &app) {
                     gib(memory.streamBufferBytes).c_str());
       std::printf("\n");
     }
-    std::printf("KV cache (%s): blocks of %lld positions, %s each; a pool of "
-                "%lld blocks, and a host tier of %lld blocks for idle "
-                "sequences",
-                flags->kvType.c_str(), static_cast<long long>(blockTokens),
-                hetrt::core::formatBytes(kvBlockBytes).c_str(),
-                static_cast<long long>(kvPoolBlocks),
-                static_cast<long long>(kvTiers.hostBlocks));
-    // The tier's format, and why: what a sequence's return costs the link.
-    if (kvTiers.restoreSeconds > 0)
-      std::printf(", kept %s: a sequence's cache comes back over %s in "
-                  "%.3g ms, %s a decode step (%.3g ms)",
-                  kvTiers.int8 ? "as int8 rows (lossy)" : "exact",
-                  kvTiers.slowestLink.c_str(), kvTiers.restoreSeconds * 1e3,
-                  kvTiers.int8 ? "longer than" : "within",
-                  plan.decodeStepSeconds * 1e3);
-    std::printf("\n");
+    std::printf("%s\n",
+                kvCacheLine(kvCache, plan.decodeStepSeconds).c_str());
     int streamed = 0;
     for (const partition::PlacedUnit &unit : plan.units)
       streamed += unit.streamed ? 1 : 0;

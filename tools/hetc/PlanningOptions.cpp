@@ -98,4 +98,54 @@ void warnPastTrainedContext(const cost::ModelShape &shape,
                static_cast<long long>(shape.trainedContext));
 }
 
+KvCacheModel kvCacheModel(const partition::ModelPlan &plan,
+                          const PlanningInputs &inputs,
+                          const PlanningFlags &flags,
+                          const cost::Workload &workload) {
+  KvCacheModel kv;
+  kv.elementType = flags.kvType;
+  kv.blockTokens = hetrt::format::kDefaultKvBlockSize;
+  kv.poolBlocks = workload.batch * workload.kvPositions() / kv.blockTokens;
+  kv.tiers = partition::planKvTiers(plan, inputs.system, inputs.shape,
+                                    inputs.kvElementBytes, kv.blockTokens,
+                                    workload.kvPositions());
+  return kv;
+}
+
+nlohmann::json kvCacheJson(const KvCacheModel &kv) {
+  return {{"element_type", kv.elementType},
+          {"block_tokens", kv.blockTokens},
+          {"block_bytes", kv.tiers.blockBytes},
+          {"pool_blocks", kv.poolBlocks},
+          {"host_tier_blocks", kv.tiers.hostBlocks},
+          {"host_tier_format", kv.tiers.int8 ? "int8" : "exact"},
+          {"host_tier_block_bytes", kv.tiers.tierBlockBytes},
+          {"restore_seconds", kv.tiers.restoreSeconds}};
+}
+
+std::string kvCacheLine(const KvCacheModel &kv, double decodeStepSeconds) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "KV cache (%s): blocks of %lld positions, %s each; a pool of "
+                "%lld blocks, and a host tier of %lld blocks for idle "
+                "sequences",
+                kv.elementType.c_str(), static_cast<long long>(kv.blockTokens),
+                hetrt::core::formatBytes(kv.tiers.blockBytes).c_str(),
+                static_cast<long long>(kv.poolBlocks),
+                static_cast<long long>(kv.tiers.hostBlocks));
+  std::string text = line;
+  // The tier's format, and why: what a sequence's return costs the link.
+  if (kv.tiers.restoreSeconds > 0) {
+    std::snprintf(line, sizeof(line),
+                  ", kept %s: a sequence's cache comes back over %s in "
+                  "%.3g ms, %s a decode step (%.3g ms)",
+                  kv.tiers.int8 ? "as int8 rows (lossy)" : "exact",
+                  kv.tiers.slowestLink.c_str(), kv.tiers.restoreSeconds * 1e3,
+                  kv.tiers.int8 ? "longer than" : "within",
+                  decodeStepSeconds * 1e3);
+    text += line;
+  }
+  return text;
+}
+
 } // namespace hetc::cli

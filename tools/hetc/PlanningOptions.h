@@ -9,6 +9,7 @@
 #include "hetc/Partition/ModelPlan.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
@@ -61,6 +62,26 @@ std::optional<PlanningInputs> loadPlanningInputs(const PlanningFlags &flags,
 void warnPastTrainedContext(const cost::ModelShape &shape,
                             const cost::Workload &workload,
                             const std::string &tool);
+
+/// The KV cache of `workload` under `plan` as the runtime pages it (the
+/// same model hetc plan and hetc simulate print): blocks of every layer's
+/// keys and values of kDefaultKvBlockSize positions, a pool of the batch's
+/// whole contexts, and the host tier the plan gives idle sequences
+/// (het-partition's het.kv_tiers), with how it keeps them.
+struct KvCacheModel {
+  std::string elementType;
+  int64_t blockTokens = 0;
+  int64_t poolBlocks = 0;
+  partition::KvTierPlan tiers;
+};
+KvCacheModel kvCacheModel(const partition::ModelPlan &plan,
+                          const PlanningInputs &inputs,
+                          const PlanningFlags &flags,
+                          const cost::Workload &workload);
+/// Its fields as `--json` prints them.
+nlohmann::json kvCacheJson(const KvCacheModel &kv);
+/// Its line of the text output ("KV cache (f16): blocks of ...").
+std::string kvCacheLine(const KvCacheModel &kv, double decodeStepSeconds);
 
 } // namespace hetc::cli
 

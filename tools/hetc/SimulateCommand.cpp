@@ -5,6 +5,7 @@
 #include "Flags.h"
 #include "PlanningOptions.h"
 
+#include "runtime/core/Limits.h"
 #include "runtime/format/OutputFile.h"
 
 #include "hetc/Cost/ModelShape.h"
@@ -102,7 +103,18 @@ Action registerSimulateCommand(CLI::App &app) {
         return 1;
       }
     }
+    // The memory the request holds, as the runtime would: each memory's
+    // weights, KV pool and stream buffers, and the KV cache's blocks.
+    KvCacheModel kvCache =
+        kvCacheModel(*plan, *inputs, *flags, request.workload);
     if (flags->json) {
+      nlohmann::json memories = nlohmann::json::array();
+      for (const partition::MemoryUse &memory : plan->memories)
+        memories.push_back({{"name", memory.name},
+                            {"weight_bytes", memory.weightBytes},
+                            {"kv_bytes", memory.kvBytes},
+                            {"stream_buffer_bytes", memory.streamBufferBytes},
+                            {"capacity_bytes", memory.capacityBytes}});
       nlohmann::json devices = nlohmann::json::array();
       for (size_t d = 0; d < plan->devices.size(); ++d)
         devices.push_back(
@@ -130,6 +142,8 @@ Action registerSimulateCommand(CLI::App &app) {
                             {"decode_tokens_per_s", timeline.decodeTokensPerS},
                             {"link_seconds", timeline.linkSeconds},
                             {"devices", devices},
+                            {"memories", memories},
+                            {"kv_cache", kvCacheJson(kvCache)},
                             {"events", events}};
       std::cout << out.dump(2) << "\n";
       return 0;
@@ -155,6 +169,16 @@ Action registerSimulateCommand(CLI::App &app) {
                 timeline.totalSeconds > 0
                     ? 100 * timeline.linkSeconds / timeline.totalSeconds
                     : 0.0);
+    for (const partition::MemoryUse &memory : plan->memories)
+      if (memory.weightBytes + memory.kvBytes + memory.streamBufferBytes > 0)
+        std::printf("%s: %s of weights, %s of KV cache, %s of stream "
+                    "buffers\n",
+                    memory.name.c_str(),
+                    hetrt::core::formatBytes(memory.weightBytes).c_str(),
+                    hetrt::core::formatBytes(memory.kvBytes).c_str(),
+                    hetrt::core::formatBytes(memory.streamBufferBytes).c_str());
+    std::printf("%s\n",
+                kvCacheLine(kvCache, plan->decodeStepSeconds).c_str());
     if (!flags->svg.empty())
       std::printf("timeline: %s (%zu intervals)\n", flags->svg.c_str(),
                   timeline.events.size());
