@@ -57,9 +57,10 @@ bool writeText(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 /// The most tokens one prefill step of a SPIR-V program takes: its
 /// activations are sized for it, and longer prompts run in chunks.
 constexpr int64_t kSpirvPrefillChunk = 512;
-/// The most sequences a SPIR-V program decodes in one step: a server's
-/// running batch (llama-server's and vLLM's defaults are of this order).
-constexpr int64_t kSpirvMaxBatch = 64;
+/// The most sequences a batch's program (SPIR-V or a plan's) decodes in
+/// one step: a server's running batch (llama-server's and vLLM's defaults
+/// are of this order).
+constexpr int64_t kMaxBatch = 64;
 
 /// Slots of a block of the paged KV caches, in the CPU code and the
 /// programs alike.
@@ -73,11 +74,10 @@ void addProgramPaging(mlir::OpPassManager &pm) {
   pm.addPass(het::createHetPageKVCachePass(paging));
 }
 
-/// Adds the programs `build` makes of the module's prefill and decode to
-/// `pack` as "program/<kind>/prefill.json" and ".../decode.json", naming
-/// the sections in `prefillSection` and `decodeSection`. False with `error`
-/// when a function is missing or cannot be built (the diagnostic names the
-/// op).
+/// The programs `build` makes of the module's prefill and decode, and of
+/// its batch's decode step where it has one (@decode_batch). False with
+/// `error` when a function is missing or cannot be built (the diagnostic
+/// names the op).
 bool buildPrograms(
     mlir::ModuleOp module, const std::string &kind,
     llvm::function_ref<mlir::FailureOr<abi::Program>(mlir::func::FuncOp)> build,
@@ -97,18 +97,39 @@ bool buildPrograms(
     }
     programs.push_back(std::move(*program));
   }
+  if (auto batch = module.lookupSymbol<mlir::func::FuncOp>("decode_batch")) {
+    mlir::FailureOr<abi::Program> program = build(batch);
+    if (mlir::failed(program)) {
+      error = "the " + kind + " program of a batch's decode step cannot be "
+              "built (the diagnostic above names the op)";
+      return false;
+    }
+    programs.push_back(std::move(*program));
+  }
   return true;
 }
 
-/// Adds the prefill and decode programs to `pack` as program/KIND/*.json.
+/// Adds the programs buildPrograms made to `pack` as
+/// program/KIND/{prefill,decode,decode_batch}.json, naming their sections
+/// (the batch's empty, and `maxBatch` 0, without one).
 void addPrograms(const std::vector<abi::Program> &programs,
                  const std::string &kind, hetrt::format::PackWriter &pack,
-                 std::string &prefillSection, std::string &decodeSection) {
+                 std::string &prefillSection, std::string &decodeSection,
+                 std::string &batchSection, int64_t &maxBatch) {
   prefillSection = "program/" + kind + "/prefill.json";
   decodeSection = "program/" + kind + "/decode.json";
+  batchSection = programs.size() > 2
+                     ? "program/" + kind + "/decode_batch.json"
+                     : std::string();
+  if (batchSection.empty())
+    maxBatch = 0;
   for (auto [program, section] :
        {std::pair{&programs[0], &prefillSection},
-        std::pair{&programs[1], &decodeSection}}) {
+        std::pair{&programs[1], &decodeSection},
+        std::pair{programs.size() > 2 ? &programs[2] : nullptr,
+                  &batchSection}}) {
+    if (!program)
+      continue;
     std::string json = hetrt::format::programToJson(*program);
     pack.addSection(*section, std::vector<char>(json.begin(), json.end()));
   }
@@ -182,21 +203,9 @@ bool packSpirv(mlir::ModuleOp module, int64_t contextLength,
           },
           programs, error))
     return false;
-  addPrograms(programs, "spirv", pack, code.prefillSection,
-              code.decodeSection);
-  if (auto batch = module.lookupSymbol<mlir::func::FuncOp>("decode_batch")) {
-    mlir::FailureOr<abi::Program> program = spirv::buildProgram(batch);
-    if (mlir::failed(program)) {
-      error = "the spirv program of a batch's decode step cannot be built "
-              "(the diagnostic above names the op)";
-      return false;
-    }
-    code.decodeBatchSection = "program/spirv/decode_batch.json";
-    code.maxBatch = kSpirvMaxBatch;
-    std::string json = hetrt::format::programToJson(*program);
-    pack.addSection(code.decodeBatchSection,
-                    std::vector<char>(json.begin(), json.end()));
-  }
+  code.maxBatch = kMaxBatch;
+  addPrograms(programs, "spirv", pack, code.prefillSection, code.decodeSection,
+              code.decodeBatchSection, code.maxBatch);
   // Every variant of the library, best first: the runtime runs the first one
   // the device's SPIR-V capabilities allow.
   for (llvm::StringRef variant : target::spirv::kernelLibraryVariants()) {
@@ -299,20 +308,11 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
       return program;
     };
     programs.clear();
+    // A batch's decode step too: the same plan, a row of the block table
+    // and of the logits per sequence.
     if (!buildPrograms(*module, "plan", build, programs, error))
       return false;
-    // A batch's decode step, where the module has one: the same plan, a
-    // row of the block table and of the logits per sequence.
-    if (auto batch = module->lookupSymbol<mlir::func::FuncOp>("decode_batch")) {
-      mlir::FailureOr<abi::Program> program = build(batch);
-      if (mlir::failed(program)) {
-        error = "the plan's program of a batch's decode step cannot be "
-                "built (the diagnostic above names the op)";
-        return false;
-      }
-      programs.push_back(std::move(*program));
-      code.maxBatch = kSpirvMaxBatch;
-    }
+    code.maxBatch = programs.size() > 2 ? kMaxBatch : 0;
     plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("het.plan");
     if (auto memory =
             plan ? plan.getAs<mlir::DictionaryAttr>("memory") : nullptr)
@@ -349,13 +349,8 @@ bool packPlan(mlir::ModuleOp imported, const CompileOptions &options,
         reserved[over->device] + (over->heldBytes - over->capacityBytes),
         over->workBytes);
   }
-  addPrograms(programs, "plan", pack, code.prefillSection, code.decodeSection);
-  if (programs.size() > 2) {
-    code.decodeBatchSection = "program/plan/decode_batch.json";
-    std::string json = hetrt::format::programToJson(programs[2]);
-    pack.addSection(code.decodeBatchSection,
-                    std::vector<char>(json.begin(), json.end()));
-  }
+  addPrograms(programs, "plan", pack, code.prefillSection, code.decodeSection,
+              code.decodeBatchSection, code.maxBatch);
   if (auto system = plan ? plan.getAs<mlir::StringAttr>("system") : nullptr)
     code.system = system.str();
   if (auto host = plan ? plan.getAs<mlir::IntegerAttr>("kv_host_blocks")
