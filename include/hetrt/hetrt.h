@@ -52,8 +52,12 @@ extern "C" {
  *    cache's host tier on one (hetrt_session_set_kv_budget "numa<N>");
  *    managed memory on GPUs whose driver offers it; how the tiers keep
  *    blocks (hetrt_kv_stats_t.tiers_int8), which a plan chooses;
- *    hetrt_session_decode_batch on planned sessions. */
-#define HETRT_API_VERSION 12
+ *    hetrt_session_decode_batch on planned sessions.
+ * 13: chat prompts: the model's chat template (hetrt_model_chat_template,
+ *    hetrt_chat_template_name), a conversation rendered by it
+ *    (hetrt_model_render_chat), and tokenizing with the vocabulary's
+ *    control tokens recognized in the text (hetrt_model_tokenize_special). */
+#define HETRT_API_VERSION 13
 
 #if defined(__GNUC__)
 #define HETRT_API __attribute__((visibility("default")))
@@ -336,6 +340,42 @@ hetrt_model_detokenize(const hetrt_model_t *model, const int32_t *ids,
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_model_token_piece(const hetrt_model_t *model, int32_t id, char *out_text,
                         size_t capacity, size_t *out_length);
+
+/* Chat prompts. A model ships its chat template as Jinja (GGUF
+ * tokenizer.chat_template); the runtime recognizes the family it belongs to
+ * by the markers it writes and renders a conversation as that family does.
+ * Families: hetrt_chat_template_name(0..) until HETRT_INVALID_ARGUMENT
+ * ("llama2", "llama3", "mistral", "chatml", "gemma", "phi3", "zephyr",
+ * "deepseek"). Since API version 13. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_chat_template_name(int32_t index, const char **out_name);
+/* The family of the model's own template; "" when the model ships none.
+ * A template of no known family is HETRT_UNSUPPORTED, naming the families
+ * to choose from. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_chat_template(const hetrt_model_t *model, const char **out_name);
+typedef struct hetrt_chat_message_t {
+  const char *role;    /* "system" (first only), "user" or "assistant" */
+  const char *content; /* UTF-8, NUL-terminated */
+} hetrt_chat_message_t;
+/* The prompt text of count messages in family template_name (its BOS is
+ * the tokenizer's to add: hetrt_model_tokenize_special with add_special),
+ * ending with the assistant's turn opened when add_assistant is nonzero.
+ * As hetrt_model_detokenize for capacity; HETRT_INVALID_ARGUMENT names an
+ * unknown family or the message with a wrong role. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_render_chat(const hetrt_model_t *model, const char *template_name,
+                        const hetrt_chat_message_t *messages, size_t count,
+                        int add_assistant, char *out_text, size_t capacity,
+                        size_t *out_length);
+/* As hetrt_model_tokenize, and with parse_special nonzero the vocabulary's
+ * control tokens written in the text (a chat template's turn markers) are
+ * those tokens, not their characters' pieces. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_model_tokenize_special(const hetrt_model_t *model, const char *text,
+                             size_t text_length, int add_special,
+                             int parse_special, int32_t *out_ids,
+                             size_t capacity, size_t *out_count);
 
 /* A session: one sequence's KV cache and num_threads kernel threads (0: one
  * per core). The model must outlive it. Not thread-safe. */

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hetrt::api {
@@ -336,6 +337,54 @@ public:
                                                  piece.size(), &length),
                          status);
   }
+  /// Tokenizes with the vocabulary's control tokens in the text recognized
+  /// (a rendered chat's turn markers).
+  bool tokenizeSpecial(const std::string &text, bool addSpecial,
+                       std::vector<int32_t> &ids, Status &status) const {
+    ids.assign(text.size() + 2, 0);
+    size_t count = 0;
+    hetrt_status_t code = hetrt_model_tokenize_special(
+        handle(), text.data(), text.size(), addSpecial, 1, ids.data(),
+        ids.size(), &count);
+    if (code == HETRT_INVALID_ARGUMENT && count > ids.size()) {
+      ids.assign(count, 0);
+      code = hetrt_model_tokenize_special(handle(), text.data(), text.size(),
+                                          addSpecial, 1, ids.data(),
+                                          ids.size(), &count);
+    }
+    if (!detail::check(code, status))
+      return false;
+    ids.resize(count);
+    return true;
+  }
+  /// The family of the model's chat template ("" when it ships none).
+  bool chatTemplate(std::string &name, Status &status) const {
+    const char *family = nullptr;
+    if (!detail::check(hetrt_model_chat_template(handle(), &family), status))
+      return false;
+    name = family;
+    return true;
+  }
+  /// `messages` as {role, content} pairs rendered in family `templateName`.
+  bool renderChat(const std::string &templateName,
+                  const std::vector<std::pair<std::string, std::string>> &messages,
+                  bool addAssistant, std::string &text, Status &status) const {
+    std::vector<hetrt_chat_message_t> list;
+    for (const auto &[role, content] : messages)
+      list.push_back({role.c_str(), content.c_str()});
+    size_t length = 0;
+    hetrt_status_t code = hetrt_model_render_chat(
+        handle(), templateName.c_str(), list.data(), list.size(), addAssistant,
+        nullptr, 0, &length);
+    if (code != HETRT_OK && length == 0)
+      return detail::check(code, status);
+    text.assign(length, '\0');
+    return detail::check(hetrt_model_render_chat(
+                             handle(), templateName.c_str(), list.data(),
+                             list.size(), addAssistant, text.data(),
+                             text.size(), &length),
+                         status);
+  }
   bool isEndOfGeneration(int32_t id, bool &isEnd, Status &status) const {
     int end = 0;
     if (!detail::check(hetrt_model_is_end_of_generation(handle(), id, &end),
@@ -418,6 +467,29 @@ public:
     return detail::check(hetrt_session_sequence_prefill(handle_.get(),
                                                         sequence, ids.data(),
                                                         ids.size(), &logits_),
+                         status);
+  }
+  /// Another sequence holding `from`'s first `tokens` positions.
+  bool forkSequence(int32_t from, int64_t tokens, int32_t &sequence,
+                    Status &status) {
+    return detail::check(hetrt_session_sequence_fork(handle_.get(), from,
+                                                     tokens, &sequence),
+                         status);
+  }
+  /// Frees the sequence's blocks that no other sequence holds.
+  bool removeSequence(int32_t sequence, Status &status) {
+    return detail::check(
+        hetrt_session_sequence_remove(handle_.get(), sequence), status);
+  }
+  bool decode(int32_t sequence, int32_t id, Status &status) {
+    return detail::check(hetrt_session_sequence_decode(handle_.get(), sequence,
+                                                       id, &logits_),
+                         status);
+  }
+  bool sequencePosition(int32_t sequence, int64_t &position,
+                        Status &status) const {
+    return detail::check(hetrt_session_sequence_position(handle_.get(),
+                                                         sequence, &position),
                          status);
   }
   /// One token of each of `sequences` in one call; logits() then holds a

@@ -7,6 +7,7 @@
 #include "runtime/core/Model.h"
 #include "runtime/format/InputFile.h"
 #include "runtime/format/MappedFiles.h"
+#include "runtime/tokenizer/ChatTemplate.h"
 #include "runtime/core/Sampler.h"
 #include "runtime/core/Session.h"
 #include "runtime/core/ProgramSession.h"
@@ -680,25 +681,152 @@ hetrt_status_t hetrt_model_max_text_bytes(const hetrt_model_t *model,
   });
 }
 
+namespace {
+
+hetrt_status_t tokenize(const char *function, const hetrt_model_t *model,
+                        const char *text, size_t text_length, int add_special,
+                        int parse_special, int32_t *out_ids, size_t capacity,
+                        size_t *out_count) {
+  if (!out_count)
+    return fail(HETRT_INVALID_ARGUMENT,
+                std::string(function) + ": out_count is NULL");
+  *out_count = 0;
+  if (!model || (!text && text_length) || (!out_ids && capacity))
+    return fail(HETRT_INVALID_ARGUMENT,
+                std::string(function) + ": NULL argument");
+  return guarded([&] {
+    std::vector<int32_t> ids = model->model->tokenizer().encode(
+        std::string_view(text ? text : "", text_length), add_special != 0,
+        parse_special != 0);
+    *out_count = ids.size();
+    if (ids.size() > capacity)
+      return fail(HETRT_INVALID_ARGUMENT,
+                  std::string(function) + ": " + std::to_string(ids.size()) +
+                      " ids do not fit in a capacity of " +
+                      std::to_string(capacity));
+    std::copy(ids.begin(), ids.end(), out_ids);
+    return HETRT_OK;
+  });
+}
+
+} // namespace
+
 hetrt_status_t hetrt_model_tokenize(const hetrt_model_t *model,
                                     const char *text, size_t text_length,
                                     int add_special, int32_t *out_ids,
                                     size_t capacity, size_t *out_count) {
-  if (!out_count)
-    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_tokenize: out_count is NULL");
-  *out_count = 0;
-  if (!model || (!text && text_length) || (!out_ids && capacity))
-    return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_tokenize: NULL argument");
+  return tokenize("hetrt_model_tokenize", model, text, text_length,
+                  add_special, /*parse_special=*/0, out_ids, capacity,
+                  out_count);
+}
+
+hetrt_status_t hetrt_model_tokenize_special(const hetrt_model_t *model,
+                                            const char *text,
+                                            size_t text_length,
+                                            int add_special, int parse_special,
+                                            int32_t *out_ids, size_t capacity,
+                                            size_t *out_count) {
+  return tokenize("hetrt_model_tokenize_special", model, text, text_length,
+                  add_special, parse_special, out_ids, capacity, out_count);
+}
+
+hetrt_status_t hetrt_chat_template_name(int32_t index, const char **out_name) {
+  if (!out_name)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_chat_template_name: out_name is NULL");
+  *out_name = nullptr;
+  const std::vector<std::string> &names =
+      hetrt::tokenizer::chatTemplateNames();
+  if (index < 0 || static_cast<size_t>(index) >= names.size())
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_chat_template_name: index " + std::to_string(index) +
+                    " is not one of the " + std::to_string(names.size()) +
+                    " families' (0 to " + std::to_string(names.size() - 1) + ")");
+  *out_name = names[index].c_str();
+  return HETRT_OK;
+}
+
+hetrt_status_t hetrt_model_chat_template(const hetrt_model_t *model,
+                                         const char **out_name) {
+  if (!out_name)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_chat_template: out_name is NULL");
+  *out_name = "";
+  if (!model)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_chat_template: NULL model");
   return guarded([&] {
-    std::vector<int32_t> ids = model->model->tokenizer().encode(
-        std::string_view(text ? text : "", text_length), add_special != 0);
-    *out_count = ids.size();
-    if (ids.size() > capacity)
+    const hetrt::format::GgufFile &weights = model->model->weights();
+    const hetrt::format::GgufValue *value =
+        weights.find("tokenizer.chat_template");
+    std::optional<std::string_view> jinja =
+        value ? value->asString() : std::nullopt;
+    if (!jinja)
+      return HETRT_OK;
+    std::optional<hetrt::tokenizer::ChatTemplate> family =
+        hetrt::tokenizer::detectChatTemplate(std::string(*jinja));
+    if (!family) {
+      std::string names;
+      for (const std::string &name : hetrt::tokenizer::chatTemplateNames())
+        names += (names.empty() ? "" : ", ") + name;
+      return fail(HETRT_UNSUPPORTED,
+                  weights.path() +
+                      ": tokenizer.chat_template is of no family hetc "
+                      "knows; choose one of " +
+                      names + " (hetc: --chat-template)");
+    }
+    *out_name = hetrt::tokenizer::chatTemplateNames()[static_cast<size_t>(
+                                                          *family)]
+                    .c_str();
+    return HETRT_OK;
+  });
+}
+
+hetrt_status_t hetrt_model_render_chat(const hetrt_model_t *model,
+                                       const char *template_name,
+                                       const hetrt_chat_message_t *messages,
+                                       size_t count, int add_assistant,
+                                       char *out_text, size_t capacity,
+                                       size_t *out_length) {
+  if (!out_length)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_render_chat: out_length is NULL");
+  *out_length = 0;
+  if (!model || !template_name || (!messages && count) ||
+      (!out_text && capacity))
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_model_render_chat: NULL argument");
+  return guarded([&] {
+    std::string error;
+    std::optional<hetrt::tokenizer::ChatTemplate> family =
+        hetrt::tokenizer::chatTemplateNamed(template_name, error);
+    if (!family)
+      return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_render_chat: " + error);
+    std::vector<hetrt::tokenizer::ChatMessage> conversation;
+    for (size_t m = 0; m < count; ++m) {
+      if (!messages[m].role || !messages[m].content)
+        return fail(HETRT_INVALID_ARGUMENT,
+                    "hetrt_model_render_chat: message " + std::to_string(m) +
+                        " has a NULL role or content");
+      conversation.push_back({messages[m].role, messages[m].content});
+    }
+    const hetrt::tokenizer::Tokenizer &tokenizer = model->model->tokenizer();
+    auto special = [&](int32_t id) {
+      return id >= 0 ? tokenizer.decodeToken(id, /*renderSpecial=*/true)
+                     : std::string();
+    };
+    std::optional<std::string> text = hetrt::tokenizer::renderChat(
+        *family, conversation, add_assistant != 0, special(tokenizer.bos()),
+        special(tokenizer.eos()), error);
+    if (!text)
+      return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_render_chat: " + error);
+    *out_length = text->size();
+    if (text->size() > capacity)
       return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_model_tokenize: " + std::to_string(ids.size()) +
-                      " ids do not fit in a capacity of " +
+                  "hetrt_model_render_chat: " + std::to_string(text->size()) +
+                      " bytes do not fit in a capacity of " +
                       std::to_string(capacity));
-    std::copy(ids.begin(), ids.end(), out_ids);
+    std::memcpy(out_text, text->data(), text->size());
     return HETRT_OK;
   });
 }
