@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev python3-numpy libxxhash-dev libhwloc-dev libglpk-dev
   libvulkan-dev mesa-vulkan-drivers spirv-tools rocm-device-libs
-  libamdhip64-dev
+  libamdhip64-dev libcpp-httplib-dev
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -24,6 +24,22 @@ if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+# Node.js and the official OpenAI client library (npm's openai, pinned by
+# test/clients/openai/package-lock.json), which the serve tests drive
+# hetc serve with.
+if ! command -v npm >/dev/null; then
+  echo "hetc setup: installing nodejs npm"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq nodejs npm
+fi
+client="$repo/test/clients/openai"
+if [ ! -f "$client/node_modules/.package-lock.json" ] ||
+   [ "$client/package-lock.json" -nt "$client/node_modules/.package-lock.json" ]; then
+  npm ci --prefix "$client" --no-audit --no-fund --loglevel=error
 fi
 
 if [ ! -f "$build/build.ninja" ]; then

@@ -44,6 +44,16 @@ else:
     lit_config.note("no Vulkan device, so tests that REQUIRE vulkan are unsupported; "
                     "the runtime found: " + (_devices.stdout + _devices.stderr).strip())
 
+# The official OpenAI client library for the serve tests, which
+# scripts/setup.sh installs from the npm registry with Node.js.
+_openai = os.path.join(os.path.dirname(config.test_source_root), "test", "clients",
+                       "openai", "node_modules", "openai", "package.json")
+if os.path.exists(_openai):
+    config.available_features.add("openai-npm")
+else:
+    lit_config.note("the openai npm package is not installed (scripts/setup.sh installs "
+                    "it), so tests that REQUIRE openai-npm are unsupported")
+
 # CPU features of this machine that some tests need: AVX-512 VNNI (the
 # avx512-vnni and emulated AMX variants) and AMX int8 and bf16 tiles (the
 # avx512-amx variants run only there; elsewhere their test is reported

@@ -36,6 +36,10 @@ Action registerEfficiencyCommand(CLI::App &app);
 Action registerInfoCommand(CLI::App &app);
 /// `hetc cache list|clear`: the cache of compiled packs.
 Action registerCacheCommand(CLI::App &app);
+/// `hetc serve MODEL`: an OpenAI-compatible HTTP server.
+Action registerServeCommand(CLI::App &app);
+/// `hetc chat MODEL`: a conversation in the terminal.
+Action registerChatCommand(CLI::App &app);
 /// `hetc kernels --target T -o DIR`: the GPU kernel library's code.
 Action registerKernelsCommand(CLI::App &app);
 

@@ -222,7 +222,11 @@ std::string packFor(const std::string &model, int64_t contextLength,
     planKey = text;
   }
   std::string name = *hash + "-ctx" + std::to_string(contextLength) +
-                     (needs.spirv ? "-spirv" : "") + planKey + cacheStamp() +
+                     (needs.spirv ? "-spirv" : "") + planKey +
+                     (needs.kvPoolBlocks > 0
+                          ? "-pool" + std::to_string(needs.kvPoolBlocks)
+                          : "") +
+                     cacheStamp() +
                      ".hetpack";
   // A read-only cache (a shared install, a read-only home) still serves the
   // packs it holds; new ones go to a per-user directory under TMPDIR.
@@ -306,6 +310,7 @@ std::string packFor(const std::string &model, int64_t contextLength,
   options.deviceMemory = needs.deviceMemory;
   options.computeDevices = needs.computeDevices;
   options.objective = needs.objective;
+  options.kvPoolBlocks = needs.kvPoolBlocks;
   options.progress = [&tool](const std::string &line) {
     hetc::cli::printMessage("%s: compiling: %s\n", tool.c_str(), line.c_str());
   };

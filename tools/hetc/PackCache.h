@@ -31,6 +31,9 @@ struct PackNeeds {
   std::vector<std::string> deviceMemory;
   std::vector<std::string> computeDevices;
   std::string objective = "latency";
+  /// Blocks in the CPU code's KV pool (0: one sequence of the whole
+  /// context), for sessions that run many sequences at once.
+  int64_t kvPoolBlocks = 0;
   /// Runs only when the model must be compiled, just before: a check that
   /// would otherwise fail after minutes of compiling; false (with `error`)
   /// stops there.

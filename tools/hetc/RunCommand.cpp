@@ -3,9 +3,11 @@
 #include "Commands.h"
 #include "DeviceJson.h"
 #include "Flags.h"
+#include "ModelSession.h"
 #include "PackCache.h"
 
 #include "hetrt/hetrt.hpp"
+#include "server/TextStream.h"
 #include "runtime/format/Gguf.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/format/InputFile.h"
@@ -41,42 +43,16 @@ struct RunFlags {
   float topP = 0.95f;
   float repeatPenalty = 1.0f;
   int64_t seed = -1;
-  int threads = 0;
-  int64_t contextLength = 0;
   bool json = false;
   bool ignoreEos = false;
   std::string logitsOut;
   std::string promptFile;
-  std::string device;
-  std::string system;
-  PlanShapeFlags plan;
-  std::vector<std::string> kvBudgets;
-  std::string kvTierFormat;
+  SessionFlags session;
+  std::vector<std::string> stop;
+  bool chat = false;
+  std::string chatTemplate;
+  std::string systemPrompt;
 };
-
-/// The index of the device named by --device, or -1 with `error` listing
-/// the devices.
-int32_t findDevice(const std::string &name, std::string &error) {
-  std::vector<hetrt::api::DeviceInfo> devices;
-  hetrt::api::Status status;
-  if (!hetrt::api::listDevices(devices, status)) {
-    error = status.message;
-    return -1;
-  }
-  std::string names;
-  for (const hetrt::api::DeviceInfo &device : devices) {
-    if (device.name == name)
-      return device.index;
-    names += (names.empty() ? "" : ", ") + device.name;
-  }
-  error = "--device " + name + ": this machine has no such device (it has " +
-          names + ")";
-  std::vector<std::string> unavailable;
-  if (hetrt::api::listUnavailable(unavailable, status))
-    for (const std::string &line : unavailable)
-      error += "; " + line;
-  return -1;
-}
 
 /// The most bytes `tokens` tokens stand for, and the encoding of a text:
 /// the model's tokenizer, before the pack exists (its GGUF) or after (the
@@ -161,23 +137,6 @@ bool readPromptFile(const std::string &path, std::string &prompt,
   return true;
 }
 
-/// Length of the longest prefix of `text` that ends on a UTF-8 character
-/// boundary, so streamed output never splits a character.
-size_t completeUtf8Prefix(const std::string &text) {
-  size_t end = text.size();
-  size_t back = 0;
-  while (back < 4 && back < end &&
-         (static_cast<unsigned char>(text[end - 1 - back]) & 0xC0) == 0x80)
-    ++back;
-  if (back < end) {
-    unsigned char lead = static_cast<unsigned char>(text[end - 1 - back]);
-    size_t needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (needed > back + 1)
-      return end - 1 - back;
-  }
-  return end;
-}
-
 /// Writes rows of float32 logits as a NumPy .npy file.
 bool writeNpy(const std::string &path, const std::vector<float> &values,
               int64_t rows, int64_t columns, std::string &error) {
@@ -231,25 +190,15 @@ Action registerRunCommand(CLI::App &app) {
                       "Random seed (default, or -1 as in llama.cpp: a fresh "
                       "one, reported in --json)")
       ->check(wholeRange(-1, INT64_MAX));
-  command->add_option("--device", flags->device,
-                      "Run on this device: cpu0 (the default), or a Vulkan "
-                      "device such as vulkan0 (`hetrt-run --list-devices` "
-                      "lists them)");
-  command->add_option("--system", flags->system,
-                      "Run the cost model's plan of the model on this system "
-                      "(a system JSON, as `hetc calibrate` writes for this "
-                      "machine), over the devices it places work on");
-  addPlanShapeOptions(*command, flags->plan);
-  addKvBudgetOption(*command, flags->kvBudgets);
-  addKvTierFormatOption(*command, flags->kvTierFormat);
-  command->add_option("-t,--threads", flags->threads,
-                      "Threads for the kernels (default: one per core)")
-      ->check(threadCount());
-  command->add_option("-c,--context,--ctx-size", flags->contextLength,
-                      "KV-cache capacity in tokens when compiling a GGUF "
-                      "(default: the model's trained context; a .hetpack keeps "
-                      "the context it was compiled for)")
-      ->check(wholeRange(0, INT32_MAX));
+  addSessionOptions(*command, flags->session);
+  addStopOption(*command, flags->stop);
+  command->add_flag("--chat", flags->chat,
+                    "Read the prompt as a user's message and answer it in the "
+                    "model's chat template (one turn; `hetc chat` holds a "
+                    "conversation)");
+  addChatTemplateOption(*command, flags->chatTemplate);
+  command->add_option("--system-prompt", flags->systemPrompt,
+                      "With --chat: the system message before the user's");
   command->add_flag("--json", flags->json,
                     "Print one JSON object with the token ids, text and speeds");
   command->add_flag("--ignore-eos", flags->ignoreEos,
@@ -282,55 +231,35 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
-    bool planned = !flags->system.empty();
-    if (planned && !flags->device.empty()) {
-      std::cerr << "hetc run: --device and --system exclude each other: the "
-                   "plan chooses the devices\n";
-      return 2;
-    }
-    if (std::optional<std::string> problem =
-            planShapeWithoutPlan(flags->plan, planned)) {
-      std::cerr << "hetc run: " << *problem << "\n";
-      return 2;
-    }
-    // The device is found before any compiling: a wrong name fails at once.
-    int32_t deviceIndex = 0;
-    bool onCpu = !planned && (flags->device.empty() || flags->device == "cpu0");
-    if (!onCpu && !planned &&
-        (deviceIndex = findDevice(flags->device, error)) < 0) {
-      std::cerr << "hetc run: " << error << "\n";
+    if (!flags->chat && (command->count("--chat-template") ||
+                         command->count("--system-prompt"))) {
+      std::cerr << "hetc run: --chat-template and --system-prompt apply to "
+                   "a chat; give --chat too\n";
       return 2;
     }
     // A cached pack skips the check: the prompt is checked against the
-    // loaded model below either way.
+    // loaded model below either way. A chat's prompt is known only once its
+    // template is.
     int promptCode = 0;
-    PackNeeds needs;
-    needs.spirv = !onCpu && !planned;
-    needs.system = flags->system;
-    needs.deviceMemory = flags->plan.deviceMemory;
-    needs.computeDevices = flags->plan.computeDevices;
-    needs.objective = flags->plan.objective;
-    needs.beforeCompiling = [&](std::string &why) {
+    auto beforeCompiling = [&](std::string &why) {
+      if (flags->chat)
+        return true;
       promptCode = checkPromptBeforeCompiling(
-          flags->model, flags->contextLength, promptText, why);
+          flags->model, flags->session.contextLength, promptText, why);
       return promptCode == 0;
     };
-    std::string packPath =
-        packFor(flags->model, flags->contextLength, "hetc run", error, needs);
-    if (packPath.empty()) {
+    OpenedModel opened;
+    if (int code = openModelSession(flags->model, flags->session, "hetc run",
+                                    beforeCompiling, opened, error)) {
       std::cerr << "hetc run: " << error << "\n";
-      return promptCode ? promptCode : 1;
+      return promptCode ? promptCode : code;
     }
-    // From here on, the runtime's public API, as an embedder uses it.
-    std::string weights = isPack(flags->model) ? "" : flags->model;
-    hetrt::api::Status status;
-    std::unique_ptr<hetrt::api::Model> model =
-        hetrt::api::Model::open(packPath, weights, status);
-    if (!model) {
-      std::cerr << "hetc run: " << status.message << "\n";
-      return 1;
-    }
+    hetrt::api::Model *model = opened.model.get();
+    hetrt::api::Session *session = opened.session.get();
+    bool onCpu = opened.onCpu, planned = opened.planned;
+    const std::string &packPath = opened.packPath;
     const hetrt_model_description_t &described = model->description();
+    hetrt::api::Status status;
     // Checked again now that the pack (perhaps a cache entry) and the
     // weights it reads are known: --logits-out must be neither.
     if (!flags->logitsOut.empty() &&
@@ -341,17 +270,7 @@ Action registerRunCommand(CLI::App &app) {
       std::cerr << "hetc run: " << error << "\n";
       return 1;
     }
-    bool packGiven = weights.empty();
     int64_t context = model->contextLength();
-    if (packGiven && flags->contextLength > 0 &&
-        flags->contextLength != context) {
-      std::cerr << "hetc run: --context " << flags->contextLength << ": "
-                << flags->model << " was compiled for a context of "
-                << context
-                << " tokens; compile it again with `hetc compile --context "
-                << flags->contextLength << "`, or leave --context out\n";
-      return 2;
-    }
     PromptEncoder encoder;
     encoder.maxTextBytes = [&](int64_t tokens) {
       // Without a bound, the encoding itself says what is wrong.
@@ -362,11 +281,31 @@ Action registerRunCommand(CLI::App &app) {
     };
     encoder.encode = [&](const std::string &text, std::vector<int32_t> &ids,
                          std::string &why) {
-      if (model->tokenize(text, /*addSpecial=*/true, ids, status))
+      if (flags->chat ? model->tokenizeSpecial(text, /*addSpecial=*/true, ids,
+                                               status)
+                      : model->tokenize(text, /*addSpecial=*/true, ids, status))
         return true;
       why = status.message;
       return false;
     };
+    if (flags->chat) {
+      std::string family, note;
+      if (!chatTemplateFor(*model, flags->chatTemplate, family, note, error)) {
+        std::cerr << "hetc run: " << error << "\n";
+        return 2;
+      }
+      if (!note.empty())
+        printMessage("hetc run: %s\n", note.c_str());
+      std::vector<std::pair<std::string, std::string>> messages;
+      if (!flags->systemPrompt.empty())
+        messages.emplace_back("system", flags->systemPrompt);
+      messages.emplace_back("user", promptText);
+      if (!model->renderChat(family, messages, /*addAssistant=*/true,
+                             promptText, status)) {
+        std::cerr << "hetc run: " << status.message << "\n";
+        return 1;
+      }
+    }
     std::vector<int32_t> prompt;
     if (int code = encodePrompt(encoder, promptText, context, prompt, error)) {
       std::cerr << "hetc run: " << error << "\n";
@@ -389,32 +328,12 @@ Action registerRunCommand(CLI::App &app) {
                                       flags->topP, flags->repeatPenalty, seed};
     std::unique_ptr<hetrt::api::Sampler> sampler =
         hetrt::api::Sampler::create(params, status);
-    std::unique_ptr<hetrt::api::Session> session =
-        !sampler  ? nullptr
-        : onCpu   ? hetrt::api::Session::create(*model, flags->threads, status)
-        : planned ? hetrt::api::Session::createPlanned(*model, status)
-                  : hetrt::api::Session::createOnDevice(*model, deviceIndex,
-                                                        flags->threads, status);
-    if (!session) {
-      std::cerr << "hetc run: " << status.message << "\n";
-      return 1;
-    }
-    for (const std::string &budget : flags->kvBudgets) {
-      auto [space, bytes] = kvBudgetOf(budget);
-      if (!session->setKvBudget(space, bytes, status)) {
-        std::cerr << "hetc run: " << status.message << "\n";
-        return 1;
-      }
-    }
-    if (!flags->kvTierFormat.empty() &&
-        !session->setKvTierFormat(flags->kvTierFormat, status)) {
+    if (!sampler) {
       std::cerr << "hetc run: " << status.message << "\n";
       return 1;
     }
     const hetrt_session_info_t sessionInfo = session->info();
-    // What ran: the CPU code variant, or the devices.
-    std::string runsOn = onCpu ? std::string(described.cpu_code) + " code"
-                               : std::string(sessionInfo.devices);
+    const std::string &runsOn = opened.runsOn;
     int64_t vocabSize = session->vocabSize();
 
     std::vector<float> logitRows;
@@ -433,14 +352,21 @@ Action registerRunCommand(CLI::App &app) {
         std::chrono::duration<double>(Clock::now() - prefillStart).count();
     recordLogits();
 
-    if (!flags->json) {
+    // A chat prints the reply alone; a completion continues its prompt.
+    if (!flags->json && !flags->chat) {
       std::fputs(flags->prompt.c_str(), stdout);
       std::fflush(stdout);
     }
     std::vector<int32_t> history = prompt;
     std::vector<int32_t> generated;
     const char *stopReason = "length";
-    std::string pending;
+    hetc::server::TextStream text(flags->stop);
+    auto show = [&](const std::string &ready) {
+      if (flags->json || ready.empty())
+        return;
+      std::fwrite(ready.data(), 1, ready.size(), stdout);
+      std::fflush(stdout);
+    };
     auto decodeStart = Clock::now();
     int64_t decodeSteps = 0;
     for (int64_t i = 0; i < numTokens; ++i) {
@@ -450,26 +376,22 @@ Action registerRunCommand(CLI::App &app) {
       if (!sampler->sample(session->logits(), static_cast<int32_t>(vocabSize),
                            history, token, status) ||
           !model->isEndOfGeneration(token, isEnd, status) ||
-          (!flags->json && !model->tokenPiece(token, piece, status))) {
+          !model->tokenPiece(token, piece, status)) {
         std::cerr << "\nhetc run: " << status.message << "\n";
         return 1;
       }
       generated.push_back(token);
       history.push_back(token);
-      if (!flags->json) {
-        // Each token's piece, as it comes (a continuation decodes to its
-        // pieces joined); bytes of a character still incomplete wait for the
-        // rest. Decoding the whole text again every token would be quadratic.
-        pending += piece;
-        size_t ready = completeUtf8Prefix(pending);
-        if (ready > 0) {
-          std::fwrite(pending.data(), 1, ready, stdout);
-          std::fflush(stdout);
-          pending.erase(0, ready);
-        }
-      }
       if (!flags->ignoreEos && isEnd) {
         stopReason = "eos";
+        break;
+      }
+      // Each token's piece, as it comes (a continuation decodes to its
+      // pieces joined); what a stop string may still claim, or a character
+      // still incomplete, waits for the next.
+      show(text.push(piece));
+      if (text.stopped()) {
+        stopReason = "stop";
         break;
       }
       if (i + 1 == numTokens) {
@@ -484,6 +406,7 @@ Action registerRunCommand(CLI::App &app) {
       ++decodeSteps;
       recordLogits();
     }
+    show(text.finish());
     double decodeSeconds =
         std::chrono::duration<double>(Clock::now() - decodeStart).count();
     double prefillRate = prefillSeconds > 0 ? prompt.size() / prefillSeconds : 0;
@@ -497,11 +420,6 @@ Action registerRunCommand(CLI::App &app) {
       return 1;
     }
     if (flags->json) {
-      std::string text;
-      if (!model->detokenize(generated, text, status)) {
-        std::cerr << "hetc run: " << status.message << "\n";
-        return 1;
-      }
       hetrt_kv_cache_info_t kvCache{};
       if (!model->kvCacheInfo(kvCache, status)) {
         std::cerr << "hetc run: " << status.message << "\n";
@@ -510,7 +428,7 @@ Action registerRunCommand(CLI::App &app) {
       nlohmann::json result = {
           {"prompt_tokens", prompt},
           {"tokens", generated},
-          {"text", text},
+          {"text", text.shown()},
           {"prefill_tokens_per_s", prefillRate},
           {"decode_tokens_per_s", decodeRate},
           {"seed", seed},
@@ -581,7 +499,6 @@ Action registerRunCommand(CLI::App &app) {
                                nlohmann::json::error_handler_t::replace)
                 << "\n";
     } else {
-      std::fwrite(pending.data(), 1, pending.size(), stdout);
       std::fprintf(stdout, "\n");
       // The text is complete before the report on stderr begins.
       std::fflush(stdout);

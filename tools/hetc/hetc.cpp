@@ -54,6 +54,8 @@ int runHetc(int argc, char **argv) {
       hetc::cli::registerImportCommand(app),
       hetc::cli::registerCompileCommand(app),
       hetc::cli::registerRunCommand(app),
+      hetc::cli::registerChatCommand(app),
+      hetc::cli::registerServeCommand(app),
       hetc::cli::registerInfoCommand(app),
       hetc::cli::registerSynthCommand(app),
       hetc::cli::registerBenchCommand(app),
