@@ -50,9 +50,19 @@ function(hetc_forbid_links target pattern why)
 endfunction()
 
 function(hetc_check_layering)
-  foreach(target hetrt hetrt_core hetrt_format hetrt_tokenizer hetrt-run hetrt-synth)
+  foreach(target hetrt hetrt_core hetrt_format hetrt_tokenizer hetrt-run hetrt-synth
+                 hetc_server)
     hetc_forbid_links(${target} "^(lib)?(MLIR|LLVM)"
       "the runtime must link neither LLVM nor MLIR")
+  endforeach()
+  # The server is built on the C API alone (libhetrt), as an embedder's is:
+  # none of the runtime's internal libraries.
+  get_target_property(server_links hetc_server LINK_LIBRARIES)
+  foreach(link IN LISTS server_links)
+    if(link MATCHES "^hetrt_")
+      message(FATAL_ERROR "hetc_server links ${link}, but the server is built "
+                          "on the C API (hetrt) only")
+    endif()
   endforeach()
   foreach(target HetcLLMDialect HetcHetDialect)
     hetc_forbid_links(${target} "^(lib)?hetrt"

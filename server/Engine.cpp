@@ -3,6 +3,7 @@
 #include "server/TextStream.h"
 
 #include <algorithm>
+#include <malloc.h>
 #include <cmath>
 #include <numeric>
 
@@ -161,12 +162,22 @@ EngineMetrics Engine::metrics() const {
 }
 
 void Engine::run() {
+  bool busy = false;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      if (busy && waiting_.empty() && running_.empty()) {
+        // Idle again: what the load's requests, responses and threads
+        // freed goes back to the system rather than staying in the
+        // allocator's arenas, so an idle server holds its idle memory.
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+      }
       wake_.wait(lock, [&] {
         return stopping_ || !waiting_.empty() || !running_.empty();
       });
+      busy = true;
       if (stopping_)
         break;
       // Requests whose client left while waiting never take a sequence.
