@@ -13,9 +13,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// The batch a decode call takes at most (hetc compile's packs hold 64).
-constexpr size_t kMaxBatch = 64;
-
 /// Log-softmax of one row: each logit minus log-sum-exp.
 float logSumExp(const float *logits, int32_t count) {
   float peak = *std::max_element(logits, logits + count);
@@ -82,6 +79,8 @@ struct Engine::Active {
   int64_t generated = 0;
   Clock::time_point arrived;
   Clock::time_point lastToken;
+  /// The decode step that last ran it.
+  uint64_t decodedAt = 0;
   bool done = false;
 
   size_t prefillTarget() const { return history.size() - (pendingToken ? 1 : 0); }
@@ -92,6 +91,11 @@ Engine::Engine(const hetrt::api::Model &model, hetrt::api::Session &session,
                EngineOptions options)
     : model_(model), session_(session), options_(options),
       context_(model.contextLength()), vocabSize_(model.vocabSize()) {
+  hetrt::api::Status status;
+  if (!session_.maxBatch(maxBatch_, status))
+    maxBatch_ = 0;
+  if (std::optional<hetrt_kv_stats_t> kv = session_.kvStats())
+    poolPositions_ = kv->blocks * kv->block_size;
   recordKvMetrics();
   thread_ = std::thread([this] { run(); });
 }
@@ -189,7 +193,10 @@ void Engine::run() {
         } else {
           ++it;
         }
-      while (static_cast<int32_t>(running_.size()) < options_.parallel &&
+      // After a preemption the batch grows again only once a request has
+      // finished, so the one sent back does not take the pool again at once.
+      while (!poolFull_ &&
+             static_cast<int32_t>(running_.size()) < options_.parallel &&
              !waiting_.empty()) {
         std::unique_ptr<Active> active = std::move(waiting_.front());
         waiting_.pop_front();
@@ -262,22 +269,33 @@ void Engine::prefillStep() {
 }
 
 void Engine::decodeStep() {
-  std::vector<Active *> ready;
-  for (auto &active : running_)
-    if (!active->done && !active->prefilling() && active->pendingToken)
-      ready.push_back(active.get());
-  for (size_t start = 0; start < ready.size(); start += kMaxBatch) {
-    size_t count = std::min(kMaxBatch, ready.size() - start);
+  ++step_;
+  // A session without a batch program decodes each sequence alone.
+  size_t batch = maxBatch_ > 0 ? static_cast<size_t>(maxBatch_) : 1;
+  while (true) {
+    std::vector<Active *> ready;
+    for (auto &active : running_)
+      if (!active->done && !active->prefilling() && active->pendingToken &&
+          active->decodedAt != step_)
+        ready.push_back(active.get());
+    if (ready.empty())
+      return;
+    size_t count = std::min(batch, ready.size());
     std::vector<int32_t> sequences, ids;
-    for (size_t r = start; r < start + count; ++r) {
+    for (size_t r = 0; r < count; ++r) {
       sequences.push_back(ready[r]->sequence);
       ids.push_back(ready[r]->history.back());
     }
     hetrt::api::Status status;
-    if (!session_.decodeBatch(sequences, ids, status)) {
+    bool ran = maxBatch_ > 0
+                   ? session_.decodeBatch(sequences, ids, status)
+                   : session_.decode(sequences[0], ids[0], status);
+    if (!ran) {
+      // The pool cannot hold every member's blocks at once: with the
+      // latest request back in the queue, the others decode this step.
       if (status.code == HETRT_OUT_OF_MEMORY && preemptNewest())
-        return;
-      for (size_t r = start; r < start + count; ++r)
+        continue;
+      for (size_t r = 0; r < count; ++r)
         finish(*ready[r], "", status.message);
       continue;
     }
@@ -291,7 +309,8 @@ void Engine::decodeStep() {
     // before any other call.
     const float *rows = session_.logits();
     for (size_t r = 0; r < count; ++r) {
-      Active &active = *ready[start + r];
+      Active &active = *ready[r];
+      active.decodedAt = step_;
       active.cached += 1;
       active.pendingToken = false;
       emit(active, rows + static_cast<size_t>(r) * vocabSize_);
@@ -385,6 +404,7 @@ void Engine::finish(Active &active, const std::string &reason,
     // to the pool (and stay findable by the prefix cache).
     (void)session_.removeSequence(active.sequence, ignored);
     active.sequence = -1;
+    poolFull_ = false;
   }
   if (error.empty() && reason != "cancelled") {
     std::string rest = active.text->finish();
@@ -414,6 +434,7 @@ bool Engine::preemptNewest() {
       (void)session_.removeSequence(newest->sequence, ignored);
       newest->sequence = -1;
       newest->cached = 0;
+      poolFull_ = true;
       std::lock_guard<std::mutex> lock(mutex_);
       ++metrics_.preemptions;
       waiting_.push_front(std::move(*it));

@@ -128,6 +128,9 @@ public:
   void stop();
   const EngineOptions &options() const { return options_; }
   int64_t contextLength() const { return context_; }
+  /// The positions the KV pool holds for all sequences together; a request
+  /// needing more could never run (0: unknown).
+  int64_t poolPositions() const { return poolPositions_; }
 
 private:
   struct Active;
@@ -151,6 +154,9 @@ private:
   const EngineOptions options_;
   const int64_t context_;
   const int32_t vocabSize_;
+  /// The session's largest batch (0: none).
+  int64_t maxBatch_ = 0;
+  int64_t poolPositions_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -160,7 +166,11 @@ private:
 
   /// The engine thread's own.
   std::vector<std::unique_ptr<Active>> running_;
-  std::vector<float> logitRow_;
+  /// Decode steps run.
+  uint64_t step_ = 0;
+  /// A request went back to the queue for want of blocks; none joins the
+  /// batch until one finishes.
+  bool poolFull_ = false;
   std::thread thread_;
 };
 

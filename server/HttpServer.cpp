@@ -373,9 +373,28 @@ void HttpServer::Impl::complete(const httplib::Request &req,
                     std::to_string(context - promptTokens) + " tokens";
     return sendError(res, error);
   }
-  // Without max_tokens, a generation may run to the context's end.
+  // A request must fit the KV pool alone (a pack compiled with a pool
+  // smaller than its context); without max_tokens, a generation may run to
+  // the end of the context or of the pool.
+  int64_t positions = context;
+  if (int64_t pool = served.engine->poolPositions(); pool > 0)
+    positions = std::min(positions, pool);
+  if (promptTokens > positions ||
+      (request->maxTokens && promptTokens + *request->maxTokens - 1 > positions)) {
+    error.param = request->maxTokens ? request->maxTokensField
+                                     : (chat ? "messages" : "prompt");
+    error.code = "context_length_exceeded";
+    error.message = "the request needs " +
+                    std::to_string(promptTokens +
+                                   request->maxTokens.value_or(1) - 1) +
+                    " positions of KV cache, but the server's pool holds " +
+                    std::to_string(positions) +
+                    " (hetc serve --kv-pool-blocks, or a smaller " +
+                    request->maxTokensField + ")";
+    return sendError(res, error);
+  }
   int64_t maxTokens =
-      request->maxTokens ? *request->maxTokens : context - promptTokens + 1;
+      request->maxTokens ? *request->maxTokens : positions - promptTokens + 1;
   uint64_t seed = request->seed ? *request->seed : this->seed();
 
   auto choices = std::make_shared<std::vector<Choice>>();

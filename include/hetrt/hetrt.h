@@ -56,7 +56,8 @@ extern "C" {
  * 13: chat prompts: the model's chat template (hetrt_model_chat_template,
  *    hetrt_chat_template_name), a conversation rendered by it
  *    (hetrt_model_render_chat), and tokenizing with the vocabulary's
- *    control tokens recognized in the text (hetrt_model_tokenize_special). */
+ *    control tokens recognized in the text (hetrt_model_tokenize_special);
+ *    the largest batch a session decodes (hetrt_session_max_batch). */
 #define HETRT_API_VERSION 13
 
 #if defined(__GNUC__)
@@ -546,6 +547,13 @@ HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_decode_batch(hetrt_session_t *session, const int32_t *sequences,
                            const int32_t *ids, size_t count,
                            const float **out_logits);
+/* The most sequences one hetrt_session_decode_batch call takes: a CPU
+ * session any number (INT32_MAX), a session on a device or a plan its batch
+ * program's largest batch, and 0 where the pack has no batch program (each
+ * sequence then decodes alone: hetrt_session_sequence_decode). Since API
+ * version 13. */
+HETRT_API HETRT_MUST_USE hetrt_status_t
+hetrt_session_max_batch(const hetrt_session_t *session, int64_t *out_count);
 /* Positions a sequence holds. */
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_sequence_position(const hetrt_session_t *session,

@@ -486,6 +486,12 @@ public:
                                                        id, &logits_),
                          status);
   }
+  /// The most sequences one decodeBatch takes (0: none; decode each
+  /// alone).
+  bool maxBatch(int64_t &count, Status &status) const {
+    return detail::check(hetrt_session_max_batch(handle_.get(), &count),
+                         status);
+  }
   bool sequencePosition(int32_t sequence, int64_t &position,
                         Status &status) const {
     return detail::check(hetrt_session_sequence_position(handle_.get(),

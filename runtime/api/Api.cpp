@@ -14,6 +14,7 @@
 #include "runtime/hal/Device.h"
 
 #include <cstring>
+#include <limits>
 #include <new>
 #include <optional>
 #include <set>
@@ -1327,6 +1328,19 @@ hetrt_status_t hetrt_session_decode_batch(hetrt_session_t *session,
     *out_logits = session->session->logits();
     return HETRT_OK;
   });
+}
+
+hetrt_status_t hetrt_session_max_batch(const hetrt_session_t *session,
+                                       int64_t *out_count) {
+  if (!out_count)
+    return fail(HETRT_INVALID_ARGUMENT,
+                "hetrt_session_max_batch: out_count is NULL");
+  *out_count = 0;
+  if (!session)
+    return fail(HETRT_INVALID_ARGUMENT, "hetrt_session_max_batch: NULL session");
+  *out_count = session->spirv ? session->spirv->maxBatch()
+                              : std::numeric_limits<int32_t>::max();
+  return HETRT_OK;
 }
 
 hetrt_status_t hetrt_session_sequence_position(const hetrt_session_t *session,

@@ -138,6 +138,11 @@ int main(int argc, char **argv) {
          memcmp(batched[0], batched[1], sizeof(int32_t) * (size_t)count) == 0
              ? "yes"
              : "no");
+  int64_t maxBatch = 0;
+  if (!check(hetrt_session_max_batch(session, &maxBatch),
+             "hetrt_session_max_batch"))
+    return 1;
+  printf("max batch: %lld\n", (long long)maxBatch);
   for (int s = 0; s < 2; ++s)
     if (!check(hetrt_session_sequence_remove(session, pair[s]),
                "hetrt_session_sequence_remove"))

@@ -100,10 +100,12 @@ def streamed_text(events, chat):
     return text
 
 
-def run_alone(hetc, model, prompt, tokens, chat):
+def run_alone(hetc, model, prompt, tokens, chat, ignore_eos=False):
     command = [hetc, "run", model, "-p", prompt, "-n", str(tokens), "--temp", "0", "--json"]
     if chat:
         command.append("--chat")
+    if ignore_eos:
+        command.append("--ignore-eos")
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(result.stdout)["text"]
 
@@ -237,6 +239,37 @@ def wait_for(server, running, queued):
             return
         time.sleep(0.01)
     sys.exit(f"the server never had {running} running and {queued} queued: {metrics}")
+
+
+def scenario_preempt(server, hetc, model):
+    """Four requests whose blocks together overflow a pool of 256 positions
+    (each fits alone): the latest goes back to the queue while the oldest
+    finish, and every text equals the request alone. A request that could
+    never fit the pool is refused."""
+    prompts = PROMPTS[:4]
+    alone = [run_alone(hetc, model, p, 120, False, ignore_eos=True) for p in prompts]
+    results = [None] * len(prompts)
+
+    def client(index):
+        body = {"model": "stories260K", "prompt": prompts[index], "max_tokens": 120,
+                "temperature": 0, "ignore_eos": True, "stream": index % 2 == 0}
+        if body["stream"]:
+            _, _, events = server.stream("/v1/completions", body)
+            results[index] = streamed_text(events, False)
+        else:
+            results[index] = server.post("/v1/completions", body)[2]["choices"][0]["text"]
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(prompts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    metrics = server.metrics()
+    print(f"texts as alone: {sum(r == a for r, a in zip(results, alone))} of {len(prompts)}, "
+          f"preempted: {metrics['hetc_preemptions_total'] > 0}, "
+          f"blocks used after: {metrics[POOL_USED]:.0f}")
+    error_line(server, "past the pool", "POST", "/v1/completions",
+               {"model": "stories260K", "prompt": "Once", "max_tokens": 300})
 
 
 def error_line(server, label, method, path, body=None, raw=None, headers=None):
