@@ -288,8 +288,9 @@ Action registerRunCommand(CLI::App &app) {
       why = status.message;
       return false;
     };
+    std::string family;
     if (flags->chat) {
-      std::string family, note;
+      std::string note;
       if (!chatTemplateFor(*model, flags->chatTemplate, family, note, error)) {
         std::cerr << "hetc run: " << error << "\n";
         return 2;
@@ -440,6 +441,8 @@ Action registerRunCommand(CLI::App &app) {
            {{"element_type", kvCache.element_type},
             {"bytes", kvCache.bytes_per_session}}},
       };
+      if (flags->chat)
+        result["chat_template"] = family;
       // The paged cache's blocks: how many the run took of the pool, and
       // what the prefix cache and sharing did.
       if (std::optional<hetrt_kv_stats_t> kv = session->kvStats())
