@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the runtime's unit tests and C API client with AddressSanitizer and
 # UndefinedBehaviorSanitizer (in build-asan/) and runs them: the GGUF reader,
-# quantizers, tokenizer, the device layer through the C API, the KV block
+# quantizers, tokenizer, the device layer through the C API, hetc serve's
+# engine over a real session, the KV block
 # pool, sequences over the paged KV cache and its tiers, and a whole
 # generation through libhetrt on
 # stories260K (packed by the regular build's hetc) on the CPU and on each
@@ -28,7 +29,8 @@ if [ ! -f "$asan/build.ninja" ]; then
 fi
 cmake --build "$asan" --target HetrtFormatTests HetrtTokenizerTests \
   HetrtQuantizeTests HetrtCoreTests HetrtDeviceTests HetcPartitionTests \
-  hetrt-capi-generate hetrt-capi-devices hetrt-capi-sequences hetrt-run
+  hetrt-capi-generate hetrt-capi-devices hetrt-capi-sequences hetrt-run \
+  HetcServerTests HetcEngineTests
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # Leaks inside the Vulkan driver itself are Mesa's, not hetc's.
@@ -49,6 +51,14 @@ pack="$asan/stories260K.hetpack"
 # blocks moved through host memory and a disk file and back.
 "$asan/bin/hetrt-capi-sequences" "$pack" "Once upon a time" 48
 "$asan/bin/hetrt-run" "$pack" -p "Once upon a time" -n 48 --temp 0 --json > /dev/null
+# hetc serve's library: request parsing, stop strings, metrics, and the
+# continuous-batching engine's threads over a real session (batches,
+# cancellations, a full queue, stopping with requests in flight).
+"$asan/bin/HetcServerTests"
+servepack="$asan/stories260K-pool32.hetpack"
+"$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$servepack" \
+  --cpu-variants host --kv-pool-blocks 32 -q
+HETC_TEST_PACK="$servepack" "$asan/bin/HetcEngineTests"
 # The same model on each Vulkan device, as SPIR-V programs (ProgramRunner).
 spirvpack="$asan/stories260K-spirv.hetpack"
 "$build/bin/hetc" compile "$repo/../shared/models/stories260K.gguf" -o "$spirvpack" \

@@ -187,8 +187,9 @@ void Engine::run() {
       // Requests whose client left while waiting never take a sequence.
       for (auto it = waiting_.begin(); it != waiting_.end();)
         if ((*it)->generation->cancelled()) {
-          (*it)->generation->end("cancelled", "", 0);
           ++metrics_.requestsFinished["cancelled"];
+          metrics_.queued = static_cast<int64_t>(waiting_.size()) - 1;
+          (*it)->generation->end("cancelled", "", 0);
           it = waiting_.erase(it);
         } else {
           ++it;
@@ -406,14 +407,18 @@ void Engine::finish(Active &active, const std::string &reason,
     active.sequence = -1;
     poolFull_ = false;
   }
+  // The metrics say the blocks are back before the client hears of the end.
+  recordKvMetrics();
   if (error.empty() && reason != "cancelled") {
     std::string rest = active.text->finish();
     if (!rest.empty())
       active.generation->publish(rest, {}, active.generated);
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++metrics_.requestsFinished[error.empty() ? reason : "error"];
+  }
   active.generation->end(reason, error, active.generated);
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++metrics_.requestsFinished[error.empty() ? reason : "error"];
 }
 
 bool Engine::preemptNewest() {
@@ -456,7 +461,11 @@ void Engine::dropFinished() {
 void Engine::recordKvMetrics() {
   std::optional<hetrt_kv_stats_t> kv = session_.kvStats();
   std::lock_guard<std::mutex> lock(mutex_);
-  metrics_.running = static_cast<int64_t>(running_.size());
+  metrics_.running = static_cast<int64_t>(
+      std::count_if(running_.begin(), running_.end(),
+                    [](const std::unique_ptr<Active> &active) {
+                      return !active->done;
+                    }));
   if (!kv)
     return;
   metrics_.kvPoolBlocks = kv->blocks;

@@ -26,6 +26,7 @@ tool_dirs = [config.hetc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["hetc-opt", "hetc", "hetrt-capi-generate", "hetrt-capi-devices", "hetrt-capi-sequences"], tool_dirs)
 config.substitutions.append(("%hetrt_run", os.path.join(config.hetc_tools_dir, "hetrt-run")))
 config.substitutions.append(("%hetrt_synth", os.path.join(config.hetc_tools_dir, "hetrt-synth")))
+config.substitutions.append(("%hetc_engine_tests", os.path.join(config.hetc_tools_dir, "HetcEngineTests")))
 config.substitutions.append(("%hetrt_lib", os.path.join(config.hetc_obj_root, "lib", "libhetrt.so")))
 
 # Tests never touch the user's pack cache: GGUF runs compile into one under the
