@@ -94,14 +94,12 @@ Action registerChatCommand(CLI::App &app) {
       std::cerr << "hetc chat: " << error << "\n";
       return code;
     }
-    std::string family, note;
-    if (!chatTemplateFor(*opened.model, flags->chatTemplate, family, note,
+    std::string family;
+    if (!chatTemplateFor(*opened.model, flags->chatTemplate, "hetc chat", family,
                          error)) {
       std::cerr << "hetc chat: " << error << "\n";
       return 2;
     }
-    if (!note.empty())
-      printMessage("hetc chat: %s\n", note.c_str());
     const hetrt::api::Model &model = *opened.model;
     server::EngineOptions options;
     options.parallel = 1;

@@ -172,9 +172,8 @@ void addChatTemplateOption(CLI::App &command, std::string &name) {
 }
 
 bool chatTemplateFor(const hetrt::api::Model &model, const std::string &chosen,
-                     std::string &family, std::string &note,
+                     const std::string &tool, std::string &family,
                      std::string &error) {
-  note.clear();
   if (!chosen.empty()) {
     family = chosen;
     return true;
@@ -186,8 +185,9 @@ bool chatTemplateFor(const hetrt::api::Model &model, const std::string &chosen,
   }
   if (family.empty()) {
     family = "chatml";
-    note = "the model ships no chat template; chats are rendered as chatml "
-           "(--chat-template chooses another)";
+    printMessage("%s: the model ships no chat template; chats are rendered "
+                 "as chatml (--chat-template chooses another)\n",
+                 tool.c_str());
   }
   return true;
 }

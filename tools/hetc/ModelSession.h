@@ -59,10 +59,11 @@ void addChatTemplateOption(CLI::App &command, std::string &name);
 
 /// The chat template family to render chats of `model` in: `chosen`
 /// (--chat-template), else the model's own; a model without one gets
-/// chatml, as llama.cpp does, and `note` says so. False with `error` naming
-/// the choices when the model's template is of no known family.
+/// chatml, as llama.cpp does, and `tool` says so on stderr. False with
+/// `error` naming the choices when the model's template is of no known
+/// family.
 bool chatTemplateFor(const hetrt::api::Model &model, const std::string &chosen,
-                     std::string &family, std::string &note,
+                     const std::string &tool, std::string &family,
                      std::string &error);
 
 } // namespace hetc::cli

@@ -290,13 +290,11 @@ Action registerRunCommand(CLI::App &app) {
     };
     std::string family;
     if (flags->chat) {
-      std::string note;
-      if (!chatTemplateFor(*model, flags->chatTemplate, family, note, error)) {
+      if (!chatTemplateFor(*model, flags->chatTemplate, "hetc run", family,
+                           error)) {
         std::cerr << "hetc run: " << error << "\n";
         return 2;
       }
-      if (!note.empty())
-        printMessage("hetc run: %s\n", note.c_str());
       std::vector<std::pair<std::string, std::string>> messages;
       if (!flags->systemPrompt.empty())
         messages.emplace_back("system", flags->systemPrompt);

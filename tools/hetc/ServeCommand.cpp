@@ -152,14 +152,12 @@ Action registerServeCommand(CLI::App &app) {
       std::cerr << "hetc serve: " << error << "\n";
       return code;
     }
-    std::string family, note;
-    if (!chatTemplateFor(*opened.model, flags->chatTemplate, family, note,
+    std::string family;
+    if (!chatTemplateFor(*opened.model, flags->chatTemplate, "hetc serve", family,
                          error)) {
       std::cerr << "hetc serve: " << error << "\n";
       return 2;
     }
-    if (!note.empty())
-      printMessage("hetc serve: %s\n", note.c_str());
     server::Engine engine(*opened.model, *opened.session, flags->engine);
     server::ServedModel served;
     served.model = opened.model.get();
