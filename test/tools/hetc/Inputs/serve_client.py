@@ -308,6 +308,18 @@ def scenario_errors(server, hetc, model):
     error_line(server, "id past vocab", "POST", completions, dict(base, prompt=[1, 9999]))
     error_line(server, "too large", "POST", completions, raw="x" * (2 << 20))
     error_line(server, "no such path", "GET", "/v1/nothing")
+    # Bytes that are not HTTP at all.
+    connection = socket.create_connection((server.host, server.port))
+    connection.sendall(b"\x16\x03\x01 not http\r\n\r\n")
+    reply = b""
+    while True:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    connection.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    print(f"not HTTP: {head.split(b' ')[1].decode()} {json.loads(body)['error']['message']}")
     # Clients that leave: mid-stream, while waiting for a whole answer, and
     # before reading anything.
     for stream in (True, False, True):
