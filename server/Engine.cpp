@@ -472,7 +472,10 @@ void Engine::recordKvMetrics() {
   metrics_.kvPoolBlocksUsed = kv->blocks - kv->free_blocks;
   metrics_.kvHostBytes = kv->host_bytes;
   metrics_.kvDiskBytes = kv->disk_bytes;
-  metrics_.kvBlockBytes = kv->block_bytes;
+  if (kv->tier_block_bytes > 0) {
+    metrics_.kvHostBlocks = kv->host_bytes / kv->tier_block_bytes;
+    metrics_.kvDiskBlocks = kv->disk_bytes / kv->tier_block_bytes;
+  }
 }
 
 } // namespace hetc::server

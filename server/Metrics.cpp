@@ -89,11 +89,16 @@ std::string renderPrometheus(const EngineMetrics &engine,
   gauge("hetc_batch_size", "Sequences in the last decode step.",
         engine.lastBatch);
   metric(out, "hetc_kv_blocks", "gauge",
-         "KV-cache blocks of the pool the model code reads: all, and used.");
+         "KV-cache blocks per tier: the pool the model code reads (all, and "
+         "used), and those moved out of it to host memory and disk.");
   out << "hetc_kv_blocks{tier=\"pool\",state=\"total\"} "
       << engine.kvPoolBlocks << "\n";
   out << "hetc_kv_blocks{tier=\"pool\",state=\"used\"} "
       << engine.kvPoolBlocksUsed << "\n";
+  out << "hetc_kv_blocks{tier=\"host\",state=\"used\"} "
+      << engine.kvHostBlocks << "\n";
+  out << "hetc_kv_blocks{tier=\"disk\",state=\"used\"} "
+      << engine.kvDiskBlocks << "\n";
   metric(out, "hetc_kv_tier_bytes", "gauge",
          "Bytes of KV-cache blocks moved out of the pool, by tier.");
   out << "hetc_kv_tier_bytes{tier=\"host\"} " << engine.kvHostBytes << "\n";

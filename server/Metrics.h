@@ -43,7 +43,8 @@ struct EngineMetrics {
   int64_t kvPoolBlocksUsed = 0;
   int64_t kvHostBytes = 0;
   int64_t kvDiskBytes = 0;
-  int64_t kvBlockBytes = 0;
+  int64_t kvHostBlocks = 0;
+  int64_t kvDiskBlocks = 0;
   Histogram batchSize{{1, 2, 4, 8, 16, 32, 64}};
   Histogram timeToFirstToken{
       {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};

@@ -57,7 +57,8 @@ extern "C" {
  *    hetrt_chat_template_name), a conversation rendered by it
  *    (hetrt_model_render_chat), and tokenizing with the vocabulary's
  *    control tokens recognized in the text (hetrt_model_tokenize_special);
- *    the largest batch a session decodes (hetrt_session_max_batch). */
+ *    the largest batch a session decodes (hetrt_session_max_batch);
+ *    hetrt_kv_stats_t.tier_block_bytes. */
 #define HETRT_API_VERSION 13
 
 #if defined(__GNUC__)
@@ -584,6 +585,10 @@ typedef struct hetrt_kv_stats_t {
    * int8 rows (hetrt_session_set_kv_tier_format, or a planned session's
    * plan, which chooses it where the link is the bottleneck), 0 exact. */
   int64_t tiers_int8;
+  /* Since API version 13: bytes one block takes in the host and disk tiers
+   * (block_bytes when exact, fewer as int8 rows), so host_bytes and
+   * disk_bytes divided by it are the blocks each tier holds. */
+  int64_t tier_block_bytes;
 } hetrt_kv_stats_t;
 HETRT_API HETRT_MUST_USE hetrt_status_t
 hetrt_session_kv_stats(const hetrt_session_t *session,

@@ -1384,7 +1384,8 @@ hetrt_status_t hetrt_session_kv_stats(const hetrt_session_t *session,
                 usage.hostBudgetBlocks >= INT64_MAX / 4 ? -1
                                                         : usage.hostBudgetBlocks,
                 usage.diskBudgetBlocks,
-                usage.tiersInt8 ? 1 : 0};
+                usage.tiersInt8 ? 1 : 0,
+                usage.tierBlockBytes};
   return HETRT_OK;
 }
 

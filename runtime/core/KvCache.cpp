@@ -136,6 +136,7 @@ KvUsage KvCache::usage() const {
   usage.hostBudgetBlocks = swap_->hostBlocks();
   usage.hostTierNode = hostNode_ ? hostNode_->name() : "";
   usage.tiersInt8 = tierFormat_ == KvTierFormat::Int8;
+  usage.tierBlockBytes = static_cast<int64_t>(swap_->storedBytes());
   usage.diskBudgetBlocks = diskBudget_;
   return usage;
 }

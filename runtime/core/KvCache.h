@@ -51,6 +51,8 @@ struct KvUsage {
   std::string hostTierNode;
   /// Whether the tiers keep blocks as int8 rows (KvTierFormat::Int8).
   bool tiersInt8 = false;
+  /// Bytes one block takes in the host and disk tiers.
+  int64_t tierBlockBytes = 0;
   int64_t diskBudgetBlocks = 0;
 };
 

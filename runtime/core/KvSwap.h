@@ -80,6 +80,8 @@ public:
   KvTierFormat format() const { return format_; }
   /// Blocks host memory may hold.
   int64_t hostBlocks() const { return hostBlocks_; }
+  /// Bytes one block takes in the tiers (fewer than the pool's as int8).
+  size_t storedBytes() const { return storedBytes_; }
 
 private:
   bool openFile(std::string &error);

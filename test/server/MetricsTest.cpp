@@ -30,6 +30,7 @@ TEST(Metrics, EveryFamilyIsTypedAndEveryLineParses) {
   engine.queued = 2;
   engine.kvPoolBlocks = 64;
   engine.kvPoolBlocksUsed = 5;
+  engine.kvHostBlocks = 3;
   engine.timeToFirstToken.observe(0.02);
   HttpMetrics http;
   http.responses[{"/v1/completions", 200}] = 3;
@@ -41,6 +42,8 @@ TEST(Metrics, EveryFamilyIsTypedAndEveryLineParses) {
   EXPECT_NE(text.find("hetc_generated_tokens_total 42\n"), std::string::npos);
   EXPECT_NE(text.find("hetc_queue_length 2\n"), std::string::npos);
   EXPECT_NE(text.find("hetc_kv_blocks{tier=\"pool\",state=\"used\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hetc_kv_blocks{tier=\"host\",state=\"used\"} 3\n"),
             std::string::npos);
   EXPECT_NE(text.find("hetc_http_responses_total{endpoint=\"/v1/completions\","
                       "code=\"200\"} 3\n"),
