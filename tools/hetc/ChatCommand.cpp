@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <pthread.h>
 #include <random>
 #include <unistd.h>
 
@@ -103,7 +104,14 @@ Action registerChatCommand(CLI::App &app) {
     const hetrt::api::Model &model = *opened.model;
     server::EngineOptions options;
     options.parallel = 1;
+    // The engine's thread never takes Ctrl-C: this thread must, to stop a
+    // reply or leave at the prompt.
+    sigset_t interrupt;
+    sigemptyset(&interrupt);
+    sigaddset(&interrupt, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &interrupt, nullptr);
     server::Engine engine(model, *opened.session, options);
+    pthread_sigmask(SIG_UNBLOCK, &interrupt, nullptr);
     bool terminal = isatty(STDIN_FILENO);
     printMessage("hetc chat: %s on %s, chat template %s; /reset forgets, "
                  "/exit leaves, Ctrl-C stops a reply\n",

@@ -100,8 +100,10 @@ Action registerServeCommand(CLI::App &app) {
     if (flags->http.apiKey.empty())
       if (const char *key = std::getenv("HETC_API_KEY"))
         flags->http.apiKey = key;
-    // Signals go to this thread alone, which waits for them below; every
-    // thread started from here on inherits the mask.
+    // Signals go to this thread alone: the server's threads start with them
+    // blocked. While the model loads (perhaps minutes of compiling), Ctrl-C
+    // ends the process at once; once it serves, this thread waits for them
+    // below and stops the server cleanly.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -125,6 +127,7 @@ Action registerServeCommand(CLI::App &app) {
                  "GET /health says when it is ready)\n",
                  flags->http.host.c_str(), port);
     http.start();
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
 
     // The pool holds every running request's whole context, so the batch
     // never waits for blocks; a pack keeps the pool it was compiled with.
@@ -158,6 +161,7 @@ Action registerServeCommand(CLI::App &app) {
       std::cerr << "hetc serve: " << error << "\n";
       return 2;
     }
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     server::Engine engine(*opened.model, *opened.session, flags->engine);
     server::ServedModel served;
     served.model = opened.model.get();
