@@ -234,18 +234,28 @@ bool Engine::admit(std::unique_ptr<Active> &active) {
 }
 
 void Engine::prefillStep() {
-  int64_t budget = options_.prefillChunk;
+  // A prompt is read in pieces that start at whole multiples of the chunk,
+  // however many requests share the step: a prompt no longer than a chunk
+  // is read in one call, and a longer one in the same pieces, as when it
+  // runs alone, so its logits do not depend on what else ran (pieces round
+  // the keys of earlier positions as the cache holds them). A piece that no
+  // longer fits this step's budget waits for the next step, where it is
+  // among the oldest.
+  const size_t chunk = static_cast<size_t>(options_.prefillChunk);
+  size_t budget = chunk;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Active &active = *running_[i];
     if (active.done || !active.prefilling())
       continue;
-    size_t count = std::min<size_t>(active.prefillTarget() - active.cached,
-                                    static_cast<size_t>(budget));
-    std::vector<int32_t> chunk(active.history.begin() + active.cached,
+    size_t count = std::min(active.prefillTarget() - active.cached,
+                            chunk - active.cached % chunk);
+    if (count > budget)
+      break;
+    std::vector<int32_t> piece(active.history.begin() + active.cached,
                                active.history.begin() + active.cached + count);
     std::optional<hetrt_kv_stats_t> before = session_.kvStats();
     hetrt::api::Status status;
-    if (!session_.prefill(active.sequence, chunk, status)) {
+    if (!session_.prefill(active.sequence, piece, status)) {
       if (status.code == HETRT_OUT_OF_MEMORY && preemptNewest())
         return;
       finish(active, "", status.message);
@@ -262,7 +272,7 @@ void Engine::prefillStep() {
       if (!active.prefilling() && active.generated == 0)
         metrics_.promptTokens += active.request.prompt.size();
     }
-    budget -= static_cast<int64_t>(count);
+    budget -= count;
     // A request back from preemption has its next token already.
     if (!active.prefilling() && !active.pendingToken)
       emit(active, session_.logits());
