@@ -28,11 +28,7 @@ struct ChatFlags {
   std::string systemPrompt;
   std::vector<std::string> stop;
   int64_t maxTokens = 512;
-  float temperature = 0.8f;
-  int32_t topK = 40;
-  float topP = 0.95f;
-  float repeatPenalty = 1.0f;
-  int64_t seed = -1;
+  SamplingFlags sampling;
   bool ignoreEos = false;
 };
 
@@ -68,21 +64,7 @@ Action registerChatCommand(CLI::App &app) {
                       "The most tokens of one reply")
       ->check(wholeRange(1, INT32_MAX))
       ->capture_default_str();
-  command->add_option("--temp", flags->temperature,
-                      "Sampling temperature; 0 is greedy")
-      ->check(finiteRange(0, 100))
-      ->capture_default_str();
-  command->add_option("--top-k", flags->topK,
-                      "Keep the k most likely tokens (0: all)")
-      ->check(wholeRange(0, INT32_MAX));
-  command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
-      ->check(finiteRange(0, 1));
-  command->add_option("--repeat-penalty", flags->repeatPenalty,
-                      "Penalty for recently generated tokens (1: off)")
-      ->check(finiteRange(0.001, 100));
-  command->add_option("--seed", flags->seed,
-                      "Random seed (-1: a fresh one)")
-      ->check(wholeRange(-1, INT64_MAX));
+  addSamplingOptions(*command, flags->sampling);
   command->add_flag("--ignore-eos", flags->ignoreEos,
                     "Keep a reply going after an end-of-generation token");
   return [command, flags]() -> int {
@@ -117,8 +99,8 @@ Action registerChatCommand(CLI::App &app) {
                  "/exit leaves, Ctrl-C stops a reply\n",
                  flags->model.c_str(), opened.runsOn.c_str(), family.c_str());
     catchInterrupt();
-    std::mt19937_64 seeds(flags->seed >= 0
-                              ? static_cast<uint64_t>(flags->seed)
+    std::mt19937_64 seeds(flags->sampling.seed >= 0
+                              ? static_cast<uint64_t>(flags->sampling.seed)
                               : std::random_device{}());
     std::vector<std::pair<std::string, std::string>> conversation;
     if (!flags->systemPrompt.empty())
@@ -170,8 +152,9 @@ Action registerChatCommand(CLI::App &app) {
       server::GenerationRequest request;
       request.prompt = std::move(prompt);
       request.maxTokens = std::min(flags->maxTokens, room);
-      request.sampling = {flags->temperature, flags->topK, flags->topP,
-                          flags->repeatPenalty, seeds()};
+      hetrt_sampling_params_t params = samplingParams(flags->sampling, seeds());
+      request.sampling = {params.temperature, params.top_k, params.top_p,
+                          params.repetition_penalty, params.seed};
       request.stop = flags->stop;
       request.ignoreEos = flags->ignoreEos;
       std::string why;

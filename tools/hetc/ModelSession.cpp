@@ -132,6 +132,30 @@ int openModelSession(const std::string &model, const SessionFlags &flags,
   return 0;
 }
 
+void addSamplingOptions(CLI::App &command, SamplingFlags &flags) {
+  command.add_option("--temp", flags.temperature,
+                     "Sampling temperature; 0 is greedy (ties to the lowest id)")
+      ->check(finiteRange(0, 100));
+  command.add_option("--top-k", flags.topK,
+                     "Keep the k most likely tokens (0: all)")
+      ->check(wholeRange(0, INT32_MAX));
+  command.add_option("--top-p", flags.topP, "Nucleus sampling threshold")
+      ->check(finiteRange(0, 1));
+  command.add_option("--repeat-penalty", flags.repeatPenalty,
+                     "Penalty for recently generated tokens (1: off; must be "
+                     "positive)")
+      ->check(finiteRange(0.001, 100));
+  command.add_option("--seed", flags.seed,
+                     "Random seed (default, or -1 as in llama.cpp: a fresh "
+                     "one, which hetc run --json reports)")
+      ->check(wholeRange(-1, INT64_MAX));
+}
+
+hetrt_sampling_params_t samplingParams(const SamplingFlags &flags,
+                                       uint64_t seed) {
+  return {flags.temperature, flags.topK, flags.topP, flags.repeatPenalty, seed};
+}
+
 void addStopOption(CLI::App &command, std::vector<std::string> &stops) {
   command
       .add_option("--stop", stops,

@@ -50,6 +50,22 @@ int openModelSession(const std::string &model, const SessionFlags &flags,
                      std::function<bool(std::string &)> beforeCompiling,
                      OpenedModel &opened, std::string &error);
 
+/// How tokens are chosen (hetc run and hetc chat), with llama.cpp's
+/// defaults.
+struct SamplingFlags {
+  float temperature = 0.8f;
+  int32_t topK = 40;
+  float topP = 0.95f;
+  float repeatPenalty = 1.0f;
+  /// -1: a fresh seed.
+  int64_t seed = -1;
+};
+/// --temp, --top-k, --top-p, --repeat-penalty and --seed.
+void addSamplingOptions(CLI::App &command, SamplingFlags &flags);
+/// The runtime's parameters for `flags` with the seed chosen.
+hetrt_sampling_params_t samplingParams(const SamplingFlags &flags,
+                                       uint64_t seed);
+
 /// --stop TEXT, repeatable: generation ends before the first match, which
 /// is not shown.
 void addStopOption(CLI::App &command, std::vector<std::string> &stops);

@@ -38,11 +38,7 @@ struct RunFlags {
   std::string model;
   std::string prompt;
   int64_t numTokens = 64;
-  float temperature = 0.8f;
-  int32_t topK = 40;
-  float topP = 0.95f;
-  float repeatPenalty = 1.0f;
-  int64_t seed = -1;
+  SamplingFlags sampling;
   bool json = false;
   bool ignoreEos = false;
   std::string logitsOut;
@@ -175,21 +171,7 @@ Action registerRunCommand(CLI::App &app) {
                       "holds after the prompt)")
       ->check(wholeRange(0, INT32_MAX))
       ->capture_default_str();
-  command->add_option("--temp", flags->temperature,
-                      "Sampling temperature; 0 is greedy (ties to the lowest id)")
-      ->check(finiteRange(0, 100));
-  command->add_option("--top-k", flags->topK, "Keep the k most likely tokens (0: all)")
-      ->check(wholeRange(0, INT32_MAX));
-  command->add_option("--top-p", flags->topP, "Nucleus sampling threshold")
-      ->check(finiteRange(0, 1));
-  command->add_option("--repeat-penalty", flags->repeatPenalty,
-                      "Penalty for recently generated tokens (1: off; must be "
-                      "positive)")
-      ->check(finiteRange(0.001, 100));
-  command->add_option("--seed", flags->seed,
-                      "Random seed (default, or -1 as in llama.cpp: a fresh "
-                      "one, reported in --json)")
-      ->check(wholeRange(-1, INT64_MAX));
+  addSamplingOptions(*command, flags->sampling);
   addSessionOptions(*command, flags->session);
   addStopOption(*command, flags->stop);
   command->add_flag("--chat", flags->chat,
@@ -321,10 +303,10 @@ Action registerRunCommand(CLI::App &app) {
                 << " (give a larger --context for more)\n";
       numTokens = room;
     }
-    uint64_t seed = flags->seed >= 0 ? static_cast<uint64_t>(flags->seed)
-                                     : std::random_device{}();
-    hetrt_sampling_params_t params = {flags->temperature, flags->topK,
-                                      flags->topP, flags->repeatPenalty, seed};
+    uint64_t seed = flags->sampling.seed >= 0
+                        ? static_cast<uint64_t>(flags->sampling.seed)
+                        : std::random_device{}();
+    hetrt_sampling_params_t params = samplingParams(flags->sampling, seed);
     std::unique_ptr<hetrt::api::Sampler> sampler =
         hetrt::api::Sampler::create(params, status);
     if (!sampler) {
