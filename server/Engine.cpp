@@ -94,8 +94,10 @@ Engine::Engine(const hetrt::api::Model &model, hetrt::api::Session &session,
   hetrt::api::Status status;
   if (!session_.maxBatch(maxBatch_, status))
     maxBatch_ = 0;
-  if (std::optional<hetrt_kv_stats_t> kv = session_.kvStats())
+  if (std::optional<hetrt_kv_stats_t> kv = session_.kvStats()) {
     poolPositions_ = kv->blocks * kv->block_size;
+    reusedAtStart_ = kv->reused_tokens;
+  }
   recordKvMetrics();
   thread_ = std::thread([this] { run(); });
 }
@@ -206,7 +208,7 @@ void Engine::run() {
       metrics_.queued = static_cast<int64_t>(waiting_.size());
     }
     for (auto &active : running_)
-      if (active->sequence < 0 && !admit(active))
+      if (active->sequence < 0 && !admit(*active))
         finish(*active, "", "the session has no sequence to give");
     for (auto &active : running_)
       if (!active->done && active->generation->cancelled())
@@ -223,13 +225,13 @@ void Engine::run() {
   running_.clear();
 }
 
-bool Engine::admit(std::unique_ptr<Active> &active) {
+bool Engine::admit(Active &active) {
   hetrt::api::Status status;
-  if (!session_.createSequence(active->sequence, status)) {
-    active->sequence = -1;
+  if (!session_.createSequence(active.sequence, status)) {
+    active.sequence = -1;
     return false;
   }
-  active->cached = 0;
+  active.cached = 0;
   return true;
 }
 
@@ -253,7 +255,6 @@ void Engine::prefillStep() {
       break;
     std::vector<int32_t> piece(active.history.begin() + active.cached,
                                active.history.begin() + active.cached + count);
-    std::optional<hetrt_kv_stats_t> before = session_.kvStats();
     hetrt::api::Status status;
     if (!session_.prefill(active.sequence, piece, status)) {
       if (status.code == HETRT_OUT_OF_MEMORY && preemptNewest())
@@ -261,16 +262,11 @@ void Engine::prefillStep() {
       finish(active, "", status.message);
       continue;
     }
-    std::optional<hetrt_kv_stats_t> after = session_.kvStats();
     active.cached += count;
-    {
+    // Counted once, when its prompt is read the first time.
+    if (!active.prefilling() && active.generated == 0) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (before && after)
-        metrics_.reusedPromptTokens +=
-            static_cast<uint64_t>(after->reused_tokens - before->reused_tokens);
-      // Counted once, when its prompt is read the first time.
-      if (!active.prefilling() && active.generated == 0)
-        metrics_.promptTokens += active.request.prompt.size();
+      metrics_.promptTokens += active.request.prompt.size();
     }
     budget -= count;
     // A request back from preemption has its next token already.
@@ -478,6 +474,9 @@ void Engine::recordKvMetrics() {
                     }));
   if (!kv)
     return;
+  // The session counts reused prompt tokens itself, since it was made.
+  metrics_.reusedPromptTokens =
+      static_cast<uint64_t>(kv->reused_tokens - reusedAtStart_);
   metrics_.kvPoolBlocks = kv->blocks;
   metrics_.kvPoolBlocksUsed = kv->blocks - kv->free_blocks;
   metrics_.kvHostBytes = kv->host_bytes;

@@ -135,7 +135,7 @@ public:
 private:
   struct Active;
   void run();
-  bool admit(std::unique_ptr<Active> &active);
+  bool admit(Active &active);
   void prefillStep();
   void decodeStep();
   /// Samples `active`'s next token from `logits` and shows it; false when
@@ -157,6 +157,8 @@ private:
   /// The session's largest batch (0: none).
   int64_t maxBatch_ = 0;
   int64_t poolPositions_ = 0;
+  /// The session's count of reused prompt tokens when the engine began.
+  int64_t reusedAtStart_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -684,6 +684,20 @@ hetrt_status_t hetrt_model_max_text_bytes(const hetrt_model_t *model,
 
 namespace {
 
+/// Writes `text` to out_text when capacity holds it, and its length to
+/// out_length either way (so a caller can size a second call).
+hetrt_status_t copyText(const char *function, const std::string &text,
+                        char *out_text, size_t capacity, size_t *out_length) {
+  *out_length = text.size();
+  if (text.size() > capacity)
+    return fail(HETRT_INVALID_ARGUMENT,
+                std::string(function) + ": " + std::to_string(text.size()) +
+                    " bytes do not fit in a capacity of " +
+                    std::to_string(capacity));
+  std::memcpy(out_text, text.data(), text.size());
+  return HETRT_OK;
+}
+
 hetrt_status_t tokenize(const char *function, const hetrt_model_t *model,
                         const char *text, size_t text_length, int add_special,
                         int parse_special, int32_t *out_ids, size_t capacity,
@@ -821,14 +835,8 @@ hetrt_status_t hetrt_model_render_chat(const hetrt_model_t *model,
         special(tokenizer.eos()), error);
     if (!text)
       return fail(HETRT_INVALID_ARGUMENT, "hetrt_model_render_chat: " + error);
-    *out_length = text->size();
-    if (text->size() > capacity)
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_model_render_chat: " + std::to_string(text->size()) +
-                      " bytes do not fit in a capacity of " +
-                      std::to_string(capacity));
-    std::memcpy(out_text, text->data(), text->size());
-    return HETRT_OK;
+    return copyText("hetrt_model_render_chat", *text, out_text, capacity,
+                    out_length);
   });
 }
 
@@ -851,14 +859,8 @@ hetrt_status_t hetrt_model_detokenize(const hetrt_model_t *model,
                     "hetrt_model_detokenize: id " + std::to_string(id) +
                         " is outside the vocabulary");
     std::string text = tokenizer.decode(list);
-    *out_length = text.size();
-    if (text.size() > capacity)
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_model_detokenize: " + std::to_string(text.size()) +
-                      " bytes do not fit in a capacity of " +
-                      std::to_string(capacity));
-    std::memcpy(out_text, text.data(), text.size());
-    return HETRT_OK;
+    return copyText("hetrt_model_detokenize", text, out_text, capacity,
+                    out_length);
   });
 }
 
@@ -879,14 +881,8 @@ hetrt_status_t hetrt_model_token_piece(const hetrt_model_t *model, int32_t id,
                   "hetrt_model_token_piece: id " + std::to_string(id) +
                       " is outside the vocabulary");
     std::string piece = tokenizer.decodeToken(id);
-    *out_length = piece.size();
-    if (piece.size() > capacity)
-      return fail(HETRT_INVALID_ARGUMENT,
-                  "hetrt_model_token_piece: " + std::to_string(piece.size()) +
-                      " bytes do not fit in a capacity of " +
-                      std::to_string(capacity));
-    std::memcpy(out_text, piece.data(), piece.size());
-    return HETRT_OK;
+    return copyText("hetrt_model_token_piece", piece, out_text, capacity,
+                    out_length);
   });
 }
 
